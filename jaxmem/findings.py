@@ -1,0 +1,108 @@
+"""Plain data shared by every stage: findings, positions, confidence.
+
+Positions are stored the way libcst counts them: ``line`` 1-based and
+``col`` 0-based in characters.  Every output format converts from here
+(see :mod:`jaxmem.outputs`), so there is exactly one place that knows the
+difference between flake8's, JSON's and SARIF's conventions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Confidence(str, enum.Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return {"low": 0, "medium": 1, "high": 2}[self.value]
+
+    @classmethod
+    def lowest(cls, values) -> "Confidence":
+        return min(values, key=lambda c: c.rank, default=cls.HIGH)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range: 1-based lines, 0-based character columns."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One fact behind a finding, e.g. a call site or the line of a read."""
+
+    message: str
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class DonationFix:
+    """What ``jaxmem-fix`` must add to the definition at ``definition_line``.
+
+    ``index`` is the position ``donate_argnums`` would use on that
+    definition; ``name`` the parameter's name (for ``donate_argnames``).
+    """
+
+    definition_line: int
+    index: int | None
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reported problem or missed opportunity."""
+
+    code: str
+    path: str
+    span: Span
+    message: str
+    severity: Severity
+    confidence: Confidence
+    function: str | None = None
+    wrapped: str | None = None
+    definition_path: str | None = None
+    definition_line: int | None = None
+    parameter_index: int | None = None
+    parameter_name: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+    fix: DonationFix | None = None
+
+    @property
+    def sort_key(self):
+        return (self.path, self.span.line, self.span.col, self.code)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A donation the analysis considered and deliberately did not propose."""
+
+    path: str
+    line: int
+    function: str
+    parameter: str
+    reason: str
+
+
+@dataclass
+class FileReport:
+    """Everything the analysis says about one file."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)

@@ -1,0 +1,39 @@
+"""The analysis settings: plain data, built from defaults, config and flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jaxmem.findings import Confidence
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that changes what the analysis reports.
+
+    ``select``/``ignore`` hold code prefixes (``"JXM1"`` selects JXM101..107).
+    ``extra_wrappers`` are dotted names of functions that behave like
+    ``jax.jit`` (take the function first and forward ``donate_argnums``).
+    ``donation_style`` is ``"auto"`` (follow the file, then the project),
+    ``"argnums"`` or ``"argnames"``.
+    """
+
+    select: tuple[str, ...] = ("JXM",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    min_confidence: Confidence = Confidence.MEDIUM
+    extra_wrappers: tuple[str, ...] = ()
+    donation_style: str = "auto"
+
+    def wants(self, code: str) -> bool:
+        """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""
+        sel = max((len(p) for p in self.select if code.startswith(p)), default=-1)
+        ign = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        return sel >= 0 and sel > ign
+
+    def fingerprint(self) -> str:
+        """A stable string identifying these settings, for cache keys."""
+        return repr(
+            (self.select, self.ignore, self.min_confidence.value,
+             self.extra_wrappers, self.donation_style)
+        )

@@ -1,0 +1,1 @@
+"""Static donation analysis: libcst only, never imports or runs the code it reads."""
