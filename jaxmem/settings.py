@@ -16,6 +16,9 @@ class Settings:
     ``jax.jit`` (take the function first and forward ``donate_argnums``).
     ``donation_style`` is ``"auto"`` (follow the file, then the project),
     ``"argnums"`` or ``"argnames"``.
+    ``jax_version`` is the oldest jax the project supports (``"0.4.30"``),
+    or ``None`` for "the installed one"; the codemod uses it to pick
+    spellings that version understands.
     """
 
     select: tuple[str, ...] = ("JXM",)
@@ -24,6 +27,7 @@ class Settings:
     min_confidence: Confidence = Confidence.MEDIUM
     extra_wrappers: tuple[str, ...] = ()
     donation_style: str = "auto"
+    jax_version: str | None = None
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""
@@ -35,5 +39,5 @@ class Settings:
         """A stable string identifying these settings, for cache keys."""
         return repr(
             (self.select, self.ignore, self.min_confidence.value,
-             self.extra_wrappers, self.donation_style)
+             self.extra_wrappers, self.donation_style, self.jax_version)
         )

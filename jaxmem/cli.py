@@ -1,0 +1,245 @@
+"""The ``jaxmem`` command: ``check``, ``rule``, ``version`` and the runtime commands.
+
+Exit status: 0 clean, 1 findings, 2 usage error, bad config, missing path
+or an internal error (a bug in jaxmem; the other files are still checked
+and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import traceback
+
+import jaxmem
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def main(argv=None) -> int:
+    """Run ``jaxmem`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="jaxmem",
+        description="Find, fix and verify buffer donation in JAX programs.",
+    )
+    parser.add_argument("--version", action="version", version=f"jaxmem {jaxmem.__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    _add_check(subparsers)
+    _add_rule(subparsers)
+    version = subparsers.add_parser("version", help="print jaxmem's version")
+    version.set_defaults(handler=run_version)
+    _add_runtime_commands(subparsers)
+    return parser
+
+
+def _add_check(subparsers) -> None:
+    check = subparsers.add_parser(
+        "check",
+        help="report missed and unsafe buffer donations",
+        description="Report missed and unsafe buffer donations (JXM rules). "
+        "Exit 0 when clean, 1 with findings, 2 on usage or internal error.",
+    )
+    check.add_argument("paths", nargs="*", metavar="PATH",
+                       help="files or folders to check (default: .); - reads stdin")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                       help="output format (default: text, flake8 style)")
+    check.add_argument("--select", metavar="CODES",
+                       help="comma-separated codes or prefixes to report (replaces the config's)")
+    check.add_argument("--extend-select", metavar="CODES",
+                       help="codes or prefixes to report in addition to the selected ones")
+    check.add_argument("--ignore", metavar="CODES",
+                       help="comma-separated codes or prefixes to skip (replaces the config's)")
+    check.add_argument("--extend-ignore", metavar="CODES",
+                       help="codes or prefixes to skip in addition to the ignored ones")
+    check.add_argument("--min-confidence", metavar="LEVEL",
+                       help="lowest confidence to report: low, medium or high "
+                       "(default: medium)")
+    check.add_argument("--exclude", metavar="GLOBS",
+                       help="comma-separated globs of files or folders to skip "
+                       "(replaces the config's)")
+    check.add_argument("--extend-exclude", metavar="GLOBS",
+                       help="globs to skip in addition to the excluded ones")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply excludes to files named on the command line too")
+    check.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                       help="worker processes (0: one per CPU; default: 1)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="do not read or write .jaxmem_cache/")
+    check.add_argument("--config", metavar="FILE",
+                       help="read settings from FILE instead of the nearest pyproject.toml")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="the name to report for source read from stdin")
+    check.add_argument("--output-file", "-o", metavar="FILE",
+                       help="write the report to FILE instead of stdout")
+    check.add_argument("--quiet", "-q", action="store_true",
+                       help="print findings only: no summary, no progress")
+    check.add_argument("--statistics", action="store_true",
+                       help="print the number of findings per code after the findings")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when there are findings")
+    check.set_defaults(handler=run_check)
+
+
+def _add_rule(subparsers) -> None:
+    rule = subparsers.add_parser("rule", help="explain a rule (or list them all)")
+    rule.add_argument("code", nargs="?", metavar="CODE", help="a rule code such as JXM001")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.set_defaults(handler=run_rule)
+
+
+def _add_runtime_commands(subparsers) -> None:
+    """Register ``verify``/``record`` when the runtime part is installed."""
+    try:
+        from jaxmem.runtime_check.commands import register
+    except ImportError:
+        return  # static checks must work without jax
+    register(subparsers)
+
+
+def run_check(args) -> int:
+    """``jaxmem check``: analyse, render, pick the exit status."""
+    from jaxmem.api import check_paths, is_internal_error
+    from jaxmem.config import ConfigError, load_config
+    from jaxmem.discovery import DiscoveryError
+    from jaxmem.outputs import all_findings, render, render_statistics, use_color
+
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    try:
+        settings = _apply_flags(load_config(paths, args.config).settings, args)
+        show_progress = not args.quiet and sys.stderr.isatty()
+        reports = check_paths(
+            paths, settings, jobs=args.jobs, use_cache=not args.no_cache,
+            progress=_print_progress if show_progress else None,
+            config_file=args.config, force_exclude=args.force_exclude,
+            stdin_filename=args.stdin_filename,
+        )
+        if show_progress:
+            sys.stderr.write("\r\x1b[K")
+    except (ConfigError, DiscoveryError) as error:
+        _error(str(error))
+        return EXIT_ERROR
+    except Exception as error:  # a bug in the cross-file analysis
+        _error(f"internal error: {type(error).__name__}: {error}; please report it "
+               "to the jaxmem developers with the command that triggered it")
+        if os.environ.get("JAXMEM_DEBUG"):
+            traceback.print_exc()
+        return EXIT_ERROR
+
+    findings = all_findings(reports)
+    to_stdout = args.output_file is None
+    output = render(args.format, reports,
+                    color=args.format == "text" and to_stdout and use_color(sys.stdout))
+    if args.statistics and args.format == "text":
+        output += render_statistics(findings)
+    if to_stdout:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    else:
+        with open(args.output_file, "w", encoding="utf-8") as out:
+            out.write(output)
+    if not args.quiet:
+        _print_summary(findings, len(reports))
+    if any(is_internal_error(f) for f in findings):
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def run_rule(args) -> int:
+    """``jaxmem rule CODE`` prints the rule's documentation; ``--all`` lists the rules."""
+    from jaxmem.outputs import available_rules
+
+    rules = available_rules()
+    if not rules:
+        _error("the rule registry (jaxmem.lint.rules.RULES) could not be loaded")
+        return EXIT_ERROR
+    if args.all:
+        width = max(len(rule.name) for rule in rules.values())
+        for code in sorted(rules):
+            rule = rules[code]
+            print(f"{code}  {rule.name:<{width}}  {rule.summary}")
+        return EXIT_CLEAN
+    if not args.code:
+        _error("name a rule code (e.g. jaxmem rule JXM001) or use --all")
+        return EXIT_ERROR
+    rule = rules.get(args.code.upper())
+    if rule is None:
+        _error(f"unknown rule {args.code!r}; known rules: {', '.join(sorted(rules))}")
+        return EXIT_ERROR
+    sys.stdout.write(rule.render())
+    return EXIT_CLEAN
+
+
+def run_version(args) -> int:
+    """``jaxmem version``."""
+    print(f"jaxmem {jaxmem.__version__}")
+    return EXIT_CLEAN
+
+
+def _apply_flags(settings, args):
+    """``settings`` with the command-line flags applied on top."""
+    from jaxmem.config import parse_codes, parse_confidence
+
+    changes = {}
+    if args.select is not None:
+        changes["select"] = parse_codes(_split(args.select), "command line", "--select")
+    if args.extend_select is not None:
+        changes["select"] = changes.get("select", settings.select) + parse_codes(
+            _split(args.extend_select), "command line", "--extend-select")
+    if args.ignore is not None:
+        changes["ignore"] = parse_codes(_split(args.ignore), "command line", "--ignore")
+    if args.extend_ignore is not None:
+        changes["ignore"] = changes.get("ignore", settings.ignore) + parse_codes(
+            _split(args.extend_ignore), "command line", "--extend-ignore")
+    if args.min_confidence is not None:
+        changes["min_confidence"] = parse_confidence(
+            args.min_confidence, "command line", "--min-confidence")
+    if args.exclude is not None:
+        changes["exclude"] = tuple(_split(args.exclude))
+    if args.extend_exclude is not None:
+        changes["exclude"] = changes.get("exclude", settings.exclude) + tuple(
+            _split(args.extend_exclude))
+    return dataclasses.replace(settings, **changes)
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _print_progress(done: int, total: int, path: str) -> None:
+    sys.stderr.write(f"\r\x1b[K[{done}/{total}] {path}")
+    sys.stderr.flush()
+
+
+def _print_summary(findings, file_count: int) -> None:
+    if not findings:
+        sys.stderr.write(f"jaxmem: no findings in {file_count} file(s).\n")
+        return
+    fixable = sum(1 for f in findings if f.fix is not None)
+    sys.stderr.write(
+        f"jaxmem: {len(findings)} finding(s) in {file_count} file(s)"
+        + (f", {fixable} fixable with jaxmem-fix" if fixable else "") + ".\n"
+    )
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"jaxmem: error: {message}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""``[tool.jaxmem]`` configuration: find it, read it, validate it.
+
+The configuration lives in the nearest ``pyproject.toml`` that has a
+``[tool.jaxmem]`` table, searched upward from the first path on the command
+line (or the current directory); ``--config FILE`` names it explicitly.
+Every problem is a :class:`ConfigError` whose message names the file, the
+key and what is allowed, so the CLI can print it and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxmem.findings import Confidence
+from jaxmem.settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+TABLE = "tool.jaxmem"
+
+CODE_PREFIX = re.compile(r"^JXM[0-9]{0,3}$")
+DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,2}$")
+DONATION_STYLES = ("auto", "argnums", "argnames")
+CONFIDENCES = tuple(c.value for c in Confidence)
+
+
+class ConfigError(Exception):
+    """An unreadable or invalid configuration; the message is user-facing."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings plus where they came from.
+
+    ``path`` is the file the settings were read from (``None`` for the
+    defaults); ``root`` is the project root: the folder of that file, else
+    the nearest folder above the start that holds a ``pyproject.toml`` or
+    ``.git``, else the current folder.  Relative ``exclude`` patterns and the
+    cache are anchored there.
+    """
+
+    settings: Settings
+    path: Path | None
+    root: Path
+
+
+def load_config(paths=(), config_file: str | os.PathLike | None = None) -> Config:
+    """Find and read the configuration for a run over ``paths``.
+
+    ``config_file`` overrides the search.  Raises :class:`ConfigError`.
+    """
+    start = search_start(paths)
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"{path}: config file not found; check the --config argument")
+        table = _read_table(path, explicit=True)
+        return Config(settings_from_table(table, path), path, path.resolve().parent)
+    path = find_config(start)
+    if path is None:
+        return Config(Settings(), None, project_root(start))
+    table = _read_table(path, explicit=False)
+    return Config(settings_from_table(table, path), path, path.resolve().parent)
+
+
+def load_settings(paths=(), config_file: str | os.PathLike | None = None) -> Settings:
+    """The :class:`Settings` for a run over ``paths`` (see :func:`load_config`)."""
+    return load_config(paths, config_file).settings
+
+
+def search_start(paths=()) -> Path:
+    """The folder the upward search starts from: the first path's, or cwd."""
+    for raw in paths:
+        if str(raw) == "-":
+            continue
+        candidate = Path(raw).absolute()
+        if candidate.is_dir():
+            return candidate
+        return candidate.parent
+    return Path.cwd()
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` with ``[tool.jaxmem]``."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "jaxmem" in _read_toml(candidate).get("tool", {}):
+            return candidate
+    return None
+
+
+def project_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` holding ``pyproject.toml`` or ``.git``
+    (the current folder when there is none)."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return Path.cwd()
+
+
+def settings_from_table(table: dict, path: Path) -> Settings:
+    """Validate a ``[tool.jaxmem]`` table and build :class:`Settings` from it."""
+    readers = {
+        "select": ("select", _codes),
+        "ignore": ("ignore", _codes),
+        "exclude": ("exclude", _strings),
+        "min-confidence": ("min_confidence", _confidence),
+        "extra-wrappers": ("extra_wrappers", _dotted_names),
+        "donation-style": ("donation_style", _donation_style),
+        "jax-version": ("jax_version", _jax_version),
+    }
+    values = {}
+    for key, value in table.items():
+        if key not in readers:
+            allowed = ", ".join(readers)
+            raise ConfigError(
+                f"{path}: unknown key {key!r} in [{TABLE}]; allowed keys: {allowed}"
+            )
+        field_name, read = readers[key]
+        values[field_name] = read(value, path, key)
+    return Settings(**values)
+
+
+def parse_codes(values, source: str, key: str) -> tuple[str, ...]:
+    """Validate rule codes or prefixes (``JXM``, ``JXM1``, ``JXM101``)."""
+    codes = tuple(v.strip().upper() for v in values if v.strip())
+    for code in codes:
+        if not CODE_PREFIX.match(code):
+            raise ConfigError(
+                f"{source}: {key}: {code!r} is not a jaxmem rule code; "
+                "use a code such as JXM001 or a prefix such as JXM1 or JXM"
+            )
+    return codes
+
+
+def parse_confidence(value, source: str, key: str) -> Confidence:
+    """Validate a confidence name (``low``, ``medium``, ``high``)."""
+    if not isinstance(value, str) or value.lower() not in CONFIDENCES:
+        raise ConfigError(
+            f"{source}: {key}: {value!r} is not a confidence; use one of {', '.join(CONFIDENCES)}"
+        )
+    return Confidence(value.lower())
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+
+
+def _read_table(path: Path, explicit: bool) -> dict:
+    """The ``[tool.jaxmem]`` table of ``path``.
+
+    A file named explicitly that is not a ``pyproject.toml`` may hold the
+    keys at its top level (a dedicated ``jaxmem.toml``).
+    """
+    document = _read_toml(path)
+    tool = document.get("tool", {})
+    if isinstance(tool, dict) and "jaxmem" in tool:
+        table = tool["jaxmem"]
+    elif explicit and path.name != "pyproject.toml":
+        table = document
+    else:
+        table = {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{TABLE}] must be a table of settings")
+    return table
+
+
+def _strings(value, path: Path, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key} must be a list of strings, e.g. {key} = [\"...\"]; "
+            f"got {value!r}"
+        )
+    return tuple(value)
+
+
+def _codes(value, path: Path, key: str) -> tuple[str, ...]:
+    return parse_codes(_strings(value, path, key), f"{path}: [{TABLE}]", key)
+
+
+def _confidence(value, path: Path, key: str) -> Confidence:
+    return parse_confidence(value, f"{path}: [{TABLE}]", key)
+
+
+def _dotted_names(value, path: Path, key: str) -> tuple[str, ...]:
+    names = _strings(value, path, key)
+    for name in names:
+        if not DOTTED_NAME.match(name):
+            raise ConfigError(
+                f"{path}: [{TABLE}] {key}: {name!r} is not a dotted name; "
+                "use the wrapper's import path, e.g. \"mylib.utils.jit_with_donation\""
+            )
+    return names
+
+
+def _donation_style(value, path: Path, key: str) -> str:
+    if value not in DONATION_STYLES:
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key}: {value!r} is not allowed; "
+            f"use one of {', '.join(DONATION_STYLES)}"
+        )
+    return value
+
+
+def _jax_version(value, path: Path, key: str) -> str:
+    if not isinstance(value, str) or not VERSION.match(value):
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key}: {value!r} is not a version; "
+            "use a string such as \"0.4.30\""
+        )
+    return value

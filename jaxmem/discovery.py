@@ -1,0 +1,153 @@
+"""Expand command-line paths into the Python files to check.
+
+Directories recurse in sorted order, skipping version-control folders,
+virtualenvs (any folder holding ``pyvenv.cfg``), build and cache folders,
+the ``exclude`` patterns, and, inside a git work tree, what git ignores.
+
+Files named explicitly are always checked, whatever their extension and
+even when an ``exclude`` pattern matches them, unless ``force_exclude`` is
+set (as ruff does; pre-commit passes file names explicitly, so hooks
+should pass ``--force-exclude``).
+
+Exclude patterns are ``fnmatch`` globs.  A pattern without ``/`` matches
+any file or folder of that name (``"*_pb2.py"``, ``"third_party"``); a
+pattern with ``/`` matches the path relative to the project root
+(``"tests/fixtures/*"``).  A folder that matches is skipped whole.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", "build", "dist", ".tox", ".nox",
+    "node_modules", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".jaxmem_cache", ".venv", "venv",
+})
+SKIPPED_DIR_GLOBS = ("*.egg-info",)
+STDIN = "-"
+
+
+class DiscoveryError(Exception):
+    """A path on the command line does not exist; the message names it."""
+
+
+def discover(
+    paths,
+    *,
+    root: str | os.PathLike | None = None,
+    exclude=(),
+    force_exclude: bool = False,
+    respect_gitignore: bool = True,
+) -> list[str]:
+    """The files to check for ``paths``, in order, without duplicates.
+
+    Paths keep the spelling the user gave (``src/a.py`` stays relative);
+    ``-`` (stdin) is passed through.  Raises :class:`DiscoveryError` for a
+    path that does not exist.
+    """
+    matcher = ExcludeMatcher(exclude, Path(root) if root is not None else Path.cwd())
+    files: list[str] = []
+    for raw in paths:
+        raw = str(raw)
+        if raw == STDIN:
+            files.append(raw)
+        elif os.path.isdir(raw):
+            if force_exclude and matcher.matches(raw):
+                continue
+            found = list(_walk(raw, matcher))
+            if respect_gitignore:
+                found = _drop_git_ignored(raw, found)
+            files.extend(found)
+        elif os.path.exists(raw):
+            if not (force_exclude and matcher.matches(raw)):
+                files.append(os.path.normpath(raw))
+        else:
+            raise DiscoveryError(f"{raw}: no such file or directory")
+    return list(dict.fromkeys(files))
+
+
+class ExcludeMatcher:
+    """Decides whether a path matches one of the ``exclude`` globs."""
+
+    def __init__(self, patterns, root: Path):
+        self.name_patterns = tuple(p.rstrip("/") for p in patterns if "/" not in p.rstrip("/"))
+        self.path_patterns = tuple(p.strip("/") for p in patterns if "/" in p.rstrip("/"))
+        self.root = root.absolute()
+
+    def matches(self, path: str) -> bool:
+        """Whether ``path`` (a file or folder) or one of its folders is excluded."""
+        absolute = Path(os.path.abspath(path))
+        if any(fnmatch.fnmatch(absolute.name, p) for p in self.name_patterns):
+            return True
+        if not self.path_patterns:
+            return False
+        try:
+            relative = absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            return False
+        parts = relative.split("/")
+        prefixes = ("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return any(fnmatch.fnmatch(prefix, p) for prefix in prefixes for p in self.path_patterns)
+
+    def matches_name(self, name: str) -> bool:
+        """Whether a bare file or folder name matches a pattern without ``/``."""
+        return any(fnmatch.fnmatch(name, p) for p in self.name_patterns)
+
+
+def is_skipped_dir(path: str, name: str) -> bool:
+    """Folders never worth descending into: VCS, virtualenvs, build output, caches."""
+    return (
+        name in SKIPPED_DIRS
+        or any(fnmatch.fnmatch(name, g) for g in SKIPPED_DIR_GLOBS)
+        or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+    )
+
+
+def _walk(top: str, matcher: ExcludeMatcher):
+    for folder, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if not is_skipped_dir(os.path.join(folder, d), d)
+            and not matcher.matches_name(d)
+            and not (matcher.path_patterns and matcher.matches(os.path.join(folder, d)))
+        )
+        for name in sorted(filenames):
+            if not name.endswith(PYTHON_SUFFIXES) or matcher.matches_name(name):
+                continue
+            path = os.path.normpath(os.path.join(folder, name))
+            if matcher.path_patterns and matcher.matches(path):
+                continue
+            yield path
+
+
+def _drop_git_ignored(top: str, files: list[str]) -> list[str]:
+    """``files`` minus those git ignores; unchanged outside a work tree or without git."""
+    if not files or shutil.which("git") is None:
+        return files
+    try:
+        toplevel = subprocess.run(
+            ["git", "-C", top, "rev-parse", "--show-toplevel"],
+            capture_output=True, text=True, check=False,
+        )
+        if toplevel.returncode != 0:
+            return files
+        absolute = [os.path.abspath(f) for f in files]
+        result = subprocess.run(
+            ["git", "check-ignore", "--stdin", "-z"],
+            cwd=toplevel.stdout.strip(),
+            input="\0".join(absolute) + "\0",
+            capture_output=True, text=True, check=False,
+        )
+    except OSError:
+        return files
+    # 0: some paths ignored, 1: none ignored, anything else: git could not tell.
+    if result.returncode != 0:
+        return files
+    ignored = {p for p in result.stdout.split("\0") if p}
+    return [f for f, a in zip(files, absolute) if a not in ignored]
