@@ -199,7 +199,8 @@ def _unknown_rule_to_sarif(code: str) -> dict:
 
 
 def _artifact(path: str, base: Path) -> dict:
-    absolute = Path(os.path.abspath(path))
+    """A relative path is relative to ``base``; an absolute one is made so when inside it."""
+    absolute = Path(os.path.normpath(os.path.join(base, path)))
     try:
         relative = absolute.relative_to(base)
     except ValueError:

@@ -62,8 +62,14 @@ def decode_source(path: str, data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        # An unknown codec in the cookie, or a BOM that contradicts it.
-        return _problem(path, data, f"bad encoding declaration: {error.msg}", error.lineno or 1, 0)
+        if "invalid or missing encoding declaration" in str(error.msg):
+            # No cookie and the first lines are not UTF-8: say which byte.
+            encoding = "utf-8"
+        else:
+            # An unknown codec in the cookie, or a BOM that contradicts it.
+            return _problem(
+                path, data, f"bad encoding declaration: {error.msg}", error.lineno or 1, 0
+            )
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:

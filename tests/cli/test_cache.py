@@ -1,0 +1,71 @@
+"""The per-file facts cache under ``.jaxmem_cache/``."""
+
+from __future__ import annotations
+
+import jaxmem
+from jaxmem.cache import CACHE_DIR_NAME, FactsCache
+from jaxmem.findings import Confidence
+from jaxmem.settings import Settings
+
+from .conftest import MISSED_DONATION, write
+
+FACTS = {"definitions": ["step"], "calls": [("step", 11)]}
+
+
+def test_round_trip_and_cache_dir_markers(tmp_path):
+    cache = FactsCache(tmp_path, Settings())
+    assert cache.get("a.py", "d1") is None
+    cache.put("a.py", "d1", FACTS)
+    assert cache.get("a.py", "d1") == FACTS
+    top = tmp_path / CACHE_DIR_NAME
+    assert (top / "CACHEDIR.TAG").read_text().startswith(
+        "Signature: 8a477f597d28d172789f06886806bc55")
+    assert (top / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_content_path_settings_and_version_are_part_of_the_key(tmp_path, monkeypatch):
+    FactsCache(tmp_path, Settings()).put("a.py", "d1", FACTS)
+    assert FactsCache(tmp_path, Settings()).get("a.py", "d2") is None
+    assert FactsCache(tmp_path, Settings()).get("b.py", "d1") is None
+    low = Settings(min_confidence=Confidence.LOW)
+    assert FactsCache(tmp_path, low).get("a.py", "d1") is None
+    monkeypatch.setattr(jaxmem, "__version__", "999.0")
+    assert FactsCache(tmp_path, Settings()).get("a.py", "d1") is None
+
+
+def test_corrupt_entries_are_misses(tmp_path):
+    cache = FactsCache(tmp_path, Settings())
+    cache.put("a.py", "d1", FACTS)
+    entry = cache.folder / cache.key("a.py", "d1")
+    entry.write_bytes(b"\x80\x05not a pickle")
+    assert cache.get("a.py", "d1") is None
+    entry.write_bytes(b"")
+    assert cache.get("a.py", "d1") is None
+
+
+def test_an_unwritable_cache_is_silently_skipped(tmp_path):
+    (tmp_path / CACHE_DIR_NAME).write_text("a file where the folder should be")
+    cache = FactsCache(tmp_path, Settings())
+    cache.put("a.py", "d1", FACTS)
+    assert cache.get("a.py", "d1") is None
+
+
+def test_unpicklable_facts_are_not_cached(tmp_path):
+    cache = FactsCache(tmp_path, Settings())
+    cache.put("a.py", "d1", {"f": lambda: 1})
+    assert cache.get("a.py", "d1") is None
+    assert not list(cache.folder.glob(".tmp-*"))
+
+
+def test_check_fills_the_cache_and_no_cache_leaves_none(tmp_path, jaxmem):
+    write(tmp_path, "pyproject.toml", "[tool.jaxmem]\n")
+    write(tmp_path, "train.py", MISSED_DONATION)
+    first = jaxmem("check", "--no-cache", ".")
+    assert first.returncode == 1, first.stderr
+    assert not (tmp_path / CACHE_DIR_NAME).exists()
+    second = jaxmem("check", ".")
+    assert (tmp_path / CACHE_DIR_NAME / "CACHEDIR.TAG").is_file()
+    assert len(list((tmp_path / CACHE_DIR_NAME / "facts").iterdir())) == 1
+    third = jaxmem("check", ".")  # served from the cache
+    assert first.stdout == second.stdout == third.stdout
+    assert "JXM001" in third.stdout

@@ -1,0 +1,143 @@
+"""``[tool.jaxmem]``: where it is found, what it may hold, how it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxmem.config import ConfigError, find_config, load_config, load_settings
+from jaxmem.findings import Confidence
+from jaxmem.settings import Settings
+
+from .conftest import write
+
+FULL = """\
+[project]
+name = "demo"
+
+[tool.jaxmem]
+select = ["JXM0", "JXM101"]
+ignore = ["JXM002"]
+exclude = ["third_party", "tests/fixtures/*"]
+min-confidence = "high"
+extra-wrappers = ["mylib.jit_utils.donating_jit"]
+donation-style = "argnames"
+jax-version = "0.4.30"
+"""
+
+
+def test_no_pyproject_gives_the_defaults(tmp_path):
+    config = load_config([tmp_path])
+    assert config.settings == Settings()
+    assert config.path is None
+
+
+def test_every_key_is_read(tmp_path):
+    write(tmp_path, "pyproject.toml", FULL)
+    settings = load_settings([tmp_path])
+    assert settings == Settings(
+        select=("JXM0", "JXM101"),
+        ignore=("JXM002",),
+        exclude=("third_party", "tests/fixtures/*"),
+        min_confidence=Confidence.HIGH,
+        extra_wrappers=("mylib.jit_utils.donating_jit",),
+        donation_style="argnames",
+        jax_version="0.4.30",
+    )
+
+
+def test_search_goes_upward_from_the_first_paths_folder(tmp_path):
+    write(tmp_path, "pyproject.toml", FULL)
+    source = write(tmp_path, "src/pkg/mod.py", "x = 1\n")
+    config = load_config([source])
+    assert config.path == tmp_path / "pyproject.toml"
+    assert config.root == tmp_path.resolve()
+    assert config.settings.min_confidence is Confidence.HIGH
+
+
+def test_a_pyproject_without_the_table_is_passed_over(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nignore = ["JXM002"]\n')
+    write(tmp_path, "sub/pyproject.toml", '[project]\nname = "sub"\n')
+    assert find_config(tmp_path / "sub") == tmp_path / "pyproject.toml"
+    assert load_settings([tmp_path / "sub"]).ignore == ("JXM002",)
+
+
+def test_the_nearest_table_wins(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nignore = ["JXM002"]\n')
+    write(tmp_path, "sub/pyproject.toml", '[tool.jaxmem]\nignore = ["JXM104"]\n')
+    assert load_settings([tmp_path / "sub"]).ignore == ("JXM104",)
+
+
+def test_search_starts_in_the_current_folder_without_paths(tmp_path, monkeypatch):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nmin-confidence = "low"\n')
+    monkeypatch.chdir(tmp_path)
+    assert load_settings().min_confidence is Confidence.LOW
+
+
+def test_explicit_config_file_overrides_the_search(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nmin-confidence = "low"\n')
+    dedicated = write(tmp_path, "ci/jaxmem.toml", 'min-confidence = "high"\n')
+    config = load_config([tmp_path], dedicated)
+    assert config.settings.min_confidence is Confidence.HIGH
+    assert config.path == dedicated
+
+
+def test_explicit_config_file_that_does_not_exist(tmp_path):
+    with pytest.raises(ConfigError, match="nowhere.toml: config file not found"):
+        load_config([tmp_path], tmp_path / "nowhere.toml")
+
+
+def test_codes_are_normalised_to_upper_case(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nselect = ["jxm1"]\n')
+    assert load_settings([tmp_path]).select == ("JXM1",)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('colour = "red"', r"unknown key 'colour' in \[tool.jaxmem\]; allowed keys: select, "),
+        ('select = "JXM001"', r"select must be a list of strings"),
+        ('ignore = [1]', r"ignore must be a list of strings"),
+        ('select = ["E501"]', r"select: 'E501' is not a jaxmem rule code"),
+        ('ignore = ["JXM1234"]', r"ignore: 'JXM1234' is not a jaxmem rule code"),
+        ('min-confidence = "certain"', r"min-confidence: 'certain' is not a confidence; "
+                                       r"use one of low, medium, high"),
+        ('min-confidence = 2', r"min-confidence: 2 is not a confidence"),
+        ('donation-style = "both"', r"donation-style: 'both' is not allowed; "
+                                    r"use one of auto, argnums, argnames"),
+        ('extra-wrappers = ["my lib.jit"]', r"extra-wrappers: 'my lib.jit' is not a dotted name"),
+        ('jax-version = 0.4', r"jax-version: 0.4 is not a version"),
+        ('exclude = "build"', r"exclude must be a list of strings"),
+    ],
+)
+def test_bad_values_name_the_file_the_key_and_what_is_allowed(tmp_path, body, expected):
+    write(tmp_path, "pyproject.toml", f"[tool.jaxmem]\n{body}\n")
+    with pytest.raises(ConfigError, match=expected) as raised:
+        load_settings([tmp_path])
+    assert str(raised.value).startswith(str(tmp_path / "pyproject.toml"))
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.jaxmem\nselect = \n")
+    with pytest.raises(ConfigError, match=r"pyproject.toml: invalid TOML"):
+        load_settings([tmp_path])
+
+
+def test_table_must_be_a_table(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool]\njaxmem = "yes"\n')
+    with pytest.raises(ConfigError, match=r"\[tool.jaxmem\] must be a table"):
+        load_settings([tmp_path])
+
+
+def test_fingerprint_follows_every_analysis_setting():
+    base = Settings()
+    variants = [
+        Settings(select=("JXM1",)),
+        Settings(ignore=("JXM002",)),
+        Settings(min_confidence=Confidence.LOW),
+        Settings(extra_wrappers=("a.b",)),
+        Settings(donation_style="argnames"),
+        Settings(jax_version="0.4.30"),
+    ]
+    fingerprints = {base.fingerprint(), *(v.fingerprint() for v in variants)}
+    assert len(fingerprints) == len(variants) + 1
+    assert Settings().fingerprint() == base.fingerprint()
