@@ -317,3 +317,22 @@ def test_version_and_help(tmp_path, jaxmem):
     helped = jaxmem("--help")
     assert helped.returncode == 0 and "check" in helped.stdout
     assert jaxmem("check", "--help").returncode == 0
+
+
+def test_check_works_without_jax_and_never_imports_it(tmp_path):
+    import subprocess
+    import sys
+
+    write(tmp_path, "train.py", MISSED_DONATION)
+    script = (
+        "import sys\n"
+        "sys.modules['jax'] = None  # makes 'import jax' fail, as when it is not installed\n"
+        "from jaxmem.cli import main\n"
+        "status = main(['check', '--no-cache', 'train.py'])\n"
+        "assert sys.modules['jax'] is None\n"
+        "sys.exit(status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith(f"train.py:{MISSED_DONATION_LINE}:1: JXM001 ")
