@@ -30,6 +30,12 @@ def main(argv=None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``jaxmem check | head``): no traceback, and
+        # keep Python from failing again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 def build_parser() -> argparse.ArgumentParser:
