@@ -78,3 +78,11 @@ def test_plugin_uses_the_lines_flake8_gives_it(tmp_path):
     found = [(line, col, message.split()[0]) for line, col, message, _ in checker.run()]
     assert found == [(MISSED_DONATION_LINE, 0, "JXM001")]
     assert JaxmemChecker.name == "jaxmem"
+
+
+def test_flake8_lists_the_plugin(tmp_path):
+    import jaxmem
+    from .conftest import run_tool
+
+    result = run_tool("flake8", "--version", cwd=tmp_path)
+    assert f"jaxmem: {jaxmem.__version__}" in result.stdout
