@@ -39,6 +39,7 @@ class Example:
     fixed: str | None = None
     confidence: Confidence | None = None
     note: str = ""
+    raises: str | None = None  # text of the run-time error a runnable INVALID example raises
 
     @property
     def code(self) -> str:

@@ -1,0 +1,424 @@
+"""The join: definitions of every file meet the calls of every file.
+
+Given the per-file facts of one run, resolves each call to the jitted
+definition it reaches, then
+
+* for parameters the definition already donates, reports what would crash
+  or silently not work (JXM101-JXM106);
+* for the others, decides whether every call site leaves the argument
+  dead, and proposes the donation (JXM001) or notes it (JXM002);
+* reports invalid specs (JXM103), ``jax_debug_nans`` (JXM107) and parse
+  errors (JXM900).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
+from jaxmem.lint.definitions import MODULE_SCOPE, JitDefinition
+from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, ArgFacts, CallFacts, FileFacts, Use
+from jaxmem.lint.refs import overlaps, render
+from jaxmem.lint.rules import RULES
+from jaxmem.lint.signatures import map_arguments
+from jaxmem.settings import Settings
+
+_LITERAL = re.compile(r"^-?[\d.]+(e-?\d+)?j?$|^(True|False|None)$|^[rbuf]*['\"]")
+_ESCAPE_KINDS = frozenset({"stored", "closure", "yield"})
+
+
+@dataclass
+class ResolvedCall:
+    path: str
+    call: CallFacts
+    definition: JitDefinition
+    definition_path: str
+    shift: int
+    resolved: bool
+    by_index: dict[int, ArgFacts] = field(default_factory=dict)
+    by_name: dict[str, ArgFacts] = field(default_factory=dict)
+    keyword_of: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Verdict:
+    """One call site's view of one parameter."""
+
+    live: str | None = None  # why the value may be read later
+    confidence: Confidence = Confidence.HIGH
+    rebound: bool = False
+    evidence: str = ""
+
+
+class Index:
+    """Definitions of a run, addressable the ways calls reach them."""
+
+    def __init__(self, all_facts: list[FileFacts]) -> None:
+        self.local: dict[tuple[str, str, tuple], tuple[str, JitDefinition]] = {}
+        self.qualified: dict[str, tuple[str, JitDefinition]] = {}
+        self.referenced: set[str] = set()
+        for facts in all_facts:
+            self.referenced |= facts.referenced
+            for d in facts.definitions:
+                self.local[(facts.path, d.scope, d.callee)] = (facts.path, d)
+                if d.scope == MODULE_SCOPE and len(d.callee) == 1:
+                    for module in facts.module_names:
+                        self.qualified.setdefault(f"{module}.{d.callee[0]}", (facts.path, d))
+
+    def resolve(self, path: str, call: CallFacts) -> tuple[str, JitDefinition] | None:
+        """The definition a call reaches, if any is known."""
+        if call.callee[0] == "self":
+            if call.class_scope is None:
+                return None
+            return self.local.get((path, call.class_scope, call.callee))
+        for scope in call.scopes:
+            found = self.local.get((path, scope, call.callee))
+            if found is not None:
+                return found
+        if call.qualified is not None:
+            return self.qualified.get(call.qualified.lstrip("."))
+        return None
+
+
+def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall]:
+    """Every call of the run that reaches a known definition, arguments mapped."""
+    out: list[ResolvedCall] = []
+    for facts in all_facts:
+        for call in facts.calls:
+            if call.traced:
+                continue  # donation inside a traced function is a no-op
+            found = index.resolve(facts.path, call)
+            if found is None:
+                continue
+            def_path, definition = found
+            shift = definition.shift if call.callee[0] == "self" else 0
+            names = tuple(name for name, _ in call.keywords)
+            mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
+            resolved = ResolvedCall(facts.path, call, definition, def_path, shift, mapping.resolved)
+            args = list(call.positional) + [a for _, a in call.keywords]
+            for index_, number in mapping.by_index.items():
+                resolved.by_index[index_] = args[number]
+                if number >= len(call.positional):
+                    resolved.keyword_of[index_] = names[number - len(call.positional)]
+            for name, number in mapping.by_name.items():
+                resolved.by_name[name] = args[number]
+            out.append(resolved)
+    return out
+
+
+def _span(line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> Span:
+    return Span(line, col, end_line or line, end_col if end_col is not None else col)
+
+
+class Reporter:
+    """Builds findings with the rule's severity and the definition's context."""
+
+    def __init__(self) -> None:
+        self.reports: dict[str, FileReport] = {}
+
+    def report(self, path: str) -> FileReport:
+        if path not in self.reports:
+            self.reports[path] = FileReport(path)
+        return self.reports[path]
+
+    def add(self, code: str, path: str, span: Span, message: str, confidence: Confidence = Confidence.HIGH,
+            definition: JitDefinition | None = None, definition_path: str | None = None,
+            parameter: tuple[int | None, str | None] | None = None, evidence=(), fix: DonationFix | None = None):
+        rule = RULES[code]
+        self.report(path).findings.append(
+            Finding(
+                code=code, path=path, span=span, message=message, severity=rule.severity, confidence=confidence,
+                function=definition.function if definition else None,
+                wrapped=definition.wrapped if definition else None,
+                definition_path=definition_path if definition else None,
+                definition_line=definition.line if definition else None,
+                parameter_index=parameter[0] if parameter else None,
+                parameter_name=parameter[1] if parameter else None,
+                evidence=tuple(evidence), fix=fix,
+            )
+        )
+
+
+def _param_label(definition: JitDefinition, index: int | None, name: str | None) -> str:
+    if name is not None:
+        return f"`{name}`"
+    return f"parameter {index}"
+
+
+def check_declared(rc: ResolvedCall, out: Reporter) -> None:
+    """JXM101/102/104/105/106 for the parameters a definition already donates."""
+    d = rc.definition
+    spec = d.spec
+    if not spec.known:
+        return
+    sig = d.signature
+    donated: list[tuple[int | None, str | None, ArgFacts]] = []
+    for index, arg in rc.by_index.items():
+        keyword = rc.keyword_of.get(index)
+        name = sig.name_at(index) if sig else None
+        if keyword is not None:
+            if not d.donates_keywords:
+                if spec.donates_index(index):
+                    out.add(
+                        "JXM106", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
+                        f"`{d.function}` is a jax.pmap function that donates `{keyword}`, but this call passes it "
+                        f"by keyword, and pmap only donates positional arguments: pass it by position",
+                        definition=d, definition_path=rc.definition_path, parameter=(index, keyword),
+                        evidence=[Evidence(f"`{d.function}` defined with donate_argnums here", rc.definition_path, d.line)],
+                    )
+                continue
+            if spec.donates_name(keyword):
+                donated.append((index, keyword, arg))
+        elif spec.donates_index(index):
+            donated.append((index, name, arg))
+    for name, arg in rc.by_name.items():
+        if sig is not None and sig.index_of(name) is None and d.donates_keywords and spec.donates_name(name):
+            donated.append((None, name, arg))
+    if not rc.resolved and not donated:
+        return
+    all_args = list(rc.call.positional) + [a for _, a in rc.call.keywords]
+    for index, name, arg in donated:
+        _check_donated_arg(rc, index, name, arg, all_args, out)
+
+
+def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, out: Reporter) -> None:
+    d = rc.definition
+    label = _param_label(d, index, name)
+    where = Evidence(f"donated to `{d.function}` ({label}) here", rc.path, rc.call.line)
+    common = dict(definition=d, definition_path=rc.definition_path, parameter=(index, name))
+    # JXM102: the same buffer twice in one call, even inside one pytree.
+    if any(overlaps(a, b) for i, a in enumerate(arg.refs) for b in arg.refs[:i]):
+        out.add(
+            "JXM102", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
+            f"`{arg.text}` holds the same array twice and is donated to `{d.function}` ({label}): "
+            f"JAX cannot donate one buffer twice; pass distinct arrays",
+            evidence=[where], **common,
+        )
+    else:
+        for other in all_args:
+            if other is not arg and any(overlaps(a, b) for a in arg.refs for b in other.refs):
+                out.add(
+                    "JXM102", rc.path, _span(other.line, other.col, other.end_line, other.end_col),
+                    f"`{other.text}` is passed to `{d.function}` together with `{arg.text}`, which is donated "
+                    f"({label}): JAX cannot donate a buffer that is also another argument; pass a copy or stop "
+                    f"donating it",
+                    evidence=[where], **common,
+                )
+    if arg.key is None:
+        return
+    subject = render(arg.key)
+    for use in arg.reads_after:
+        if use.kind == "loop":
+            out.add(
+                "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
+                f"`{subject}` is donated to `{d.function}` inside a loop and not rebound: the next iteration "
+                f"passes a deleted array (\"Array has been deleted\"); rebind it from the result "
+                f"(`{subject} = {d.function}(...)`) or stop donating {label}",
+                evidence=[where], **common,
+            )
+        elif not d.keeps_module_args:
+            out.add(
+                "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
+                f"`{subject}` is read here after it was donated to `{d.function}` at line {rc.call.line} "
+                f"({label}): this raises \"Array has been deleted\"; use the call's result or stop donating it",
+                evidence=[where], **common,
+            )
+    for use in arg.alias_reads:
+        out.add(
+            "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
+            f"`{use.text}` refers to the value of `{subject}`, which was donated to `{d.function}` at line "
+            f"{rc.call.line}: reading it raises \"Array has been deleted\"; copy it before the call or stop donating",
+            evidence=[where], **common,
+        )
+    for use in arg.escapes:
+        if use.kind in _ESCAPE_KINDS:
+            out.add(
+                "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
+                f"`{subject}` is donated to `{d.function}` but its value outlives the call ({use.text}, line "
+                f"{use.line}): any later read raises \"Array has been deleted\"; donate a value nothing else keeps",
+                confidence=Confidence.MEDIUM, evidence=[where, Evidence(use.text, rc.path, use.line)], **common,
+            )
+    if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit and not arg.reads_after:
+        out.add(
+            "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
+            f"`{subject}` is donated to `{d.function}` but still refers to the deleted buffer when this function "
+            f"returns: assign the call's result back to `{subject}` on every path",
+            confidence=Confidence.MEDIUM, evidence=[where], **common,
+        )
+
+
+def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
+    """Whether donating ``arg`` at this call is safe, and worth it."""
+    where = f"{rc.path}:{rc.call.line}"
+    if arg is None:
+        return None  # the parameter's default is used: nothing to donate here
+    if arg.is_temporary:
+        if _LITERAL.match(arg.text):
+            return None
+        return _Verdict(confidence=Confidence.HIGH, evidence=f"call at {where} passes a temporary (`{arg.text}`)")
+    if arg.key is None:
+        return _Verdict(live=f"call at {where} passes `{arg.text}`, whose parts may be read later")
+    subject = render(arg.key)
+    if arg.reads_after:
+        use = arg.reads_after[0]
+        why = "the next loop iteration passes it again" if use.kind == "loop" else f"`{use.text}` reads it"
+        return _Verdict(live=f"`{subject}` is read after the call at {where}: {why} (line {use.line})")
+    if arg.alias_reads:
+        use = arg.alias_reads[0]
+        return _Verdict(live=f"`{subject}` is read through `{use.text}` after the call at {where} (line {use.line})")
+    for use in arg.escapes:
+        if use.kind in _ESCAPE_KINDS:
+            return _Verdict(live=f"`{subject}` may be read later: {use.text} (line {use.line})")
+    if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit:
+        return _Verdict(live=f"`{subject}` still holds the value when the function returns (call at {where})")
+    if len(arg.refs) > 1 or any(
+        overlaps(a, b) for other in list(rc.call.positional) + [x for _, x in rc.call.keywords]
+        if other is not arg for a in arg.refs for b in other.refs
+    ):
+        return _Verdict(live=f"`{subject}` is passed twice in the call at {where}")
+    confidence = Confidence.HIGH
+    reasons = []
+    if arg.owner != LOCAL:
+        confidence = Confidence.MEDIUM
+        reasons.append("the caller of the enclosing function may still hold it" if arg.owner == "param"
+                       else f"`{subject}` is owned outside this function")
+    if any(use.kind == "call" for use in arg.escapes):
+        confidence = Confidence.MEDIUM
+        use = next(use for use in arg.escapes if use.kind == "call")
+        reasons.append(f"it was passed to `{use.text}` (line {use.line}), which may keep it")
+    if arg.rebound_by_result:
+        text = f"`{subject}` is rebound by the call's result at {where} (line {arg.rebound_line}) and not read before"
+    else:
+        text = f"`{subject}` is not read after the call at {where}"
+    if reasons:
+        text += "; " + "; ".join(reasons)
+    return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text)
+
+
+def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter) -> None:
+    """JXM001/JXM002 for the parameters ``definition`` does not donate yet."""
+    spec, sig = definition.spec, definition.signature
+    if not calls:
+        return
+    if not spec.known or sig is None:
+        reason = spec.unknown_reason or "the jitted function's signature is not visible here"
+        out.report(def_path).refusals.append(
+            Refusal(def_path, definition.line, definition.function, "*", f"donation not analysed: {reason}")
+        )
+        return
+    candidates: list[tuple[int | None, str]] = []
+    for i, param in enumerate(sig.positional):
+        if spec.donates_index(i) or (spec.static_indices and i in spec.static_indices):
+            continue
+        if spec.static_names and param.name in spec.static_names:
+            continue
+        if definition.shift and i == 0:
+            continue  # self
+        candidates.append((i, param.name))
+    if definition.donates_keywords and spec.mode is None:
+        for param in sig.params:
+            if param.kind == "keyword_only" and not spec.donates_name(param.name):
+                if not (spec.static_names and param.name in spec.static_names):
+                    candidates.append((None, param.name))
+    for index, name in candidates:
+        verdicts: list[tuple[ResolvedCall, _Verdict]] = []
+        blocked = None
+        for rc in calls:
+            if not rc.resolved:
+                blocked = f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
+                break
+            arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+            if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
+                continue  # pmap ignores keyword-passed arguments
+            verdict = _verdict(rc, arg)
+            if verdict is not None:
+                verdicts.append((rc, verdict))
+        if blocked is None:
+            live = [v for _, v in verdicts if v.live]
+            if live and len(live) < len(verdicts):
+                blocked = "call sites disagree: " + live[0].live
+            elif live:
+                continue  # read later at every call: nothing to propose, nothing to say
+        if blocked is not None:
+            out.report(def_path).refusals.append(Refusal(def_path, definition.line, definition.function, name, blocked))
+            continue
+        if not verdicts:
+            continue
+        confidence = Confidence.lowest(v.confidence for _, v in verdicts)
+        extra = []
+        if definition.public:
+            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
+            extra.append(f"`{definition.function}` is public: callers outside this project are not seen")
+        if definition.callee[0] in project.referenced and len(definition.callee) == 1:
+            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
+            extra.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
+        evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
+        evidence += [Evidence(text, def_path, definition.line) for text in extra]
+        rebound = any(v.rebound for _, v in verdicts)
+        kw = "donate_argnames" if index is None else "donate_argnums"
+        spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
+        span = _span(definition.line, definition.col, definition.end_line, definition.end_col)
+        if rebound:
+            out.add(
+                "JXM001", def_path, span,
+                f"`{definition.function}` does not donate `{name}`, which is dead after every call and rebound "
+                f"from the result: add {spelled} to reuse its memory ({confidence.value} confidence)",
+                confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
+                evidence=evidence, fix=DonationFix(definition.line, index, name),
+            )
+        else:
+            out.add(
+                "JXM002", def_path, span,
+                f"`{name}` is not used after any call of `{definition.function}`: donating it ({spelled}) "
+                f"saves memory only if an output has its shape and dtype",
+                confidence=Confidence.LOW, definition=definition, definition_path=def_path, parameter=(index, name),
+                evidence=evidence,
+            )
+
+
+def build_reports(all_facts: list[FileFacts], settings: Settings) -> list[FileReport]:
+    """Findings for every file of the run (unfiltered; see ``engine.report``)."""
+    out = Reporter()
+    for facts in all_facts:
+        out.report(facts.path)
+        if facts.parse_error is not None:
+            line, col, message = facts.parse_error
+            out.add("JXM900", facts.path, _span(line, col), message)
+    index = Index(all_facts)
+    calls = resolve_calls(all_facts, index)
+    by_definition: dict[tuple[str, int, tuple], list[ResolvedCall]] = defaultdict(list)
+    for rc in calls:
+        check_declared(rc, out)
+        by_definition[(rc.definition_path, rc.definition.line, rc.definition.callee)].append(rc)
+    any_donation = False
+    for facts in all_facts:
+        for d in facts.definitions:
+            if d.spec.indices or d.spec.names:
+                any_donation = True
+            for problem in d.problems:
+                out.add("JXM103", facts.path, _span(d.line, d.col, d.end_line, d.end_col),
+                        f"invalid donation on `{d.function}`: {problem}", definition=d, definition_path=facts.path)
+            propose(d, facts.path, by_definition.get((facts.path, d.line, d.callee), []), index, out)
+    if any_donation:
+        for facts in all_facts:
+            for line, col, text in facts.debug_nans:
+                out.add("JXM107", facts.path, _span(line, col),
+                        "`jax_debug_nans` is enabled: JAX silently turns buffer donation off, so every donated "
+                        "argument costs its memory twice; enable it only while debugging")
+    reports = [out.report(f.path) for f in all_facts]
+    for report in reports:
+        report.findings = _dedupe(report.findings)
+    return reports
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen = set()
+    unique = []
+    for f in sorted(findings, key=lambda f: f.sort_key):
+        key = (f.code, f.span.line, f.span.col, f.parameter_name, f.function)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique

@@ -1,0 +1,659 @@
+"""Find jitted callables in one module, in every decorator and wrapper form.
+
+Produces ``DefinitionSite`` objects (with the libcst nodes, for the codemod)
+whose ``definition`` is a plain, picklable ``JitDefinition`` (for the rules).
+Resolution goes through the module's imports, so ``import jax as j``,
+``from jax import jit``, ``import functools as ft`` all work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from jaxmem.lint import constants
+from jaxmem.lint.imports import ImportTable
+from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
+from jaxmem.lint.refs import RefKey, ref_key, render
+from jaxmem.lint.signatures import Signature
+
+MODULE_SCOPE = "<module>"
+
+# Forms of definition, i.e. where the donation spec lives.
+DECORATOR = "decorator"  # @jax.jit
+DECORATOR_CALL = "decorator_call"  # @jax.jit(donate_argnums=0)
+DECORATOR_PARTIAL = "decorator_partial"  # @partial(jax.jit, donate_argnums=0)
+WRAP_CALL = "call"  # step = jax.jit(fn, donate_argnums=0)
+
+
+@dataclass(frozen=True)
+class DonationSpec:
+    """A definition's declared donation, normalised to its signature.
+
+    ``indices``/``names`` are the parameters donated when passed by position
+    or by keyword; None means the spec is not a constant we can evaluate.
+    ``argnums_given``/``argnames_given`` say which options the code spells
+    out (giving both switches off JAX's inference from the signature).
+    """
+
+    indices: frozenset[int] | None = frozenset()
+    names: frozenset[str] | None = frozenset()
+    argnums: tuple[int, ...] | None = ()
+    argnames: tuple[str, ...] | None = ()
+    argnums_given: bool = False
+    argnames_given: bool = False
+    static_indices: frozenset[int] | None = frozenset()
+    static_names: frozenset[str] | None = frozenset()
+    mode: str | None = None
+    unknown_reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.indices is not None and self.names is not None
+
+    def donates_index(self, index: int) -> bool:
+        return bool(self.indices) and index in self.indices
+
+    def donates_name(self, name: str) -> bool:
+        return bool(self.names) and name in self.names
+
+
+@dataclass(frozen=True)
+class JitDefinition:
+    """A jitted callable, as the rules see it (plain data)."""
+
+    scope: str
+    callee: RefKey
+    wrapped: str | None
+    transform: str
+    form: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    signature: Signature | None
+    shift: int
+    spec: DonationSpec
+    public: bool
+    donates_keywords: bool = True
+    keeps_module_args: bool = False
+    wrapped_qualname: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def function(self) -> str:
+        """The name call sites use, e.g. ``p_train_step`` or ``self._step``."""
+        return render(self.callee)
+
+
+@dataclass
+class DefinitionSite:
+    """A definition plus the nodes an edit needs."""
+
+    definition: JitDefinition
+    transform: Transform
+    jit_node: cst.CSTNode  # the Decorator, or the jit Call
+    options: cst.Call | None  # the call whose keywords hold the spec
+    function_node: cst.FunctionDef | cst.Lambda | None
+    extra_callees: list[tuple[str, RefKey]] = field(default_factory=list)
+
+
+@dataclass
+class _Scope:
+    name: str
+    kind: str  # "module" | "function" | "class"
+    node: cst.CSTNode | None
+    class_name: str | None = None
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    constants: dict[str, cst.BaseExpression] = field(default_factory=dict)
+
+
+def _single_assignments(body) -> dict[str, cst.BaseExpression]:
+    """Names assigned exactly once at the top of ``body`` (for constant propagation)."""
+    seen: dict[str, cst.BaseExpression] = {}
+    repeated: set[str] = set()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    name = target.value
+                    if name in seen:
+                        repeated.add(name)
+                    seen[name] = small.value
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
+                repeated.add(small.target.value)
+    return {k: v for k, v in seen.items() if k not in repeated}
+
+
+def _functions_in(body) -> dict[str, cst.FunctionDef]:
+    return {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+
+
+def _body_of(node) -> list:
+    body = node.body
+    return list(body.body) if hasattr(body, "body") else []
+
+
+def _keyword(call: cst.Call, name: str | None) -> cst.Arg | None:
+    if name is None:
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+class DefinitionFinder:
+    """Walks one module and collects its jitted callables."""
+
+    def __init__(
+        self,
+        module: cst.Module,
+        positions,
+        imports: ImportTable,
+        *,
+        extra_wrappers: tuple[str, ...] = (),
+        public_module: bool = False,
+    ) -> None:
+        self.module = module
+        self.positions = positions
+        self.imports = imports
+        self.extra_wrappers = tuple(extra_wrappers)
+        self.public_module = public_module
+        self.sites: list[DefinitionSite] = []
+        self.factories: dict[str, DefinitionSite] = {}
+        self.wrappers: dict[str, Transform] = {}
+
+    # -- resolution helpers ------------------------------------------------
+
+    def transform_of(self, expr: cst.BaseExpression) -> Transform | None:
+        """The transform ``expr`` names (``jax.jit``, ``nnx.jit``, a wrapper...)."""
+        qualified = self.imports.resolve(expr)
+        found = transform_for(qualified, self.extra_wrappers)
+        if found is not None:
+            return found
+        if isinstance(expr, cst.Name):
+            if expr.value in self.wrappers:
+                return self.wrappers[expr.value]
+            return transform_for(expr.value, self.extra_wrappers)
+        return None
+
+    def is_partial(self, expr: cst.BaseExpression) -> bool:
+        return self.imports.resolve(expr) in PARTIAL_NAMES
+
+    def jit_call(self, expr: cst.BaseExpression) -> tuple[Transform, cst.Call, cst.BaseExpression | None] | None:
+        """``(transform, options_call, wrapped_fn)`` when ``expr`` jits a function.
+
+        Understands ``jax.jit(f, ...)``, ``jax.jit(...)`` (a decorator
+        factory: wrapped None) and ``partial(jax.jit, ...)``.
+        """
+        if not isinstance(expr, cst.Call):
+            return None
+        transform = self.transform_of(expr.func)
+        if transform is not None:
+            first = expr.args[0] if expr.args and expr.args[0].keyword is None and not expr.args[0].star else None
+            return transform, expr, first.value if first is not None else None
+        if self.is_partial(expr.func) and expr.args and expr.args[0].keyword is None:
+            transform = self.transform_of(expr.args[0].value)
+            if transform is not None:
+                return transform, expr, None
+        # jax.jit(...)(f): decorator factory applied in a call
+        if isinstance(expr.func, cst.Call) and expr.args and expr.args[0].keyword is None:
+            inner = self.jit_call(expr.func)
+            if inner is not None and inner[2] is None:
+                return inner[0], inner[1], expr.args[0].value
+        return None
+
+    # -- spec --------------------------------------------------------------
+
+    def spec_of(
+        self, transform: Transform, options: cst.Call | None, signature: Signature | None, env
+    ) -> tuple[DonationSpec, tuple[str, ...]]:
+        """Normalise ``options``' donation keywords against ``signature``."""
+        problems: list[str] = []
+        if options is not None and any(arg.star == "**" for arg in options.args):
+            return DonationSpec(None, None, None, None, unknown_reason="options passed through **kwargs"), ()
+
+        def value_of(kw):
+            arg = _keyword(options, kw) if options is not None else None
+            if arg is None:
+                return None, False
+            return constants.evaluate(arg.value, env), True
+
+        argnums_raw, argnums_given = value_of(transform.argnums_kw)
+        argnames_raw, argnames_given = value_of(transform.argnames_kw)
+        static_nums_raw, _ = value_of(transform.static_argnums_kw)
+        static_names_raw, _ = value_of(transform.static_argnames_kw)
+        mode_raw, mode_given = value_of(transform.mode_kw)
+
+        argnums = () if not argnums_given else constants.as_int_tuple(argnums_raw)
+        argnames = () if not argnames_given else constants.as_str_tuple(argnames_raw)
+        static_nums = () if static_nums_raw is None else constants.as_int_tuple(static_nums_raw)
+        static_names = () if static_names_raw is None else constants.as_str_tuple(static_names_raw)
+        positional = signature.positional if signature is not None else None
+
+        def normal(i: int) -> int:
+            if i < 0 and positional is not None:
+                return i + len(positional)
+            return i
+
+        if argnums is None or argnames is None:
+            which = transform.argnums_kw if argnums is None else transform.argnames_kw
+            return (
+                DonationSpec(
+                    None, None, argnums, argnames, argnums_given, argnames_given,
+                    unknown_reason=f"`{which}` is not a constant",
+                ),
+                (),
+            )
+        static_indices = None if static_nums is None else frozenset(normal(i) for i in static_nums)
+        static_names_set = None if static_names is None else frozenset(static_names)
+
+        indices: set[int] = {normal(i) for i in argnums}
+        names: set[str] = set(argnames)
+        mode = None
+        if transform.mode_kw is not None and mode_given:
+            mode = mode_raw if isinstance(mode_raw, str) else None
+            normalized = EQX_MODES.get(mode) if mode is not None else None
+            if normalized is None:
+                return DonationSpec(None, None, (), (), unknown_reason=f"`{transform.mode_kw}` is not a known constant"), ()
+            if signature is not None and normalized != "none":
+                skip = 1 if normalized == "all-except-first" else 0
+                indices = set(range(skip, len(signature.positional)))
+                names = {p.name for p in signature.params[skip:] if p.kind in ("positional", "keyword_only")}
+            elif signature is None and normalized != "none":
+                return DonationSpec(None, None, (), (), mode=mode, unknown_reason="signature unknown"), ()
+        elif signature is not None and transform.donates_keywords:
+            # JAX infers the other half from the signature unless both are given.
+            if argnums_given and not argnames_given:
+                names |= {n for i in indices if (n := signature.name_at(i)) is not None}
+            elif argnames_given and not argnums_given:
+                indices |= {i for n in names if (i := signature.index_of(n)) is not None}
+        if not transform.donates_keywords:
+            names = set()
+
+        if signature is not None:
+            for i in sorted(normal(i) for i in argnums):
+                if (i >= len(signature.positional) or i < 0) and not signature.has_var_positional:
+                    problems.append(
+                        f"`{transform.argnums_kw}` index {i} is out of range: "
+                        f"the function takes {len(signature.positional)} positional parameter(s)"
+                    )
+            for n in argnames:
+                if signature.by_name(n) is None and not signature.has_var_keyword:
+                    problems.append(f"`{transform.argnames_kw}` names `{n}`, which is not a parameter")
+        if static_indices:
+            for i in sorted(indices & static_indices):
+                problems.append(f"parameter {i} is both donated and static")
+        if static_names_set:
+            for n in sorted(names & static_names_set):
+                problems.append(f"parameter `{n}` is both donated and static")
+        spec = DonationSpec(
+            frozenset(indices), frozenset(names), argnums, argnames, argnums_given, argnames_given,
+            static_indices, static_names_set, mode,
+        )
+        return spec, tuple(problems)
+
+    # -- wrapped function --------------------------------------------------
+
+    def signature_of_wrapped(
+        self, expr: cst.BaseExpression | None, scopes: list[_Scope]
+    ) -> tuple[Signature | None, str | None, cst.FunctionDef | cst.Lambda | None, str | None]:
+        """``(signature, wrapped_name, node, qualified_if_imported)`` of a jitted expression."""
+        if expr is None:
+            return None, None, None, None
+        if isinstance(expr, cst.Lambda):
+            return Signature.of(expr), "<lambda>", expr, None
+        if isinstance(expr, cst.Name):
+            for scope in reversed(scopes):
+                if scope.kind != "class" and expr.value in scope.functions:
+                    node = scope.functions[expr.value]
+                    return Signature.of(node), expr.value, node, None
+            return None, expr.value, None, self.imports.resolve(expr)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
+            if cls is not None and expr.value.value in ("self", "cls") and expr.attr.value in cls.functions:
+                node = cls.functions[expr.attr.value]
+                sig = Signature.of(node)
+                is_static = any(
+                    isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators
+                )
+                return (sig if is_static else sig.drop_leading(1)), expr.attr.value, node, None
+            return None, expr.attr.value, None, self.imports.resolve(expr)
+        if isinstance(expr, cst.Call) and self.is_partial(expr.func) and expr.args:
+            inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
+            bound = [a for a in expr.args[1:] if a.keyword is None and not a.star]
+            keywords = frozenset(a.keyword.value for a in expr.args[1:] if a.keyword is not None)
+            if any(a.star for a in expr.args[1:]):
+                return None, name, node, qual
+            return (inner_sig.drop_leading(len(bound), keywords) if inner_sig else None), name, node, qual
+        return None, None, None, None
+
+    # -- walking -----------------------------------------------------------
+
+    def run(self) -> list[DefinitionSite]:
+        """Collect every definition site in the module."""
+        self._find_wrappers(self.module.body)
+        root = _Scope(MODULE_SCOPE, "module", self.module)
+        root.functions = _functions_in(self.module.body)
+        root.constants = _single_assignments(self.module.body)
+        self._walk_body(self.module.body, [root])
+        return self.sites
+
+    def _find_wrappers(self, body) -> None:
+        """Project wrappers: ``def my_jit(fn, donate_argnums=()): return jax.jit(fn, donate_argnums=...)``."""
+        for stmt in body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            sig = Signature.of(stmt)
+            if not sig.positional or sig.by_name("donate_argnums") is None and not sig.has_var_keyword:
+                continue
+            first = sig.positional[0].name
+            finder = _ReturnsJitOf(self, first)
+            stmt.body.visit(finder)
+            if finder.transform is not None:
+                self.wrappers[stmt.name.value] = Transform(
+                    stmt.name.value,
+                    argnums_kw="donate_argnums",
+                    argnames_kw="donate_argnames" if sig.by_name("donate_argnames") or sig.has_var_keyword else None,
+                    donates_keywords=finder.transform.donates_keywords,
+                )
+
+    def _walk_body(self, body, scopes: list[_Scope]) -> None:
+        for stmt in body:
+            self._walk_statement(stmt, scopes)
+
+    def _walk_statement(self, stmt, scopes: list[_Scope]) -> None:
+        if isinstance(stmt, cst.FunctionDef):
+            self._visit_function(stmt, scopes)
+            inner = _Scope(self._scope_name(scopes, stmt.name.value), "function", stmt)
+            inner.functions = _functions_in(_body_of(stmt))
+            inner.constants = _single_assignments(_body_of(stmt))
+            self._walk_body(_body_of(stmt), scopes + [inner])
+            return
+        if isinstance(stmt, cst.ClassDef):
+            cls = _Scope(self._scope_name(scopes, stmt.name.value), "class", stmt, class_name=stmt.name.value)
+            cls.functions = _functions_in(_body_of(stmt))
+            cls.constants = _single_assignments(_body_of(stmt))
+            self._walk_body(_body_of(stmt), scopes + [cls])
+            return
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        self._visit_assignment(target.target, small.value, scopes)
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    self._visit_assignment(small.target, small.value, scopes)
+            return
+        # Compound statements: walk their blocks in the same scope.
+        for block in _blocks_of(stmt):
+            self._walk_body(block, scopes)
+
+    @staticmethod
+    def _scope_name(scopes: list[_Scope], name: str) -> str:
+        parent = scopes[-1].name
+        return name if parent == MODULE_SCOPE else f"{parent}.{name}"
+
+    def _env(self, scopes: list[_Scope]) -> dict:
+        env: dict = {}
+        for scope in scopes:
+            env.update(scope.constants)
+        return env
+
+    def _visible_scope(self, scopes: list[_Scope], key: RefKey) -> str:
+        """The scope in which calls can see ``key``."""
+        cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
+        if key[0] in ("self", "cls") and cls is not None:
+            return f"class:{cls.name}"
+        current = scopes[-1]
+        if current.kind == "class":
+            # class attribute ``step = jax.jit(...)``: callers use self.step
+            return f"class:{current.name}"
+        return current.name
+
+    def _is_public(self, scopes: list[_Scope], name: str) -> bool:
+        if not self.public_module or name.startswith("_"):
+            return False
+        return all(s.kind in ("module", "class") and not s.name.split(".")[-1].startswith("_") for s in scopes)
+
+    def _position(self, node: cst.CSTNode):
+        return self.positions[node]
+
+    def _add(
+        self,
+        *,
+        scopes: list[_Scope],
+        callee: RefKey,
+        transform: Transform,
+        form: str,
+        jit_node: cst.CSTNode,
+        options: cst.Call | None,
+        signature: Signature | None,
+        wrapped: str | None,
+        function_node,
+        shift: int,
+        wrapped_qualname: str | None = None,
+        public_name: str | None = None,
+    ) -> DefinitionSite:
+        spec, problems = self.spec_of(transform, options, signature, self._env(scopes))
+        pos = self._position(jit_node)
+        visible = self._visible_scope(scopes, callee)
+        if callee[0] == "cls":
+            callee = ("self",) + callee[1:]
+        definition = JitDefinition(
+            scope=visible,
+            callee=callee,
+            wrapped=wrapped,
+            transform=transform.name,
+            form=form,
+            line=pos.start.line,
+            col=pos.start.column,
+            end_line=pos.end.line,
+            end_col=pos.end.column,
+            signature=signature,
+            shift=shift,
+            spec=spec,
+            public=self._is_public(scopes, public_name or render(callee)),
+            donates_keywords=transform.donates_keywords,
+            keeps_module_args=transform.keeps_module_args,
+            wrapped_qualname=wrapped_qualname,
+            problems=problems,
+        )
+        site = DefinitionSite(definition, transform, jit_node, options, function_node)
+        self.sites.append(site)
+        return site
+
+    def _visit_function(self, node: cst.FunctionDef, scopes: list[_Scope]) -> None:
+        in_class = scopes[-1].kind == "class"
+        decorator_names = {
+            d.decorator.value if isinstance(d.decorator, cst.Name) else getattr(getattr(d.decorator, "attr", None), "value", None)
+            for d in node.decorators
+        }
+        is_static = "staticmethod" in decorator_names
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            transform = self.transform_of(expr)
+            if transform is not None:
+                form, options = DECORATOR, None
+            else:
+                found = self.jit_call(expr)
+                if found is None or found[2] is not None:
+                    continue
+                transform, options, _ = found
+                form = DECORATOR_PARTIAL if self.is_partial(expr.func) else DECORATOR_CALL
+            signature = Signature.of(node)
+            callee: RefKey = ("self", node.name.value) if in_class else (node.name.value,)
+            self._add(
+                scopes=scopes,
+                callee=callee,
+                transform=transform,
+                form=form,
+                jit_node=decorator,
+                options=options,
+                signature=signature,
+                wrapped=node.name.value,
+                function_node=node,
+                shift=1 if in_class and not is_static else 0,
+                public_name=node.name.value,
+            )
+            return
+        # Factories: def make_step(...): ... return jax.jit(step, ...)
+        returned = _ReturnedJit(self)
+        node.body.visit(returned)
+        if returned.call is not None:
+            inner_scope = _Scope(self._scope_name(scopes, node.name.value), "function", node)
+            inner_scope.functions = _functions_in(_body_of(node))
+            inner_scope.constants = _single_assignments(_body_of(node))
+            transform, options, wrapped_expr = returned.found
+            sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, scopes + [inner_scope])
+            is_property = bool(decorator_names & {"cached_property", "property"})
+            if is_property and in_class:
+                self._add(
+                    scopes=scopes + [inner_scope], callee=("self", node.name.value), transform=transform,
+                    form=WRAP_CALL, jit_node=returned.call, options=options, signature=sig,
+                    wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
+                )
+            elif not in_class:
+                # Registered lazily: the callee is whatever the caller binds.
+                self.factories[node.name.value] = (transform, options, sig, wrapped, fn_node, qual, returned.call, scopes + [inner_scope])
+
+    def _visit_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression, scopes) -> None:
+        key = ref_key(target)
+        if key is None:
+            return
+        if isinstance(value, cst.Dict):
+            # self.fns = {"train": jax.jit(step)}: callers use self.fns["train"]
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, (cst.SimpleString, cst.Integer)):
+                    self._visit_value(key + (f"[{element.key.value}]",), element.value, scopes)
+            return
+        self._visit_value(key, value, scopes)
+
+    def _visit_value(self, key: RefKey, value: cst.BaseExpression, scopes) -> None:
+        # ``a or b`` and ``x if c else y``: any branch that jits defines it.
+        if isinstance(value, cst.BooleanOperation):
+            self._visit_value(key, value.left, scopes)
+            self._visit_value(key, value.right, scopes)
+            return
+        if isinstance(value, cst.IfExp):
+            self._visit_value(key, value.body, scopes)
+            self._visit_value(key, value.orelse, scopes)
+            return
+        found = self.jit_call(value)
+        if found is not None:
+            transform, options, wrapped_expr = found
+            if wrapped_expr is None:
+                return  # step = jax.jit(donate_argnums=0): a decorator factory, not a callable
+            sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, scopes)
+            self._add(
+                scopes=scopes, callee=key, transform=transform, form=WRAP_CALL, jit_node=value,
+                options=options, signature=sig, wrapped=wrapped, function_node=fn_node, shift=0,
+                wrapped_qualname=qual,
+            )
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in self.factories:
+            transform, options, sig, wrapped, fn_node, qual, call, factory_scopes = self.factories[value.func.value]
+            spec, problems = self.spec_of(transform, options, sig, self._env(factory_scopes))
+            pos = self._position(call)
+            definition = JitDefinition(
+                scope=self._visible_scope(scopes, key), callee=key, wrapped=wrapped, transform=transform.name,
+                form=WRAP_CALL, line=pos.start.line, col=pos.start.column, end_line=pos.end.line,
+                end_col=pos.end.column, signature=sig, shift=0, spec=spec, public=False,
+                donates_keywords=transform.donates_keywords, keeps_module_args=transform.keeps_module_args,
+                wrapped_qualname=qual, problems=problems,
+            )
+            self.sites.append(DefinitionSite(definition, transform, call, options, fn_node))
+
+
+class _ReturnedJit(cst.CSTVisitor):
+    """Finds ``return jax.jit(...)`` directly in a function body (not nested defs)."""
+
+    def __init__(self, finder: DefinitionFinder) -> None:
+        self.finder = finder
+        self.call: cst.Call | None = None
+        self.found = None
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self.call is None:
+            found = self.finder.jit_call(node.value)
+            if found is not None and found[2] is not None:
+                self.call, self.found = node.value, found
+
+
+class _ReturnsJitOf(cst.CSTVisitor):
+    """Whether a function returns a jit of its parameter ``param``."""
+
+    def __init__(self, finder: DefinitionFinder, param: str) -> None:
+        self.finder = finder
+        self.param = param
+        self.transform: Transform | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        found = self.finder.jit_call(node)
+        if found is None:
+            return
+        transform, options, wrapped = found
+        if isinstance(wrapped, cst.Name) and wrapped.value == self.param:
+            forwards = _keyword(options, "donate_argnums") is not None or any(a.star == "**" for a in options.args)
+            if forwards:
+                self.transform = transform
+
+
+def _blocks_of(stmt) -> list[list]:
+    """The statement lists nested directly in a compound statement."""
+    blocks: list[list] = []
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if part is None:
+            continue
+        if isinstance(part, cst.BaseSuite):
+            blocks.append(list(getattr(part, "body", [])))
+        elif hasattr(part, "body"):
+            inner = part.body
+            if isinstance(inner, cst.BaseSuite):
+                blocks.append(list(getattr(inner, "body", [])))
+            if isinstance(part, cst.If):
+                blocks.extend(_blocks_of(part)[1:])
+    for handler in getattr(stmt, "handlers", ()) or ():
+        blocks.append(list(getattr(handler.body, "body", [])))
+    for case in getattr(stmt, "cases", ()) or ():
+        blocks.append(list(getattr(case.body, "body", [])))
+    return blocks
+
+
+def find_definitions(
+    module: cst.Module,
+    positions,
+    imports: ImportTable | None = None,
+    *,
+    extra_wrappers: tuple[str, ...] = (),
+    public_module: bool = False,
+) -> list[DefinitionSite]:
+    """Every jitted callable in ``module``.
+
+    ``positions`` is the PositionProvider mapping of a MetadataWrapper over
+    ``module``.
+    """
+    imports = imports or ImportTable.from_module(module)
+    finder = DefinitionFinder(
+        module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module
+    )
+    return finder.run()
+
+
+def parse_definitions(source: str, **kwargs) -> tuple[cst.Module, list[DefinitionSite]]:
+    """Parse ``source`` and find its definitions (convenience for the codemod and tests)."""
+    wrapper = cst.MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    return wrapper.module, find_definitions(wrapper.module, positions, **kwargs)

@@ -1,0 +1,503 @@
+"""Per-file facts: definitions plus, for every call that may reach a jitted
+callable, what happens to each argument after the call.
+
+Everything here is plain, picklable data, computed from one file alone,
+so it can be cached by content hash and computed in worker processes.
+Which parameters are donated is decided later, in :mod:`jaxmem.lint.checks`,
+once the definitions of every file in the run are known.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from jaxmem.lint.definitions import MODULE_SCOPE, DefinitionSite, JitDefinition, find_definitions
+from jaxmem.lint.flow import ALIAS, CALL, ESCAPE, READ, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
+from jaxmem.lint.imports import ImportTable
+from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
+from jaxmem.lint.signatures import Signature
+
+# Roots of qualified names that never hold a project's jitted callables.
+LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
+    {"jax", "jaxlib", "numpy", "flax", "optax", "equinox", "haiku", "chex", "einops", "orbax",
+     "absl", "tensorflow", "torch", "ml_collections", "tqdm", "wandb", "scipy", "pandas", "penzai",
+     "haliax", "clu", "tensorstore", "etils", "numpy_typing"}
+)
+
+LOCAL = "local"
+PARAM = "param"
+ATTRIBUTE = "attribute"
+GLOBAL = "global"
+
+
+@dataclass(frozen=True)
+class Use:
+    """A place where a value is read (or kept) after or before a call."""
+
+    line: int
+    col: int
+    text: str
+    kind: str = "read"  # read | loop | call | closure | yield | stored | exit
+
+
+@dataclass(frozen=True)
+class ArgFacts:
+    """What the calling scope does with one argument of one call."""
+
+    text: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    key: RefKey | None
+    refs: tuple[RefKey, ...]  # every value the argument passes as-is (pytree literals too)
+    owner: str  # local | param | attribute | global ("" for temporaries)
+    reads_after: tuple[Use, ...] = ()
+    reaches_exit: bool = False
+    rebound_by_result: bool = False
+    rebound_line: int | None = None
+    escapes: tuple[Use, ...] = ()
+    alias_reads: tuple[Use, ...] = ()
+
+    @property
+    def is_temporary(self) -> bool:
+        return not self.refs
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """One call that may reach a jitted callable."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    callee: RefKey
+    scope: str  # the function scope the call sits in (for lexical lookup)
+    scopes: tuple[str, ...]  # enclosing function scopes, innermost first, then MODULE_SCOPE
+    class_scope: str | None
+    qualified: str | None  # import-resolved dotted callee, for cross-file lookup
+    positional: tuple[ArgFacts, ...]
+    keywords: tuple[tuple[str, ArgFacts], ...]
+    has_star: bool
+    traced: bool
+    in_loop: bool
+    text: str
+
+
+@dataclass
+class FileFacts:
+    """Everything the rules need from one file."""
+
+    path: str
+    module_names: tuple[str, ...] = ()
+    definitions: list[JitDefinition] = field(default_factory=list)
+    calls: list[CallFacts] = field(default_factory=list)
+    functions: dict[str, Signature] = field(default_factory=dict)
+    debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
+    referenced: set[str] = field(default_factory=set)
+    noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)
+    parse_error: tuple[int, int, str] | None = None
+    skipped: bool = False
+
+
+def module_names_for(path: str) -> tuple[str, ...]:
+    """Dotted names the file may be imported as: ``a/b/c.py`` -> ``c``, ``b.c``, ``a.b.c``."""
+    parts = path.replace("\\", "/").split("/")
+    if not parts or not parts[-1].endswith((".py", ".pyi")):
+        return ()
+    last = parts[-1].rsplit(".", 1)[0]
+    parts = [p for p in parts[:-1] if p not in ("", ".", "..")] + ([] if last == "__init__" else [last])
+    return tuple(".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1) if parts[i:])
+
+
+class _Context:
+    """Per-file state while extracting facts."""
+
+    def __init__(self, module: cst.Module, positions, imports: ImportTable, sites: list[DefinitionSite]) -> None:
+        self.module = module
+        self.positions = positions
+        self.imports = imports
+        self.sites = sites
+        self.local_callees = {site.definition.callee[0] for site in sites}
+        self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
+
+    def text(self, node: cst.CSTNode, limit: int = 60) -> str:
+        code = self.module.code_for_node(node).strip()
+        code = " ".join(code.split())
+        return code if len(code) <= limit else code[: limit - 3] + "..."
+
+    def use(self, event: Event, kind: str | None = None) -> Use:
+        pos = self.positions[event.node]
+        node = event.node
+        if event.kind == ESCAPE and event.detail == "closure":
+            text = f"captured by {'a lambda' if isinstance(node, cst.Lambda) else '`' + node.name.value + '`'}"
+        else:
+            text = self.text(node)
+        return Use(pos.start.line, pos.start.column, text, kind or (event.detail or "read"))
+
+    def retains(self, call: cst.Call) -> bool:
+        """Whether ``call`` may keep a reference to its arguments."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees:
+                return False
+        qualified = self.imports.resolve(func)
+        if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
+            return False
+        key = ref_key(func)
+        if key is not None and key in {site.definition.callee for site in self.sites}:
+            return False
+        return True
+
+    def might_be_jitted(self, key: RefKey) -> tuple[bool, str | None]:
+        """Whether a call through ``key`` could reach a jitted callable (here or elsewhere)."""
+        if key[0] in self.local_callees or (key[0] in ("self", "cls") and len(key) > 1):
+            return True, None
+        qualified = self.imports.resolve(_key_expr(key))
+        if qualified is None:
+            return False, None
+        root = qualified.lstrip(".").split(".")[0]
+        if root in LIBRARY_ROOTS:
+            return False, None
+        return True, qualified
+
+
+def _key_expr(key: RefKey) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(key[0])
+    for part in key[1:]:
+        if part.startswith("["):
+            return expr
+        expr = cst.Attribute(expr, cst.Name(part))
+    return expr
+
+
+class _ScopeCollector(cst.CSTVisitor):
+    """Finds every function scope with its enclosing chain."""
+
+    def __init__(self) -> None:
+        self.functions: list[tuple[cst.FunctionDef, tuple[str, ...], str | None]] = []
+        self.stack: list[str] = []
+        self.kinds: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        class_scope = None
+        if self.kinds and self.kinds[-1] == "class":
+            class_scope = "class:" + self.stack[-1]
+        elif "class" in self.kinds:
+            # nested function inside a method: self still refers to the class
+            i = len(self.kinds) - 1 - self.kinds[::-1].index("class")
+            class_scope = "class:" + self.stack[i]
+        name = node.name.value if not self.stack else f"{self.stack[-1]}.{node.name.value}"
+        enclosing = tuple(s for s, k in zip(reversed(self.stack), reversed(self.kinds)) if k == "function")
+        self.functions.append((node, (name,) + enclosing + (MODULE_SCOPE,), class_scope))
+        self.stack.append(name)
+        self.kinds.append("function")
+
+    def leave_FunctionDef(self, node) -> None:
+        self.stack.pop()
+        self.kinds.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        name = node.name.value if not self.stack else f"{self.stack[-1]}.{node.name.value}"
+        self.stack.append(name)
+        self.kinds.append("class")
+
+    def leave_ClassDef(self, node) -> None:
+        self.stack.pop()
+        self.kinds.pop()
+
+
+class _CallsInScope(cst.CSTVisitor):
+    """Calls that belong to one scope's own code (not nested defs)."""
+
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+        self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+        for arg in node.args:
+            self._passed(arg.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._passed(node.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._passed(node.value)
+
+    def _passed(self, value) -> None:
+        if isinstance(value, cst.Name):
+            self.passed.add(value.value)
+
+
+def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_module: bool, self_name: str | None) -> str:
+    root = key[0]
+    if root in flow.globals:
+        return GLOBAL
+    if self_name is not None and root == self_name and len(key) > 1:
+        return ATTRIBUTE
+    if root in params:
+        return PARAM
+    if is_module:
+        return LOCAL
+    if root not in assigned:
+        return GLOBAL
+    return ATTRIBUTE if len(key) > 1 and root not in assigned else LOCAL
+
+
+def _assigned_names(flow: Flow) -> set[str]:
+    return {e.key[0] for _, e in flow.events() if e.kind == WRITE and e.key is not None and len(e.key) == 1}
+
+
+class FactExtractor:
+    """Computes :class:`FileFacts` for one parsed module."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+
+    def calls_in(self, scope_node, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
+        body = scope_node if is_module else scope_node.body
+        collector = _CallsInScope()
+        if is_module:
+            for stmt in scope_node.body:
+                stmt.visit(collector)
+        else:
+            body.visit(collector)
+        assigned = _assigned_names(flow)
+        out: list[CallFacts] = []
+        for call in collector.calls:
+            key = ref_key(call.func)
+            if key is None:
+                continue
+            maybe, qualified = self.ctx.might_be_jitted(key)
+            if not maybe:
+                continue
+            point = flow.point_after(call)
+            if point is None:
+                continue
+            out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, traced,
+                                       params, assigned, self_name, is_module))
+        return out, collector.passed
+
+    def call_facts(self, call, key, qualified, flow, point, scopes, class_scope, traced, params, assigned,
+                   self_name, is_module) -> CallFacts:
+        ctx = self.ctx
+        node_events = flow.nodes[point.node].events
+        result_writes = [e for e in node_events[point.index:] if e.kind == WRITE and e.key is not None]
+        positional: list[ArgFacts] = []
+        keywords: list[tuple[str, ArgFacts]] = []
+        for arg in call.args:
+            if arg.star:
+                continue
+            facts = self.arg_facts(arg.value, call, flow, point, result_writes, params, assigned, self_name, is_module)
+            if arg.keyword is None:
+                positional.append(facts)
+            else:
+                keywords.append((arg.keyword.value, facts))
+        pos = ctx.positions[call]
+        if key[0] == "cls":
+            key = ("self",) + key[1:]
+        return CallFacts(
+            line=pos.start.line, col=pos.start.column, end_line=pos.end.line, end_col=pos.end.column,
+            callee=key, scope=scopes[0], scopes=tuple(scopes), class_scope=class_scope, qualified=qualified,
+            positional=tuple(positional), keywords=tuple(keywords), has_star=any(a.star for a in call.args),
+            traced=traced, in_loop=flow.loop_depth.get(id(call), 0) > 0, text=ctx.text(call),
+        )
+
+    def arg_facts(self, value, call, flow: Flow, point: Point, result_writes, params, assigned, self_name, is_module):
+        ctx = self.ctx
+        pos = ctx.positions[value]
+        key = ref_key(value)
+        refs = direct_refs(value)
+        base = dict(text=ctx.text(value), line=pos.start.line, col=pos.start.column,
+                    end_line=pos.end.line, end_col=pos.end.column, key=key, refs=refs)
+        if key is None:
+            return ArgFacts(owner="", **base)
+        owner = _owner(key, flow, params, assigned, is_module, self_name)
+        arg_nodes = {id(a.value) for a in call.args}
+        result = flow.search(point, key)
+        reads = []
+        for event in result.reads:
+            in_this_call = id(event.node) in arg_nodes or _inside(event.node, call, ctx)
+            reads.append(ctx.use(event, "loop" if in_this_call else "read"))
+        rebound_by_result = False
+        rebound_line = None
+        result_keys = {e.key for e in result_writes}
+        for event in result.kills:
+            if any(event is w for w in result_writes) or any(
+                any(overlaps(s, r) for r in result_keys) for s in event.sources
+            ):
+                rebound_by_result = True
+                rebound_line = ctx.positions[event.node].start.line
+        if result.kills and rebound_line is None:
+            rebound_line = ctx.positions[result.kills[0].node].start.line
+        if rebound_by_result and (result.reads or result.reached_exit):
+            # Rebound on some paths only.
+            rebound_by_result = not result.reads and not result.reached_exit
+        escapes, alias_reads = self.escapes_before(key, call, flow, point, params, assigned, self_name, is_module)
+        if key[0] in flow.captured and not is_module:
+            escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a nested function", "closure"))
+        return ArgFacts(
+            owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
+            rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
+            alias_reads=tuple(alias_reads), **base,
+        )
+
+    def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
+        """Aliases and escapes of ``key``'s value that reach ``call``."""
+        ctx = self.ctx
+        escapes: list[Use] = []
+        alias_reads: list[Use] = []
+        call_point = None
+        for p, event in flow.events():
+            if event.kind == CALL and event.node is call:
+                call_point = p
+        for p, event in flow.events():
+            if event.kind == ESCAPE and event.key is not None and overlaps(event.key, key):
+                kind = event.detail
+            elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources) and event.key != key:
+                kind = "alias"
+            else:
+                continue
+            if event.node is call or _inside(event.node, call, ctx):
+                continue
+            if not self._reaches(flow, Point(p.node, p.index + 1), key, call):
+                continue
+            if kind != "alias":
+                escapes.append(ctx.use(event, kind))
+                continue
+            target = event.key
+            owner = _owner(target, flow, params, assigned, is_module, self_name)
+            if event.kind == ALIAS or owner in (ATTRIBUTE, GLOBAL) or target[0] in flow.captured:
+                escapes.append(Use(*_line_col(ctx, event.node), f"stored in `{render(target)}`", "stored"))
+            after = flow.search(point, target)
+            for read in after.reads:
+                alias_reads.append(ctx.use(read, "alias"))
+        return escapes, alias_reads
+
+    @staticmethod
+    def _reaches(flow: Flow, start: Point, key: RefKey, call: cst.Call) -> bool:
+        """Whether the value of ``key`` at ``start`` can still be the value passed to ``call``."""
+        work = [start]
+        seen: set[int] = set()
+        while work:
+            point = work.pop()
+            node = flow.nodes[point.node]
+            stopped = False
+            for index in range(point.index, len(node.events)):
+                for target in node.exc:
+                    if target not in seen:
+                        seen.add(target)
+                        work.append(Point(target, 0))
+                event = node.events[index]
+                if event.kind == CALL and event.node is call:
+                    return True
+                if event.kind == WRITE and event.key is not None and kills(event.key, key):
+                    stopped = True
+                    break
+            if stopped:
+                continue
+            for target in node.succ + node.exc:
+                if target not in seen:
+                    seen.add(target)
+                    work.append(Point(target, 0))
+        return False
+
+
+def _line_col(ctx: _Context, node) -> tuple[int, int]:
+    pos = ctx.positions[node]
+    return pos.start.line, pos.start.column
+
+
+def _inside(node, call: cst.Call, ctx: _Context) -> bool:
+    """Whether ``node`` lies within ``call``'s source range."""
+    try:
+        a = ctx.positions[node]
+        b = ctx.positions[call]
+    except KeyError:
+        return False
+    return (a.start.line, a.start.column) >= (b.start.line, b.start.column) and (a.end.line, a.end.column) <= (
+        b.end.line, b.end.column
+    )
+
+
+def _is_debug_nans(call: cst.Call, imports: ImportTable) -> bool:
+    qualified = imports.resolve(call.func) or ""
+    if not qualified.endswith("config.update") or len(call.args) < 2:
+        return False
+    first, second = call.args[0].value, call.args[1].value
+    return (
+        isinstance(first, cst.SimpleString)
+        and first.evaluated_value == "jax_debug_nans"
+        and isinstance(second, cst.Name)
+        and second.value == "True"
+    )
+
+
+class _DebugNans(cst.CSTVisitor):
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.found: list[tuple[int, int, str]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _is_debug_nans(node, self.ctx.imports):
+            line, col = _line_col(self.ctx, node)
+            self.found.append((line, col, self.ctx.text(node)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            key = ref_key(target.target)
+            if key and key[-1] == "jax_debug_nans" and isinstance(node.value, cst.Name) and node.value.value == "True":
+                line, col = _line_col(self.ctx, node)
+                self.found.append((line, col, self.ctx.text(node)))
+
+
+def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False) -> tuple[FileFacts, list[DefinitionSite]]:
+    """Facts of an already parsed module."""
+    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    imports = ImportTable.from_module(module)
+    sites = find_definitions(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
+    ctx = _Context(module, positions, imports, sites)
+    facts = FileFacts(path=path, module_names=module_names_for(path))
+    facts.definitions = [site.definition for site in sites]
+    facts.functions = {
+        stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
+    }
+    extractor = FactExtractor(ctx)
+
+    module_flow = FlowBuilder(ctx.retains).build_module(module)
+    calls, referenced = extractor.calls_in(module, module_flow, (MODULE_SCOPE,), None, False, set(), None, True)
+    facts.calls.extend(calls)
+    facts.referenced |= referenced
+
+    collector = _ScopeCollector()
+    module.visit(collector)
+    for function, scopes, class_scope in collector.functions:
+        flow = FlowBuilder(ctx.retains).build_function(function)
+        sig = Signature.of(function)
+        params = {p.name for p in sig.params}
+        self_name = sig.params[0].name if class_scope and sig.params else None
+        if class_scope and self_name is None:
+            self_name = "self"
+        traced = id(function) in ctx.jitted_functions
+        calls, referenced = extractor.calls_in(function, flow, scopes, class_scope, traced, params, self_name, False)
+        facts.calls.extend(calls)
+        facts.referenced |= referenced
+
+    nans = _DebugNans(ctx)
+    module.visit(nans)
+    facts.debug_nans = nans.found
+    return facts, sites

@@ -1,0 +1,714 @@
+"""Control-flow graph of one scope, with ordered read/write events per node.
+
+Each statement (and each compound statement's header) becomes a node that
+holds its events in evaluation order: ``READ key``, ``WRITE key`` (a
+rebinding, which kills the key and everything under it), ``ALIAS key``
+(a container that now holds other values, e.g. ``lst.append(x)``),
+``ESCAPE key`` (a value handed to code that may keep it: an unknown call,
+a closure, ``yield``) and ``CALL`` (a call site, a point in the graph).
+
+Queries walk the graph forward from a point, per reference key, the way
+pyright's binder evaluates flow nodes per reference key.  The graph
+over-approximates paths (exceptions may leave any statement of a ``try``
+body, ``finally`` may continue anywhere), which can only add reads: a
+value is called dead only when no path reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES
+from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key
+
+READ = "read"
+WRITE = "write"
+ALIAS = "alias"
+ESCAPE = "escape"
+CALL = "call"
+
+CONTAINER_METHODS = frozenset(
+    {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put", "push", "__setitem__"}
+)
+
+
+@dataclass
+class Event:
+    kind: str
+    key: RefKey | None
+    node: cst.CSTNode
+    sources: tuple[RefKey, ...] = ()
+    detail: str = ""
+
+
+@dataclass
+class FlowNode:
+    events: list[Event] = field(default_factory=list)
+    succ: list[int] = field(default_factory=list)
+    exc: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A position between two events of a node."""
+
+    node: int
+    index: int
+
+
+@dataclass
+class SearchResult:
+    reads: list[Event] = field(default_factory=list)
+    kills: list[Event] = field(default_factory=list)
+    reached_exit: bool = False
+    reached: list[Point] = field(default_factory=list)
+
+
+def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+    """Keys whose values ``expr`` evaluates to as-is (itself, or inside a literal container)."""
+    if expr is None:
+        return ()
+    key = ref_key(expr)
+    if key is not None:
+        return () if len(key) > 1 and key[-1] in BENIGN_ATTRIBUTES else (key,)
+    out: list[RefKey] = []
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        for element in expr.elements:
+            out.extend(direct_refs(element.value))
+    elif isinstance(expr, cst.Dict):
+        for element in expr.elements:
+            out.extend(direct_refs(element.value))
+    elif isinstance(expr, (cst.IfExp,)):
+        out.extend(direct_refs(expr.body))
+        out.extend(direct_refs(expr.orelse))
+    elif isinstance(expr, cst.BooleanOperation):
+        out.extend(direct_refs(expr.left))
+        out.extend(direct_refs(expr.right))
+    elif isinstance(expr, cst.NamedExpr):
+        out.extend(direct_refs(expr.value))
+    return tuple(out)
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+class _FreeNames(cst.CSTVisitor):
+    """Names read in a function or lambda that are not bound inside it."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+        self.bound: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.read.add(node.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.bound.add(node.name.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.bound.update(_target_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bound.update(_target_names(node.target))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bound.update(_target_names(node.target))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.bound.add(node.name.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def free_names(node: cst.CSTNode) -> set[str]:
+    """Names ``node`` (a def or lambda) reads from enclosing scopes."""
+    visitor = _FreeNames()
+    if isinstance(node, cst.FunctionDef):
+        node.params.visit(visitor)
+        node.body.visit(visitor)
+    else:
+        node.visit(visitor)
+    return visitor.read - visitor.bound
+
+
+class Flow:
+    """The graph of one scope plus its queries."""
+
+    def __init__(self) -> None:
+        self.nodes: list[FlowNode] = [FlowNode(), FlowNode()]  # 0 = entry, 1 = exit
+        self.calls: dict[int, Point] = {}  # id(call node) -> point just after its CALL event
+        self.globals: set[str] = set()
+        self.captured: set[str] = set()
+        self.loop_depth: dict[int, int] = {}  # id(call node) -> enclosing loops
+
+    ENTRY = 0
+    EXIT = 1
+
+    def point_after(self, call: cst.Call) -> Point | None:
+        return self.calls.get(id(call))
+
+    def search(self, start: Point, key: RefKey, *, also_kill: Callable[[Event], bool] | None = None) -> SearchResult:
+        """Walk forward from ``start``; stop each path at the first read or kill of ``key``."""
+        result = SearchResult()
+        work: list[Point] = [start]
+        seen: set[int] = set()
+        while work:
+            point = work.pop()
+            node = self.nodes[point.node]
+            stopped = False
+            for index in range(point.index, len(node.events)):
+                for target in node.exc:
+                    if target not in seen:
+                        seen.add(target)
+                        work.append(Point(target, 0))
+                event = node.events[index]
+                if event.kind in (READ, ESCAPE) and event.key is not None and overlaps(event.key, key):
+                    if event.kind == READ:
+                        result.reads.append(event)
+                        stopped = True
+                        break
+                if event.kind == WRITE and event.key is not None and kills(event.key, key):
+                    result.kills.append(event)
+                    stopped = True
+                    break
+                if also_kill is not None and also_kill(event):
+                    result.reached.append(Point(point.node, index))
+                    stopped = True
+                    break
+            if stopped:
+                continue
+            for target in node.exc:
+                if target not in seen:
+                    seen.add(target)
+                    work.append(Point(target, 0))
+            if point.node == self.EXIT:
+                result.reached_exit = True
+            for target in node.succ:
+                if target not in seen:
+                    seen.add(target)
+                    work.append(Point(target, 0))
+        return result
+
+    def events(self):
+        """Every ``(point, event)`` in the graph."""
+        for n, node in enumerate(self.nodes):
+            for i, event in enumerate(node.events):
+                yield Point(n, i), event
+
+
+@dataclass
+class _Loop:
+    head: int
+    breaks: list[int] = field(default_factory=list)
+
+
+class FlowBuilder:
+    """Builds a :class:`Flow` for a module body or a function body."""
+
+    def __init__(self, retains: Callable[[cst.Call], bool]) -> None:
+        self.retains = retains
+        self.flow = Flow()
+        self.loops: list[_Loop] = []
+        self.handlers: list[list[int]] = []
+        self.finals: list[int] = []
+
+    # -- graph plumbing ----------------------------------------------------
+
+    def _node(self, events: list[Event], preds: list[int]) -> int:
+        node = FlowNode(events)
+        if self.handlers:
+            node.exc = list(self.handlers[-1])
+        self.flow.nodes.append(node)
+        index = len(self.flow.nodes) - 1
+        self._link(preds, index)
+        for event in events:
+            if event.kind == CALL:
+                self.flow.calls[id(event.node)] = Point(index, events.index(event) + 1)
+                self.flow.loop_depth[id(event.node)] = len(self.loops)
+        return index
+
+    def _link(self, preds: list[int], target: int) -> None:
+        for p in preds:
+            if target not in self.flow.nodes[p].succ:
+                self.flow.nodes[p].succ.append(target)
+
+    # -- entry points ------------------------------------------------------
+
+    def build_function(self, node: cst.FunctionDef | cst.Lambda) -> Flow:
+        """The flow of a function body; parameters are written at entry."""
+        params = node.params
+        all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        if isinstance(params.star_arg, cst.Param):
+            all_params.append(params.star_arg)
+        if params.star_kwarg is not None:
+            all_params.append(params.star_kwarg)
+        entry_events = [Event(WRITE, (p.name.value,), p) for p in all_params]
+        start = self._node(entry_events, [Flow.ENTRY])
+        if isinstance(node, cst.Lambda):
+            events: list[Event] = []
+            self._expr(node.body, events)
+            out = [self._node(events, [start])]
+        else:
+            out = self._block(_statements(node.body), [start])
+        self._link(out, Flow.EXIT)
+        return self.flow
+
+    def build_module(self, module: cst.Module) -> Flow:
+        """The flow of a module's top-level code."""
+        out = self._block(module.body, [Flow.ENTRY])
+        self._link(out, Flow.EXIT)
+        return self.flow
+
+    # -- statements --------------------------------------------------------
+
+    def _block(self, statements, preds: list[int]) -> list[int]:
+        for stmt in statements:
+            preds = self._statement(stmt, preds)
+        return preds
+
+    def _statement(self, stmt, preds: list[int]) -> list[int]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                preds = self._small(small, preds)
+            return preds
+        method = getattr(self, "_" + type(stmt).__name__, None)
+        if method is not None:
+            return method(stmt, preds)
+        # Unknown compound statement: treat its blocks as straight-line code.
+        return preds
+
+    def _small(self, small, preds: list[int]) -> list[int]:
+        events: list[Event] = []
+        if isinstance(small, cst.Assign):
+            self._expr(small.value, events)
+            sources = direct_refs(small.value)
+            for target in small.targets:
+                self._target(target.target, sources, events, small.value)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self._expr(small.value, events)
+                self._target(small.target, direct_refs(small.value), events, small.value)
+        elif isinstance(small, cst.AugAssign):
+            self._expr(small.target, events)
+            self._expr(small.value, events)
+            key = ref_key(small.target)
+            if key is not None:
+                events.append(Event(WRITE, key, small.target, direct_refs(small.value) + (key,)))
+        elif isinstance(small, cst.Del):
+            self._delete(small.target, events)
+        elif isinstance(small, cst.Return):
+            self._expr(small.value, events)
+            node = self._node(events, preds)
+            self._link([node], self.finals[-1] if self.finals else Flow.EXIT)
+            return []
+        elif isinstance(small, cst.Raise):
+            self._expr(small.exc, events)
+            self._expr(small.cause, events)
+            node = self._node(events, preds)
+            if not self.handlers:
+                self._link([node], self.finals[-1] if self.finals else Flow.EXIT)
+            return []
+        elif isinstance(small, cst.Break):
+            node = self._node(events, preds)
+            if self.loops:
+                self.loops[-1].breaks.append(node)
+            if self.finals:
+                self._link([node], self.finals[-1])
+            return []
+        elif isinstance(small, cst.Continue):
+            node = self._node(events, preds)
+            if self.loops:
+                self._link([node], self.loops[-1].head)
+            if self.finals:
+                self._link([node], self.finals[-1])
+            return []
+        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+            self.flow.globals.update(n.name.value for n in small.names)
+        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+            names = small.names if not isinstance(small.names, cst.ImportStar) else []
+            for alias in names:
+                if alias.asname is not None:
+                    bound = alias.asname.name
+                else:
+                    bound = alias.name
+                    while isinstance(bound, cst.Attribute):
+                        bound = bound.value
+                if isinstance(bound, cst.Name):
+                    events.append(Event(WRITE, (bound.value,), alias))
+        elif isinstance(small, cst.Expr):
+            self._expr(small.value, events)
+        elif isinstance(small, cst.Assert):
+            self._expr(small.test, events)
+            self._expr(small.msg, events)
+        else:
+            for child in small.children:
+                if isinstance(child, cst.BaseExpression):
+                    self._expr(child, events)
+        return [self._node(events, preds)]
+
+    def _If(self, stmt: cst.If, preds):
+        events: list[Event] = []
+        self._expr(stmt.test, events)
+        test = self._node(events, preds)
+        out = self._block(_statements(stmt.body), [test])
+        if stmt.orelse is None:
+            return out + [test]
+        if isinstance(stmt.orelse, cst.If):
+            return out + self._If(stmt.orelse, [test])
+        return out + self._block(_statements(stmt.orelse.body), [test])
+
+    def _While(self, stmt: cst.While, preds):
+        events: list[Event] = []
+        self._expr(stmt.test, events)
+        test = self._node(events, preds)
+        loop = _Loop(test)
+        self.loops.append(loop)
+        body_out = self._block(_statements(stmt.body), [test])
+        self.loops.pop()
+        self._link(body_out, test)
+        infinite = isinstance(stmt.test, cst.Name) and stmt.test.value == "True"
+        after_test = [] if infinite else [test]
+        if stmt.orelse is not None:
+            after_test = self._block(_statements(stmt.orelse.body), after_test)
+        return after_test + loop.breaks
+
+    def _For(self, stmt: cst.For, preds):
+        events: list[Event] = []
+        self._expr(stmt.iter, events)
+        iterate = self._node(events, preds)
+        head_events: list[Event] = []
+        self._target(stmt.target, (), head_events, None)
+        head = self._node(head_events, [iterate])
+        loop = _Loop(head)
+        self.loops.append(loop)
+        body_out = self._block(_statements(stmt.body), [head])
+        self.loops.pop()
+        self._link(body_out, head)
+        out = [head]
+        if stmt.orelse is not None:
+            out = self._block(_statements(stmt.orelse.body), out)
+        return out + loop.breaks
+
+    def _With(self, stmt: cst.With, preds):
+        events: list[Event] = []
+        for item in stmt.items:
+            self._expr(item.item, events)
+            if item.asname is not None:
+                self._target(item.asname.name, (), events, None)
+        node = self._node(events, preds)
+        return self._block(_statements(stmt.body), [node])
+
+    def _Try(self, stmt, preds):
+        final_entry = None
+        if stmt.finalbody is not None:
+            final_entry = self._node([], [])
+            self.finals.append(final_entry)
+        handler_entries = []
+        for handler in stmt.handlers:
+            events: list[Event] = []
+            if handler.type is not None:
+                self._expr(handler.type, events)
+            if handler.name is not None:
+                self._target(handler.name.name, (), events, None)
+            handler_entries.append((handler, events))
+        entry_ids = [self._node_detached(events) for _, events in handler_entries]
+        targets = list(entry_ids)
+        if final_entry is not None:
+            targets.append(final_entry)
+        if self.handlers:
+            targets += self.handlers[-1]  # an exception no handler matches
+        self.handlers.append(targets)
+        entry = self._node([], preds)  # an exception before the first statement
+        body_out = self._block(_statements(stmt.body), [entry])
+        self.handlers.pop()
+        out: list[int] = []
+        if stmt.orelse is not None:
+            body_out = self._block(_statements(stmt.orelse.body), body_out)
+        out += body_out
+        for (handler, _), node in zip(handler_entries, entry_ids):
+            out += self._block(_statements(handler.body), [node])
+        if final_entry is not None:
+            self.finals.pop()
+            self._link(out, final_entry)
+            final_out = self._block(_statements(stmt.finalbody.body), [final_entry])
+            # After finally: continue, or resume a return/raise/break elsewhere.
+            outer = self.handlers[-1] if self.handlers else []
+            self._link(final_out, self.finals[-1] if self.finals else Flow.EXIT)
+            for target in outer:
+                self._link(final_out, target)
+            if self.loops:
+                self.loops[-1].breaks.extend(final_out)
+                self._link(final_out, self.loops[-1].head)
+            return final_out
+        return out
+
+    _TryStar = _Try
+
+    def _node_detached(self, events: list[Event]) -> int:
+        return self._node(events, [])
+
+    def _Match(self, stmt, preds):
+        events: list[Event] = []
+        self._expr(stmt.subject, events)
+        previous = [self._node(events, preds)]
+        out: list[int] = []
+        for case in stmt.cases:
+            case_events: list[Event] = []
+            self._pattern(case.pattern, case_events)
+            if case.guard is not None:
+                self._expr(case.guard, case_events)
+            node = self._node(case_events, previous)
+            out += self._block(_statements(case.body), [node])
+            previous = [node]
+        return out + previous
+
+    def _FunctionDef(self, stmt: cst.FunctionDef, preds):
+        events: list[Event] = []
+        for decorator in stmt.decorators:
+            self._expr(decorator.decorator, events)
+        for param in [*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params]:
+            if param.default is not None:
+                self._expr(param.default, events)
+        self._capture(stmt, events)
+        events.append(Event(WRITE, (stmt.name.value,), stmt))
+        return [self._node(events, preds)]
+
+    def _ClassDef(self, stmt: cst.ClassDef, preds):
+        events: list[Event] = []
+        for decorator in stmt.decorators:
+            self._expr(decorator.decorator, events)
+        for base in stmt.bases:
+            self._expr(base.value, events)
+        node = self._node(events, preds)
+        out = self._block(_statements(stmt.body), [node])
+        return [self._node([Event(WRITE, (stmt.name.value,), stmt)], out)]
+
+    # -- targets -----------------------------------------------------------
+
+    def _target(self, target, sources, events, value) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            parallel = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
+            for i, element in enumerate(target.elements):
+                part = direct_refs(value.elements[i].value) if parallel else sources
+                self._target(element.value, part, events, value.elements[i].value if parallel else None)
+            return
+        if isinstance(target, cst.StarredElement):
+            self._target(target.value, sources, events, None)
+            return
+        key = ref_key(target)
+        if key is not None:
+            if isinstance(target, (cst.Attribute, cst.Subscript)):
+                self._expr_base_reads(target, events)
+            events.append(Event(WRITE, key, target, tuple(sources)))
+            return
+        if isinstance(target, cst.Subscript):
+            base = ref_key(target.value)
+            self._expr(target.value, events) if base is None else None
+            for element in target.slice:
+                self._expr(element.slice, events)
+            if base is not None:
+                events.append(Event(ALIAS, base, target, tuple(sources)))
+            return
+        if isinstance(target, cst.Attribute):
+            self._expr(target.value, events)
+            return
+        self._expr(target, events)
+
+    def _expr_base_reads(self, target, events) -> None:
+        """Reads needed to evaluate the object an attribute target lives on."""
+        base = target.value
+        while isinstance(base, (cst.Attribute, cst.Subscript)) and ref_key(base) is not None:
+            base = base.value
+        if not isinstance(base, cst.Name):
+            self._expr(base, events)
+
+    def _delete(self, target, events) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._delete(element.value, events)
+            return
+        key = ref_key(target)
+        if key is not None:
+            events.append(Event(WRITE, key, target, (), "del"))
+        else:
+            self._expr(target, events)
+
+    def _pattern(self, pattern, events) -> None:
+        if isinstance(pattern, cst.MatchAs):
+            if pattern.pattern is not None:
+                self._pattern(pattern.pattern, events)
+            if pattern.name is not None:
+                events.append(Event(WRITE, (pattern.name.value,), pattern))
+            return
+        if isinstance(pattern, cst.MatchValue):
+            self._expr(pattern.value, events)
+            return
+        if isinstance(pattern, cst.MatchStar):
+            if pattern.name is not None:
+                events.append(Event(WRITE, (pattern.name.value,), pattern))
+            return
+        if isinstance(pattern, cst.MatchClass):
+            self._expr(pattern.cls, events)
+        if isinstance(pattern, cst.MatchMapping) and pattern.rest is not None:
+            events.append(Event(WRITE, (pattern.rest.value,), pattern))
+        for child in pattern.children:
+            if isinstance(child, cst.MatchPattern):
+                self._pattern(child, events)
+            elif hasattr(child, "pattern") and isinstance(getattr(child, "pattern"), cst.MatchPattern):
+                self._pattern(child.pattern, events)
+            elif isinstance(child, cst.MatchMappingElement):
+                self._expr(child.key, events)
+                self._pattern(child.pattern, events)
+
+    # -- expressions -------------------------------------------------------
+
+    def _capture(self, node, events) -> None:
+        for name in sorted(free_names(node)):
+            self.flow.captured.add(name)
+            events.append(Event(ESCAPE, (name,), node, (), "closure"))
+
+    def _expr(self, expr, events: list[Event], skip: frozenset[str] = frozenset()) -> None:
+        if expr is None:
+            return
+        if isinstance(expr, cst.Name):
+            if expr.value not in skip:
+                events.append(Event(READ, (expr.value,), expr))
+            return
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            key = ref_key(expr)
+            if key is not None:
+                if key[0] in skip:
+                    return
+                if len(key) > 1 and key[-1] in BENIGN_ATTRIBUTES:
+                    return  # x.shape, x.dtype: metadata stays readable after donation
+                events.append(Event(READ, key, expr))
+                return
+            if isinstance(expr, cst.Attribute):
+                self._expr(expr.value, events, skip)
+                return
+            self._expr(expr.value, events, skip)
+            for element in expr.slice:
+                self._slice(element.slice, events, skip)
+            return
+        if isinstance(expr, cst.Call):
+            self._call(expr, events, skip)
+            return
+        if isinstance(expr, cst.Lambda):
+            for param in [*expr.params.posonly_params, *expr.params.params, *expr.params.kwonly_params]:
+                if param.default is not None:
+                    self._expr(param.default, events, skip)
+            self._capture(expr, events)
+            return
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self._comprehension(expr, events, skip)
+            return
+        if isinstance(expr, cst.NamedExpr):
+            self._expr(expr.value, events, skip)
+            key = ref_key(expr.target)
+            if key is not None:
+                events.append(Event(WRITE, key, expr.target, direct_refs(expr.value)))
+            return
+        if isinstance(expr, (cst.Yield,)):
+            value = expr.value
+            if isinstance(value, cst.From):
+                value = value.item
+            self._expr(value, events, skip)
+            for key in direct_refs(value):
+                events.append(Event(ESCAPE, key, expr, (), "yield"))
+            return
+        for child in expr.children:
+            self._child(child, events, skip)
+
+    def _child(self, child, events, skip) -> None:
+        if isinstance(child, cst.BaseExpression):
+            self._expr(child, events, skip)
+        elif isinstance(child, cst.Arg):
+            self._expr(child.value, events, skip)
+        elif isinstance(child, (cst.Element, cst.StarredElement)):
+            self._expr(child.value, events, skip)
+        elif isinstance(child, (cst.DictElement,)):
+            self._expr(child.key, events, skip)
+            self._expr(child.value, events, skip)
+        elif isinstance(child, cst.StarredDictElement):
+            self._expr(child.value, events, skip)
+        elif isinstance(child, (cst.ComparisonTarget,)):
+            self._expr(child.comparator, events, skip)
+        elif isinstance(child, cst.FormattedStringExpression):
+            self._expr(child.expression, events, skip)
+        elif isinstance(child, cst.CSTNode) and not isinstance(
+            child, (cst.BaseParenthesizableWhitespace, cst.Comma, cst.BaseBinaryOp, cst.BaseBooleanOp,
+                    cst.BaseCompOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen)
+        ):
+            for grandchild in child.children:
+                self._child(grandchild, events, skip)
+
+    def _slice(self, slice_node, events, skip) -> None:
+        if isinstance(slice_node, cst.Index):
+            self._expr(slice_node.value, events, skip)
+        elif isinstance(slice_node, cst.Slice):
+            for part in (slice_node.lower, slice_node.upper, slice_node.step):
+                self._expr(part, events, skip)
+
+    def _comprehension(self, expr, events, skip) -> None:
+        bound = set(skip)
+        comp = expr.for_in
+        first = True
+        while comp is not None:
+            self._expr(comp.iter, events, frozenset(skip if first else bound))
+            bound.update(_target_names(comp.target))
+            for condition in comp.ifs:
+                self._expr(condition.test, events, frozenset(bound))
+            comp = comp.inner_for_in
+            first = False
+        inner = frozenset(bound)
+        if isinstance(expr, cst.DictComp):
+            self._expr(expr.key, events, inner)
+            self._expr(expr.value, events, inner)
+        else:
+            self._expr(expr.elt, events, inner)
+
+    def _call(self, call: cst.Call, events: list[Event], skip) -> None:
+        func = call.func
+        receiver = ref_key(func.value) if isinstance(func, cst.Attribute) else None
+        if receiver is not None and func.attr.value in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
+            # x.is_deleted(), x.delete(); lst.append(y) stores y without reading lst's elements
+            if func.attr.value in CONTAINER_METHODS and receiver[0] not in skip:
+                events.append(Event(READ, receiver + ("<container>",), func.value, (), "receiver"))
+        else:
+            self._expr(func, events, skip)
+            if receiver is not None and receiver[0] not in skip:
+                events.append(Event(READ, receiver, func.value, (), "receiver"))
+        for arg in call.args:
+            self._expr(arg.value, events, skip)
+        arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value) if k[0] not in skip)
+        if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
+            events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
+        elif arg_refs and self.retains(call):
+            for key in arg_refs:
+                events.append(Event(ESCAPE, key, call, (), "call"))
+        events.append(Event(CALL, None, call))
+
+
+def _statements(suite) -> list:
+    """The statements of an indented block or a one-line suite."""
+    if isinstance(suite, cst.IndentedBlock):
+        return list(suite.body)
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=suite.body)]
+    return list(getattr(suite, "body", []))

@@ -1,0 +1,73 @@
+"""Resolve local names to dotted qualified names through a module's imports.
+
+A small table of our own instead of libcst's QualifiedNameProvider, which
+is far too slow for whole repositories (see STYLE.md).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def _dotted(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = _dotted(expr.value)
+        return None if base is None else f"{base}.{expr.attr.value}"
+    return None
+
+
+class ImportTable:
+    """Maps names bound by import statements to what they import."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    @classmethod
+    def from_module(cls, module: cst.Module) -> "ImportTable":
+        """Collect every import in ``module`` (top level and nested)."""
+        table = cls()
+        module.visit(_ImportCollector(table.names))
+        return table
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """``jnp.sum`` -> ``jax.numpy.sum`` when ``jnp`` was imported; else None."""
+        dotted = _dotted(expr)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.names.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None:
+                self.names[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                self.names[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = _dotted(node.module) if node.module is not None else ""
+        prefix = "." * len(node.relative) + (module or "")
+        for alias in node.names:
+            name = _dotted(alias.name)
+            if name is None:
+                continue
+            local = alias.asname.name.value if alias.asname is not None else name
+            self.names[local] = f"{prefix}.{name}" if prefix and not prefix.endswith(".") else f"{prefix}{name}"
+
+    # Function bodies can import too; keep walking everywhere.

@@ -1,0 +1,60 @@
+"""Reference keys: ``x``, ``self.state``, ``batch["x"]`` as comparable tuples.
+
+Donated values are often attribute paths, so liveness is tracked per key,
+the way pyright's binder does.  A key is a tuple of parts: a name, then
+attribute names, then ``[<literal>]`` for constant subscripts.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+RefKey = tuple[str, ...]
+
+
+def ref_key(expr: cst.BaseExpression) -> RefKey | None:
+    """The key of ``expr`` when it is a plain name/attribute/literal-subscript chain."""
+    if isinstance(expr, cst.Name):
+        return (expr.value,)
+    if isinstance(expr, cst.Attribute):
+        base = ref_key(expr.value)
+        return None if base is None else base + (expr.attr.value,)
+    if isinstance(expr, cst.Subscript):
+        part = literal_subscript(expr)
+        if part is None:
+            return None
+        base = ref_key(expr.value)
+        return None if base is None else base + (part,)
+    return None
+
+
+def literal_subscript(expr: cst.Subscript) -> str | None:
+    """``'["x"]'`` for ``d["x"]``, ``"[0]"`` for ``t[0]``; None otherwise."""
+    if len(expr.slice) != 1:
+        return None
+    element = expr.slice[0].slice
+    if not isinstance(element, cst.Index):
+        return None
+    value = element.value
+    if isinstance(value, (cst.SimpleString, cst.Integer)):
+        return f"[{value.value}]"
+    return None
+
+
+def overlaps(a: RefKey, b: RefKey) -> bool:
+    """Whether reading one of the two keys can observe the other's value."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def kills(written: RefKey, key: RefKey) -> bool:
+    """Whether assigning ``written`` rebinds ``key`` (itself or a prefix of it)."""
+    return len(written) <= len(key) and key[: len(written)] == written
+
+
+def render(key: RefKey) -> str:
+    """``("self", "state")`` -> ``"self.state"``."""
+    out = key[0]
+    for part in key[1:]:
+        out += part if part.startswith("[") else "." + part
+    return out

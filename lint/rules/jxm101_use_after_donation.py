@@ -1,0 +1,131 @@
+"""JXM101 use-after-donation."""
+
+from jaxmem.findings import Severity
+from jaxmem.lint.rules.base import Example, Rule
+
+RULE = Rule(
+    code="JXM101",
+    name="use-after-donation",
+    severity=Severity.ERROR,
+    summary="value read after it was donated (crash: \"Array has been deleted\")",
+    doc='''
+    ## What it does
+    Finds reads of a value after it was passed to a jitted function in a
+    donated position, on any path before it is rebound, directly or
+    through an alias taken before the call (`old = state`).
+
+    ## Why is this bad?
+    Donation hands the buffer to XLA, which deletes the input. Any later
+    use raises `RuntimeError: Array has been deleted`, often far from the
+    call and only on the path that reads it. Reading `.shape`, `.dtype`,
+    `.ndim`, `.size` or `.sharding`, or calling `.is_deleted()`, is fine.
+
+    ## Example
+    ```python
+    new_params = update(params, grads)   # update donates params
+    print(jnp.linalg.norm(params))       # crash
+    ```
+
+    ## Use instead
+    ```python
+    print(jnp.linalg.norm(params))
+    params = update(params, grads)
+    ```
+
+    ## Fix safety
+    No automatic fix: either move the read before the call, use the
+    result, or stop donating the parameter.
+    ''',
+    invalid=(
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            def scale(x):
+                return x * 2
+
+            f = jax.jit(scale, donate_argnums=0)
+
+            x = jnp.ones(3)
+            y = f(x)
+            print(x)  # JXM101
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from functools import partial
+
+            @partial(jax.jit, donate_argnums=(0,))
+            def update(params, grads):
+                return params - 0.1 * grads
+
+            params = jnp.ones(4)
+            old = params
+            params = update(params, jnp.ones(4))
+            print(old.sum())  # JXM101
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+            note="read through an alias taken before the call",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from functools import partial
+
+            @partial(jax.jit, donate_argnums=(0,))
+            def update(params, grads):
+                return params - 0.1 * grads
+
+            def train(flag):
+                params = jnp.ones(4)
+                new = update(params, jnp.ones(4))
+                if flag:
+                    return new
+                return params  # JXM101
+
+            train(False)
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+            note="only one branch reads it",
+        ),
+    ),
+    valid=(
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            f = jax.jit(lambda x: x * 2, donate_argnums=0)
+
+            x = jnp.ones(3)
+            shape = x.shape
+            x = f(x)
+            print(x, shape, x.dtype)
+            """
+        ),
+        Example(
+            """
+            import jax
+
+            @jax.jit
+            def inner(x):
+                return x + 1
+
+            step = jax.jit(inner, donate_argnums=0)
+
+            @jax.jit
+            def outer(x):
+                y = step(x)
+                return x + y  # traced: donation inside jit is a no-op
+            """
+        ),
+    ),
+)
