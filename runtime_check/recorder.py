@@ -1,0 +1,146 @@
+"""``jaxmem record``: run a program with jit wrapped and write its call signatures.
+
+The record file (JSON, ``"format": "jaxmem-record"``) holds one entry per
+jitted definition, keyed like the static analysis keys it: definition file
+and line (the ``def`` line for decorated functions, the ``jax.jit(...)``
+line for wrapped ones), plus the function's ``co_firstlineno``, module and
+qualname, the transform's options, and each distinct abstract signature
+(shapes, dtypes, shardings, static values) with its call count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from contextlib import contextmanager
+
+from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
+from jaxmem.runtime_check.signatures import encode_static, encode_value
+
+RECORD_FORMAT = "jaxmem-record"
+RECORD_VERSION = 1
+_OPTION_KEYS = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+                "keep_unused", "axis_name", "in_axes", "static_broadcasted_argnums")
+
+
+def _is_library_path(path: str) -> bool:
+    normalized = path.replace("\\", "/")
+    return "/site-packages/" in normalized or "/dist-packages/" in normalized or path.startswith("<")
+
+
+def _absolute(path: str | None) -> str | None:
+    return path if path is None or path.startswith("<") else os.path.abspath(path)
+
+
+def _plain_options(options: dict) -> dict:
+    plain = {}
+    for key in _OPTION_KEYS:
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (tuple, list)):
+            value = list(value)
+        if isinstance(value, (int, str, bool, list)):
+            plain[key] = value
+    return plain
+
+
+class SignatureRecorder:
+    """Collects call signatures per definition."""
+
+    def __init__(self):
+        self.entries: dict[tuple[str, int], dict] = {}
+
+    def wrap(self, transformed, definition: JitDefinition):
+        """What the patched ``jax.jit`` returns: the real function, with calls recorded."""
+        if _is_library_path(definition.path):
+            return transformed
+        return TransformedProxy(transformed, definition, self._around_call)
+
+    def _around_call(self, transformed, definition: JitDefinition, args, kwargs, caller):
+        try:
+            self._record(definition, args, kwargs)
+        except Exception as error:  # noqa: BLE001 - recording must never break the program
+            entry = self._entry(definition)
+            entry.setdefault("errors", []).append(f"{type(error).__name__}: {error}")
+        return transformed(*args, **kwargs)
+
+    def _entry(self, definition: JitDefinition) -> dict:
+        entry = self.entries.get(definition.key)
+        if entry is None:
+            entry = self.entries[definition.key] = {
+                "definition_path": _absolute(definition.path), "definition_line": definition.line,
+                "code_path": _absolute(definition.code_path), "code_first_line": definition.code_first_line,
+                "module": definition.module, "qualname": definition.qualname,
+                "transform": definition.transform, "options": _plain_options(definition.options),
+                "signatures": [],
+            }
+        return entry
+
+    def _record(self, definition: JitDefinition, args, kwargs) -> None:
+        entry = self._entry(definition)
+        static_nums, static_names = _static_positions(definition, len(args))
+        encoded_args = [encode_static(value) if index in static_nums else encode_value(value)
+                        for index, value in enumerate(args)]
+        encoded_kwargs = {key: encode_static(value) if key in static_names else encode_value(value)
+                          for key, value in kwargs.items()}
+        signature = {"args": encoded_args, "kwargs": encoded_kwargs}
+        for known in entry["signatures"]:
+            if known["args"] == encoded_args and known["kwargs"] == encoded_kwargs:
+                known["calls"] += 1
+                return
+        signature["calls"] = 1
+        entry["signatures"].append(signature)
+
+    def to_json(self, argv: list[str]) -> dict:
+        """The record file's contents."""
+        import jax
+
+        return {
+            "format": RECORD_FORMAT, "version": RECORD_VERSION, "argv": list(argv), "cwd": os.getcwd(),
+            "python": platform.python_version(), "jax": jax.__version__, "backend": jax.default_backend(),
+            "functions": sorted(self.entries.values(), key=lambda e: (e["definition_path"], e["definition_line"])),
+        }
+
+
+def _static_positions(definition: JitDefinition, arg_count: int) -> tuple[set[int], set[str]]:
+    options = definition.options
+    nums = options.get("static_argnums") or options.get("static_broadcasted_argnums") or ()
+    names = options.get("static_argnames") or ()
+    nums = {nums} if isinstance(nums, int) else set(nums)
+    names = {names} if isinstance(names, str) else set(names)
+    nums = {n % arg_count for n in nums} if arg_count else set()
+    return nums, names
+
+
+@contextmanager
+def recording(out_path: str, argv: list[str]):
+    """Record signatures of every jitted call in the block into ``out_path``."""
+    recorder = SignatureRecorder()
+    with patched_transforms(recorder.wrap):
+        try:
+            yield recorder
+        finally:
+            with open(out_path, "w", encoding="utf-8") as handle:
+                json.dump(recorder.to_json(argv), handle, indent=1)
+                handle.write("\n")
+
+
+def load_record(path: str) -> dict:
+    """Read and check a record file; ``ValueError`` naming the file when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read the record file ({error.strerror}); "
+                         "create it with `jaxmem record --out FILE -- python script.py`") from error
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not a jaxmem record file (invalid JSON at line {error.lineno})") from error
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
+        raise ValueError(f"{path}: not a jaxmem record file (missing \"format\": \"{RECORD_FORMAT}\")")
+    if data.get("version") != RECORD_VERSION:
+        raise ValueError(f"{path}: record format version {data.get('version')} is not supported "
+                         f"(this jaxmem reads version {RECORD_VERSION}); record it again")
+    return data
+
