@@ -1,0 +1,12 @@
+"""jaxmem-fix: add missed buffer donations to jitted definitions.
+
+The edit layer (:func:`add_donations`) works on one file's text and a list
+of :class:`~jaxmem.findings.DonationFix`; the command line
+(:mod:`jaxmem.codemod.cli`) runs the analysis and writes files; the libcst
+codemod command (:mod:`jaxmem.codemod.command`) runs the same edits under
+``python -m libcst.tool codemod``.  Nothing here imports jax.
+"""
+
+from jaxmem.codemod.edits import AppliedEdit, EditResult, SkippedFix, add_donations
+
+__all__ = ["AppliedEdit", "EditResult", "SkippedFix", "add_donations"]

@@ -1,0 +1,246 @@
+"""``jaxmem-fix``: add the missed donations ``jaxmem check`` finds (JXM001).
+
+Runs the analysis over the given paths, applies its high-confidence fixes
+(``--unsafe-fixes``: medium too; low never) with :func:`add_donations`, and
+writes each changed file atomically.  Exit status, as pre-commit fixers
+use it: 0 nothing changed, 1 files were (or, with ``--diff``/``--check``,
+would be) changed, 2 on an error (bad config, a file that does not parse,
+an internal error); the other files are still fixed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import io
+import os
+import sys
+
+EXIT_UNCHANGED, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
+FIXED_CODE = "JXM001"
+PARSE_ERROR_CODE = "JXM900"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``jaxmem-fix`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="jaxmem-fix",
+        description="Add missed buffer donations (JXM001) to jitted definitions, keeping the "
+        "formatting. Exit 0 when nothing changed, 1 when files were (or would be) changed, 2 on error.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or folders to fix (default: .); - reads stdin and writes the result to stdout")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
+    mode.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 when a file would change")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="also apply medium-confidence fixes (values owned by the caller, public functions)")
+    parser.add_argument("--style", choices=("auto", "argnums", "argnames"),
+                        help="spec keyword for definitions without one (default: config, else auto: "
+                        "follow the file, then the project)")
+    parser.add_argument("--jax-version", metavar="VERSION",
+                        help="oldest jax the project supports (default: config jax-version, else the "
+                        "lower bound in pyproject.toml/requirements*.txt); from 0.8.1 a bare @jax.jit "
+                        "becomes @jax.jit(donate_argnums=...)")
+    parser.add_argument("--verified", metavar="REPORT",
+                        help="apply only donations confirmed by this `jaxmem verify --format json` report")
+    parser.add_argument("--config", metavar="FILE",
+                        help="read settings from FILE instead of the nearest pyproject.toml")
+    parser.add_argument("--force-exclude", action="store_true",
+                        help="apply excludes to files named on the command line too (use in pre-commit)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write .jaxmem_cache/")
+    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                        help="analysis worker processes (0: one per CPU; default: 1)")
+    parser.add_argument("--stdin-filename", metavar="PATH", help="the name to report for source read from stdin")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run ``jaxmem-fix`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _Fixer(args).run()
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERROR
+
+
+class _Fixer:
+    """One ``jaxmem-fix`` run."""
+
+    def __init__(self, args) -> None:
+        self.args = args
+        self.paths = args.paths or (["-"] if args.stdin_filename else ["."])
+        self.reads_stdin = "-" in self.paths
+        # stdout carries the fixed text or the diff in those modes; talk on stderr.
+        self.messages = sys.stderr if (self.reads_stdin or args.diff) else sys.stdout
+        self.error = False
+        self.changed_files = 0
+        self.edit_count = 0
+        self.refused_count = 0
+        self._project_style = None
+
+    # -- output --------------------------------------------------------------
+
+    def say(self, line: str) -> None:
+        if not self.args.quiet:
+            print(line, file=self.messages)
+
+    def fail(self, line: str) -> None:
+        self.error = True
+        print(line, file=sys.stderr)
+
+    # -- run -----------------------------------------------------------------
+
+    def run(self) -> int:
+        from jaxmem.api import check_paths
+        from jaxmem.codemod.project import project_jax_lower_bound
+        from jaxmem.codemod.verified import VerifiedReportError, load_verified
+        from jaxmem.config import ConfigError, load_config
+        from jaxmem.discovery import DiscoveryError
+        from jaxmem.findings import Confidence
+
+        try:
+            config = load_config(self.paths, self.args.config)
+            self.verified = load_verified(self.args.verified) if self.args.verified else None
+        except (ConfigError, VerifiedReportError) as error:
+            print(f"jaxmem-fix: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        settings = config.settings
+        self.settings = settings
+        self.style = self.args.style or settings.donation_style
+        self.jax_version = self.args.jax_version or settings.jax_version or project_jax_lower_bound(config.root)
+        self.threshold = Confidence.MEDIUM if self.args.unsafe_fixes else Confidence.HIGH
+        self.stdin_data = sys.stdin.buffer.read() if self.reads_stdin else b""
+        self.stdin_name = self.args.stdin_filename or "<stdin>"
+        analysis = dataclasses.replace(settings, min_confidence=Confidence.MEDIUM)
+        try:
+            reports = check_paths(
+                self.paths, analysis, jobs=self.args.jobs, use_cache=not self.args.no_cache,
+                config_file=self.args.config, force_exclude=self.args.force_exclude,
+                stdin_filename=self.args.stdin_filename, stdin=io.BytesIO(self.stdin_data),
+            )
+        except (ConfigError, DiscoveryError) as error:
+            print(f"jaxmem-fix: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        self.run_paths = [r.path for r in reports]
+        per_file = self.collect(reports)
+        for path in sorted(per_file, key=str):
+            self.fix_file(path, per_file[path])
+        if self.reads_stdin and self.stdin_name not in per_file and not self.args.diff and not self.args.check:
+            sys.stdout.buffer.write(self.stdin_data)  # nothing to fix: pass the input through
+        self.summary()
+        if self.error:
+            return EXIT_ERROR
+        return EXIT_CHANGED if self.changed_files else EXIT_UNCHANGED
+
+    def collect(self, reports) -> dict[str, list]:
+        """Group applicable fixes by the file of their definition; report the rest."""
+        per_file: dict[str, list] = {}
+        for report in reports:
+            for finding in report.findings:
+                if finding.code == PARSE_ERROR_CODE:
+                    self.fail(f"{finding.path}:{finding.span.line}:{finding.span.col + 1}: error: "
+                              f"{finding.message}; file left untouched")
+                    continue
+                if finding.code != FIXED_CODE or finding.fix is None:
+                    continue
+                path = finding.definition_path or finding.path
+                parameter = f"`{finding.fix.name}`" if finding.fix.name else f"#{finding.fix.index}"
+                where = f"{path}:{finding.fix.definition_line}: {finding.function or finding.wrapped or '?'}"
+                if finding.confidence.rank < self.threshold.rank:
+                    self.say(f"{where}: not donating {parameter}: {finding.confidence.value} confidence "
+                             "(the value may be read by code jaxmem cannot see); apply with --unsafe-fixes")
+                    continue
+                if self.verified is not None:
+                    why = self.verified.why_not_confirmed(path, finding.fix)
+                    if why is not None:
+                        self.say(f"{where}: not donating {parameter}: {why}")
+                        continue
+                per_file.setdefault(path, []).append(finding.fix)
+            for refusal in report.refusals:
+                self.refused_count += 1
+                self.say(f"{refusal.path}:{refusal.line}: {refusal.function}: refused `{refusal.parameter}`: "
+                         f"{refusal.reason}")
+        return per_file
+
+    def project_style(self) -> str | None:
+        """``argnums``/``argnames``: what the files of this run use more (read once, lazily)."""
+        if self._project_style is None:
+            from jaxmem.codemod.project import donation_style_of
+
+            def texts():
+                for path in self.run_paths:
+                    if path == self.stdin_name and self.reads_stdin:
+                        yield self.stdin_data.decode("utf-8", errors="replace")
+                        continue
+                    try:
+                        with open(path, encoding="utf-8", errors="replace") as handle:
+                            yield handle.read()
+                    except OSError:
+                        continue
+
+            self._project_style = donation_style_of(texts()) or ""
+        return self._project_style or None
+
+    def fix_file(self, path: str, fixes: list) -> None:
+        """Apply ``fixes`` to ``path`` (or stdin) and write, diff or only count the result."""
+        from jaxmem.codemod import textfile
+        from jaxmem.codemod.edits import add_donations
+
+        is_stdin = self.reads_stdin and path == self.stdin_name
+        try:
+            source = textfile.decode(path, self.stdin_data) if is_stdin else textfile.read(path)
+        except textfile.SourceError as error:
+            self.fail(f"jaxmem-fix: {error}")
+            return
+        result = add_donations(
+            source.text, fixes, style=self.style, jax_version=self.jax_version,
+            extra_wrappers=self.settings.extra_wrappers, project_style=self.project_style,
+        )
+        for edit in result.edits:
+            self.say(f"{path}:{edit.describe()}")
+        for skipped in result.skipped:
+            self.say(f"{path}:{skipped.describe()}")
+        if result.error:
+            self.fail(f"{path}: error: {result.error}")
+        self.refused_count += len(result.skipped)
+        if is_stdin and not self.args.diff and not self.args.check:
+            sys.stdout.buffer.write(source.encode(result.source) if result.changed else source.data)
+        if not result.changed:
+            return
+        self.changed_files += 1
+        self.edit_count += len(result.edits)
+        if self.args.diff:
+            sys.stdout.write(unified_diff(path, source.text, result.source))
+        elif not self.args.check and not is_stdin:
+            try:
+                textfile.write_atomic(path, source.encode(result.source))
+            except OSError as error:
+                self.fail(f"jaxmem-fix: {path}: cannot write the fixed file: {error.strerror or error}")
+
+    def summary(self) -> None:
+        if not (self.edit_count or self.refused_count):
+            return
+        verb = "would add" if (self.args.diff or self.args.check) else "added"
+        self.say(f"jaxmem-fix: {verb} {self.edit_count} donation(s) in {self.changed_files} file(s); "
+                 f"{self.refused_count} left alone")
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """A ``git diff``-style unified diff of one file."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"a/{path}", tofile=f"b/{path}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""``jaxmem-fix --verified REPORT``: keep only donations the runtime verifier confirmed.
+
+REPORT is the JSON of ``jaxmem verify --format json`` (or ``--output``)::
+
+    {"format": "jaxmem-verify", "version": 1,
+     "reports": [{"definition_path": "train.py", "definition_line": 12,
+                  "leaves": [{"parameter": "state", "parameter_index": 0,
+                              "aliased": true, ...}, ...], ...}, ...], ...}
+
+A parameter of a definition is confirmed when at least one report of that
+definition (one per verified signature) donated leaves of it, and every
+such leaf in every report of that definition was reused by an output
+(``aliased``).  Anything else (not verified, or a leaf no output took) is
+not applied, and the reason is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from jaxmem.findings import DonationFix
+
+FORMAT = "jaxmem-verify"
+SUPPORTED_VERSIONS = (1,)
+
+
+class VerifiedReportError(Exception):
+    """The report cannot be read; the message names the file and what is wrong."""
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    a_parts = os.path.normpath(a).split(os.sep)
+    b_parts = os.path.normpath(b).split(os.sep)
+    # A relative path recorded elsewhere: compare the trailing components.
+    shorter, longer = sorted((a_parts, b_parts), key=len)
+    return not os.path.isabs(os.sep.join(shorter)) and longer[-len(shorter):] == shorter
+
+
+@dataclass
+class _ParameterOutcome:
+    leaves: int = 0
+    unusable: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifiedDonations:
+    """What a verifier report confirmed, per definition ``(path, line)``."""
+
+    # (path, line) -> parameter key (name or "#index") -> outcome
+    outcomes: dict[tuple[str, int], dict[str, _ParameterOutcome]] = field(default_factory=dict)
+
+    def _definition(self, path: str, line: int):
+        for (report_path, report_line), parameters in self.outcomes.items():
+            if report_line == line and _same_file(report_path, path):
+                return parameters
+        return None
+
+    def why_not_confirmed(self, path: str, fix: DonationFix) -> str | None:
+        """None when ``fix`` is confirmed, else the reason it is not."""
+        parameters = self._definition(path, fix.definition_line)
+        if parameters is None:
+            return "the verifier report has no result for this definition; run `jaxmem verify` on it first"
+        outcome = None
+        if fix.name is not None:
+            outcome = parameters.get(fix.name)
+        if outcome is None and fix.index is not None:
+            outcome = parameters.get(f"#{fix.index}")
+        if outcome is None or outcome.leaves == 0:
+            return "the verifier did not donate this parameter, so it is not confirmed"
+        if outcome.unusable:
+            return f"the verifier found no output that reuses {', '.join(sorted(set(outcome.unusable)))}"
+        return None
+
+
+def load_verified(path: str) -> VerifiedDonations:
+    """Read a ``jaxmem verify`` JSON report; raises :class:`VerifiedReportError`."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as error:
+        raise VerifiedReportError(f"{path}: cannot read the verifier report: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise VerifiedReportError(
+            f"{path}: not JSON ({error.msg} at line {error.lineno}); write it with `jaxmem verify --format json`"
+        ) from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise VerifiedReportError(f"{path}: not a jaxmem verify report; write it with `jaxmem verify --format json`")
+    if document.get("version") not in SUPPORTED_VERSIONS:
+        raise VerifiedReportError(
+            f"{path}: verifier report version {document.get('version')!r} is not supported "
+            f"(this jaxmem-fix reads version {', '.join(map(str, SUPPORTED_VERSIONS))}); update jaxmem"
+        )
+    verified = VerifiedDonations()
+    base = os.path.dirname(os.path.abspath(path))
+    for report in document.get("reports", []):
+        definition_path, line = report.get("definition_path"), report.get("definition_line")
+        if not definition_path or not isinstance(line, int):
+            continue
+        if not os.path.isabs(definition_path) and not os.path.exists(definition_path):
+            definition_path = os.path.join(base, definition_path)
+        parameters = verified.outcomes.setdefault((definition_path, line), {})
+        for leaf in report.get("leaves", []):
+            keys = {leaf.get("parameter")}
+            if isinstance(leaf.get("parameter_index"), int):
+                keys.add(f"#{leaf['parameter_index']}")
+            for key in keys - {None}:
+                outcome = parameters.setdefault(key, _ParameterOutcome())
+                outcome.leaves += 1
+                if not leaf.get("aliased"):
+                    outcome.unusable.append(str(leaf.get("path") or key))
+    return verified
