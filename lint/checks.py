@@ -214,7 +214,7 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, o
             out.add(
                 "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
                 f"`{subject}` is donated to `{d.function}` inside a loop and not rebound: the next iteration "
-                f"passes a deleted array (\"Array has been deleted\"); rebind it from the result "
+                f"passes a deleted array (\"Buffer has been deleted or donated\"); rebind it from the result "
                 f"(`{subject} = {d.function}(...)`) or stop donating {label}",
                 evidence=[where], **common,
             )

@@ -687,9 +687,7 @@ class FlowBuilder:
         func = call.func
         receiver = ref_key(func.value) if isinstance(func, cst.Attribute) else None
         if receiver is not None and func.attr.value in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
-            # x.is_deleted(), x.delete(); lst.append(y) stores y without reading lst's elements
-            if func.attr.value in CONTAINER_METHODS and receiver[0] not in skip:
-                events.append(Event(READ, receiver + ("<container>",), func.value, (), "receiver"))
+            pass  # x.is_deleted(), x.delete(); lst.append(y) stores y without reading lst's elements
         else:
             self._expr(func, events, skip)
             if receiver is not None and receiver[0] not in skip:

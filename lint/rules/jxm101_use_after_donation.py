@@ -90,7 +90,7 @@ RULE = Rule(
                     return new
                 return params  # JXM101
 
-            train(False)
+            print(train(False))
             """,
             runnable=True,
             raises="Array has been deleted",
