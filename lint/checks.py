@@ -210,6 +210,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, o
         return
     subject = render(arg.key)
     for use in arg.reads_after:
+        if d.keeps_module_args:
+            break  # flax nnx writes Module outputs back: the argument stays usable
         if use.kind == "loop":
             out.add(
                 "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
@@ -218,7 +220,7 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, o
                 f"(`{subject} = {d.function}(...)`) or stop donating {label}",
                 evidence=[where], **common,
             )
-        elif not d.keeps_module_args:
+        else:
             out.add(
                 "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
                 f"`{subject}` is read here after it was donated to `{d.function}` at line {rc.call.line} "

@@ -380,7 +380,7 @@ class FactExtractor:
                 continue
             target = event.key
             owner = _owner(target, flow, params, assigned, is_module, self_name)
-            if event.kind == ALIAS or owner in (ATTRIBUTE, GLOBAL) or target[0] in flow.captured:
+            if event.kind == ALIAS or owner != LOCAL or target[0] in flow.captured:
                 escapes.append(Use(*_line_col(ctx, event.node), f"stored in `{render(target)}`", "stored"))
             after = flow.search(point, target)
             for read in after.reads:

@@ -1,0 +1,62 @@
+# checks: JXM101, JXM104
+# Aliases and escapes of a donated value; `update` donates its first argument.
+import jax
+
+update = jax.jit(lambda p, g: p - g, donate_argnums=0)
+state = {}
+
+
+def alias_read_after(params, grads):
+    old = params
+    params = update(params, grads)
+    return old  # JXM101
+
+
+def alias_taken_after_is_fine(params, grads):
+    params = update(params, grads)
+    old = params
+    return old
+
+
+def tuple_alias(params, grads):
+    pair = (params, grads)
+    params = update(params, grads)
+    return pair  # JXM101
+
+
+def stored_in_list(params, grads, history):
+    history.append(params)
+    params = update(params, grads)  # JXM104
+    return params
+
+
+def stored_in_attribute(params, grads, obj):
+    obj.last = params
+    params = update(params, grads)  # JXM104
+    return params
+
+
+def stored_in_dict(params, grads):
+    state["params"] = params
+    params = update(params, grads)  # JXM104
+    return params
+
+
+def captured_by_closure(params, grads):
+    def report():
+        return params
+
+    params = update(params, grads)  # JXM104
+    return report
+
+
+def yielded(params, grads):
+    yield params
+    params = update(params, grads)  # JXM104
+    yield params
+
+
+def part_of_pytree_pulled_out(state, grads):
+    w = state["w"]
+    state = update(state, grads)
+    return w  # JXM101

@@ -1,0 +1,167 @@
+"""When is a donation proposed (JXM001/JXM002), at which confidence, and
+when is it refused?  Includes calls across files of one run."""
+
+import textwrap
+
+import pytest
+
+from jaxmem.findings import Confidence
+from jaxmem.lint.engine import facts_for_file, project_hints, report
+from jaxmem.settings import Settings
+
+ALL = Settings(min_confidence=Confidence.LOW)
+
+
+def _run(files: dict[str, str]):
+    texts = {path: textwrap.dedent(text) for path, text in files.items()}
+    hints = project_hints(texts)
+    facts = [facts_for_file(path, text, ALL, hints) for path, text in texts.items()]
+    return {r.path: r for r in report(facts, ALL)}
+
+
+def _proposals(source: str):
+    (result,) = _run({"m.py": source}).values()
+    return {(f.parameter_name, f.code, f.confidence.value) for f in result.findings if f.code in ("JXM001", "JXM002")}
+
+
+STEP = """
+import jax
+
+@jax.jit
+def step(state, batch):
+    return state + batch
+"""
+
+CASES = [
+    pytest.param(
+        "def train(batches, init):\n    state = init * 1\n    for b in batches:\n        state = step(state, b)\n",
+        {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="local-rebound-high"),
+    pytest.param(
+        "def train(state, b):\n    state = step(state, b)\n    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="parameter-is-medium"),
+    pytest.param(
+        "def train(state, b):\n    new = step(state, b)\n    print('x')\n    state = new\n    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="write-back-later"),
+    pytest.param(
+        "def train(state, b):\n    new = step(state, b)\n    return new, state\n",
+        {("batch", "JXM002", "low")}, id="read-later-never-proposed"),
+    pytest.param(
+        "def train(args):\n    s = args[0]\n    s = step(*args)\n    return s\n",
+        set(), id="star-args-unresolved"),
+    pytest.param(
+        "def train(state, b):\n    log(state)\n    state = step(state, b)\n    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="passed-to-unknown-function-medium"),
+    pytest.param(
+        "def train(state, b):\n    print(state)\n    state = step(state, b)\n    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="builtin-call-keeps-nothing"),
+    pytest.param(
+        "@jax.jit\ndef outer(state, b):\n    state = step(state, b)\n    return state\n",
+        set(), id="traced-call-ignored"),
+    pytest.param(
+        "runner = make_runner(step)\ndef train(b):\n    state = init()\n    state = step(state, b)\n    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="passed-around-medium"),
+    pytest.param(
+        "def train(b):\n    state = init()\n    state = step(state, b + 1)\n    return state\n",
+        {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="temporary-argument"),
+    pytest.param(
+        "def train(b):\n    state = init()\n    state = step(state=state, batch=b)\n    return state\n",
+        {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="keyword-arguments"),
+]
+
+
+@pytest.mark.parametrize("body,expected", CASES)
+def test_proposals(body, expected):
+    assert _proposals(STEP + body) == expected
+
+
+def test_call_sites_that_disagree_are_refused_with_a_reason():
+    (result,) = _run({"m.py": STEP + "def a(s, b):\n    s = step(s, b)\n    return s\n"
+                      "def c(s, b):\n    out = step(s, b)\n    return out, s\n"}).values()
+    assert not [f for f in result.findings if f.code == "JXM001"]
+    (refusal,) = [r for r in result.refusals if r.parameter == "state"]
+    assert "disagree" in refusal.reason and "line" in refusal.reason
+
+
+def test_unknown_donation_spec_says_so():
+    source = """
+    import jax
+    from functools import partial
+
+    @partial(jax.jit, donate_argnums=() if EVAL else (0,))
+    def step(state, batch):
+        return state
+
+    def train(b):
+        state = init()
+        state = step(state, b)
+    """
+    (result,) = _run({"m.py": source}).values()
+    assert result.findings == []
+    assert "not a constant" in result.refusals[0].reason
+
+
+def test_calls_across_files_resolve_to_the_definition():
+    files = {
+        "pkg/train_lib.py": """
+            import jax
+
+            @jax.jit
+            def train_step(state, batch):
+                return state + batch
+        """,
+        "pkg/main.py": """
+            from pkg.train_lib import train_step
+            import pkg.train_lib as lib
+
+            def main(batches):
+                state = init()
+                for batch in batches:
+                    state = train_step(state, batch)
+                    state = lib.train_step(state, batch)
+        """,
+    }
+    results = _run(files)
+    (finding,) = [f for f in results["pkg/train_lib.py"].findings if f.code == "JXM001"]
+    assert finding.parameter_name == "state" and finding.span.line == 4
+    assert {e.path for e in finding.evidence} == {"pkg/main.py"}
+    assert len(finding.evidence) == 2
+    assert results["pkg/main.py"].findings == []
+
+
+def test_use_after_donation_across_files():
+    files = {
+        "lib.py": "import jax\nupdate = jax.jit(lambda p, g: p - g, donate_argnums=0)\n",
+        "main.py": "from lib import update\ndef f(p, g):\n    q = update(p, g)\n    return p + q\n",
+    }
+    results = _run(files)
+    assert [(f.code, f.span.line) for f in results["main.py"].findings] == [("JXM101", 4)]
+
+
+def test_nnx_module_stays_usable_after_donation():
+    source = """
+    from flax import nnx
+
+    @nnx.jit(donate_argnums=0)
+    def train_step(model, batch):
+        return model(batch)
+
+    def train(model, batches):
+        for batch in batches:
+            loss = train_step(model, batch)
+        return model
+    """
+    (result,) = _run({"m.py": source}).values()
+    assert [f.code for f in result.findings if f.code.startswith("JXM1")] == []
+
+
+def test_public_definition_in_a_package_is_medium(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    source = STEP + "def train(b):\n    state = init()\n    state = step(state, b)\n"
+    path = pkg / "steps.py"
+    path.write_text(source)
+    result = report([facts_for_file(str(path), source, ALL)], ALL)[0]
+    (finding,) = [f for f in result.findings if f.code == "JXM001"]
+    assert finding.confidence is Confidence.MEDIUM
+    assert any("public" in e.message for e in finding.evidence)
