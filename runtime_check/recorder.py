@@ -143,4 +143,3 @@ def load_record(path: str) -> dict:
         raise ValueError(f"{path}: record format version {data.get('version')} is not supported "
                          f"(this jaxmem reads version {RECORD_VERSION}); record it again")
     return data
-

@@ -186,7 +186,8 @@ def render_report(report: VerifyReport) -> str:
     if report.donate_argnames:
         spec.append(f"donate_argnames={report.donate_argnames}")
     lines.append(f"  donation: {', '.join(spec) or 'none'}")
-    lines += ["  " + row for row in _table(_figure_rows(report), ("compiled memory", "without donation", "with donation"))]
+    header = ("compiled memory", "without donation", "with donation")
+    lines += ["  " + row for row in _table(_figure_rows(report), header)]
     lines.append(
         f"  predicted saving: {format_bytes(report.predicted_saving)} "
         f"(donated {format_bytes(report.donated_bytes)} in {len(report.leaves)} leaves)"

@@ -100,7 +100,8 @@ def proposed_donations(path: str) -> tuple[dict[int, list[Proposal]], str | None
     except NotImplementedError:
         return {}, "the static analysis is not available in this jaxmem build; verified the declared donation only"
     except Exception as error:  # noqa: BLE001 - a failing analysis must not stop verification
-        return {}, f"the static analysis failed on {path} ({type(error).__name__}: {error}); verified the declared donation only"
+        return {}, (f"the static analysis failed on {path} ({type(error).__name__}: {error}); "
+                    "verified the declared donation only")
     proposals: dict[int, list[Proposal]] = {}
     for finding in report.findings:
         if finding.code not in PROPOSING_CODES or finding.definition_line is None:

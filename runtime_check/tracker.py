@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
 
-_DELETED_MARKER = "has been deleted"
+# jax's wording differs by path: "Array has been deleted with shape=float32[3]." from
+# Python-level reads, "... called on deleted or donated buffer" from the runtime.
+_DELETED_MARKERS = ("has been deleted", "deleted or donated buffer")
 _RECORD_LIMIT = 100_000
 
 
@@ -92,7 +94,7 @@ class DonationTracker:
 
     def explain(self, error: BaseException) -> str | None:
         """The donation history behind a deleted-array ``error``, or None if unknown."""
-        if _DELETED_MARKER not in str(error):
+        if not any(marker in str(error) for marker in _DELETED_MARKERS):
             return None
         found = self._found_in_traceback(error.__traceback__)
         if found:

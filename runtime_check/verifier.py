@@ -59,7 +59,7 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
         compiled = lowered.compile()
         baseline = _lower(target.build(False), args, kwargs).compile()
         requested = _requested_flags(target, args, kwargs) if jax.config.jax_debug_nans else None
-        platform = compiled.runtime_executable().local_devices()[0].platform if _has_devices(compiled) else (backend or jax.default_backend())
+        platform = _platform(compiled, backend or jax.default_backend())
 
     module = parse_module_donations(compiled.as_text())
     arg_leaves = argument_leaves(compiled, target.function, len(args), target.static_argnums)
@@ -83,11 +83,11 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
     )
 
 
-def _has_devices(compiled) -> bool:
+def _platform(compiled, fallback: str) -> str:
     try:
-        return bool(compiled.runtime_executable().local_devices())
-    except Exception:  # noqa: BLE001 - some executables do not expose devices
-        return False
+        return compiled.runtime_executable().local_devices()[0].platform
+    except Exception:  # noqa: BLE001 - some executables do not expose their devices
+        return fallback
 
 
 def _lower(transformed, args, kwargs):

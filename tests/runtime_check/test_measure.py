@@ -1,0 +1,50 @@
+"""measure=True: unavailable on CPU, and the per-variant worker processes really run."""
+
+import subprocess
+import sys
+
+import jax.numpy as jnp
+
+from jaxmem.runtime_check import verify
+from jaxmem.runtime_check.measure import measure_target
+from jaxmem.runtime_check.targets import resolve_target
+from jaxmem.runtime_check.verifier import verify_target
+
+
+def step(params, batch):
+    return {"w": params["w"] - batch.mean()}
+
+
+def test_cpu_says_measurement_is_unavailable_and_keeps_the_compiled_figures():
+    report = verify(step, {"w": jnp.ones((32, 32))}, jnp.ones(4), donate_argnums=0, measure=True)
+    assert report.measurement is not None and not report.measurement.available
+    assert "memory_stats() is None" in report.measurement.note
+    assert report.predicted_saving == 32 * 32 * 4
+    assert "measurement: unavailable" in report.render_text()
+
+
+def test_worker_processes_run_both_variants_and_see_donated_inputs_deleted():
+    target = resolve_target(step, donate_argnums=0)
+    args = ({"w": jnp.ones((32, 32))}, jnp.ones(4))
+    report = verify_target(target, args, {})
+    measured = measure_target(target, args, {}, report, require_memory_stats=False)
+    assert measured.donated_inputs_deleted is True
+    assert measured.peak_with_donation is None and "no memory statistics" in measured.note
+
+
+def test_local_functions_cannot_be_measured_and_say_why():
+    def local(x):
+        return x + 1
+
+    target = resolve_target(local, donate_argnums=0)
+    report = verify_target(target, (jnp.ones(3),), {})
+    measured = measure_target(target, (jnp.ones(3),), {}, report, require_memory_stats=False)
+    assert not measured.available and "move it to module level" in measured.note
+
+
+def test_importing_the_commands_does_not_import_jax():
+    code = ("import sys, argparse, jaxmem.runtime_check.commands as c, jaxmem.runtime_check.pytest_plugin;"
+            "p = argparse.ArgumentParser(); c.register(p.add_subparsers());"
+            "print('jax' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
