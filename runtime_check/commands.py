@@ -164,9 +164,13 @@ def render_run(outcome) -> str:
     blocks.extend(f"note: {note}" for note in outcome.notes)
     unusable = sum(len(r.unusable) for r in outcome.reports)
     failed = sum(1 for p in outcome.problems if p.failed)
-    saving = sum(r.predicted_saving or 0 for r in outcome.reports)
-    blocks.append(f"{len(outcome.reports)} verification(s), {unusable} donated leaf(s) not reused, "
-                  f"{failed} failed; predicted saving {format_bytes(saving)}")
+    largest: dict[tuple, int] = {}
+    for report in outcome.reports:
+        key = (report.function, report.definition_path, report.definition_line)
+        largest[key] = max(largest.get(key, 0), report.predicted_saving or 0)
+    blocks.append(f"{len(outcome.reports)} verification(s) of {len(largest)} function(s), {unusable} donated "
+                  f"leaf(s) not reused, {failed} failed; predicted saving {format_bytes(sum(largest.values()))} "
+                  "(largest signature of each function)")
     return "\n\n".join(blocks)
 
 
