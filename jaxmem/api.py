@@ -12,8 +12,10 @@ that file, and every other file is still checked.
 
 from __future__ import annotations
 
+import ast
 import os
 import traceback
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -59,21 +61,57 @@ def check_paths(
     cache = FactsCache(config.root, settings) if use_cache else None
     run = _Run(settings, cache, progress, total=len(files))
 
-    pending = []
+    from jaxmem.lint import engine
+
+    sources = []
     for path in files:
         source = read_source(path, stdin_filename=stdin_filename, stdin=stdin)
         run.order.append(source.path)
         if source.problem is not None:
             run.problem(source.path, source.problem)
-            continue
+        else:
+            sources.append((path, source))
+    # Names defined by files that mention jit: a file that never mentions
+    # jit still matters when it calls one of them.
+    hints = engine.project_hints({source.path: source.text for _, source in sources})
+    pending = []
+    for path, source in sources:
         run.noqa[source.path] = parse_noqa(source.text)
-        cached = cache.get(source.path, source.digest) if cache and path != STDIN else None
+        if not engine.might_involve_jit(source.text, settings, hints):
+            # Cheap: the engine skips it, but a syntax error is still reported.
+            problem = syntax_error_finding(source.path, source.text)
+            if problem is not None:
+                run.problem(source.path, problem)
+            else:
+                run.store((source.path, source.text, source.digest, False),
+                          facts_or_error(source.path, source.text, settings, hints))
+            continue
+        # Past the pre-filter, facts do not depend on the hints: cacheable.
+        cacheable = cache is not None and path != STDIN
+        cached = cache.get(source.path, source.digest) if cacheable else None
         if cached is not None:
             run.add_facts(source.path, cached)
         else:
-            pending.append((source.path, source.text, source.digest, path != STDIN))
-    run.compute(pending, jobs)
+            pending.append((source.path, source.text, source.digest, cacheable))
+    run.compute(pending, jobs, hints)
     return run.finish()
+
+
+def syntax_error_finding(path: str, text: str) -> Finding | None:
+    """A JXM900 finding when ``text`` is not valid Python for this interpreter."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to report
+            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        message = " ".join(str(error.msg).split())
+        return parse_error_finding(
+            path, f"could not parse: {message}; fix the syntax error",
+            error.lineno or 1, max((error.offset or 1) - 1, 0),
+        )
+    except (ValueError, RecursionError, MemoryError):
+        return None  # leave it to the engine's own parser
+    return None
 
 
 def is_internal_error(finding: Finding) -> bool:
@@ -91,12 +129,12 @@ def internal_error_finding(path: str, error: BaseException) -> Finding:
     )
 
 
-def facts_or_error(path: str, text: str, settings: Settings):
+def facts_or_error(path: str, text: str, settings: Settings, hints=frozenset()):
     """``("facts", facts)`` or ``("error", finding)``; runs in worker processes."""
     from jaxmem.lint import engine
 
     try:
-        return "facts", engine.facts_for_file(path, text, settings)
+        return "facts", engine.facts_for_file(path, text, settings, hints)
     except Exception as error:  # a bug on one file must not stop the run
         return "error", internal_error_finding(path, error)
 
@@ -123,33 +161,33 @@ class _Run:
         self.problems[path] = finding
         self._tick(path)
 
-    def compute(self, pending: list, jobs: int) -> None:
+    def compute(self, pending: list, jobs: int, hints: frozenset) -> None:
         """Run the engine on every ``(path, text, digest, cacheable)`` in ``pending``."""
         workers = (os.cpu_count() or 1) if jobs <= 0 else jobs
         workers = min(workers, len(pending))
         remaining = list(pending)
         if workers > 1:
-            remaining = self._compute_in_pool(remaining, workers)
+            remaining = self._compute_in_pool(remaining, workers, hints)
         for item in remaining:
-            self._store(item, facts_or_error(item[0], item[1], self.settings))
+            self.store(item, facts_or_error(item[0], item[1], self.settings, hints))
 
-    def _compute_in_pool(self, pending: list, workers: int) -> list:
+    def _compute_in_pool(self, pending: list, workers: int, hints: frozenset) -> list:
         """Analyse in worker processes; returns what is left if the pool broke."""
         left = {item[0]: item for item in pending}
         try:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 futures = {
-                    pool.submit(facts_or_error, path, text, self.settings): path
+                    pool.submit(facts_or_error, path, text, self.settings, hints): path
                     for path, text, _, _ in pending
                 }
                 for future in as_completed(futures):
                     item = left.pop(futures[future])
-                    self._store(item, future.result())
+                    self.store(item, future.result())
         except BrokenProcessPool:
             pass  # a worker died (out of memory?); finish in this process
         return list(left.values())
 
-    def _store(self, item, outcome) -> None:
+    def store(self, item, outcome) -> None:
         path, _, digest, cacheable = item
         kind, value = outcome
         if kind == "error":

@@ -12,14 +12,14 @@ from .conftest import MISSED_DONATION, MISSED_DONATION_LINE, write
 def test_an_engine_bug_on_one_file_is_reported_and_the_rest_still_checked(
     tmp_path, monkeypatch
 ):
-    write(tmp_path, "boom.py", "x = 1\n")
+    write(tmp_path, "boom.py", "import jax\nf = jax.jit(abs)\n")
     write(tmp_path, "train.py", MISSED_DONATION)
     real_facts_for_file = engine.facts_for_file
 
-    def facts_for_file(path, text, settings):
+    def facts_for_file(path, text, settings, *hints):
         if path.endswith("boom.py"):
             raise RecursionError("maximum recursion depth exceeded")
-        return real_facts_for_file(path, text, settings)
+        return real_facts_for_file(path, text, settings, *hints)
 
     monkeypatch.setattr(engine, "facts_for_file", facts_for_file)
     reports = check_paths([tmp_path], Settings(), use_cache=False)

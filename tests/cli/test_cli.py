@@ -336,3 +336,23 @@ def test_check_works_without_jax_and_never_imports_it(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith(f"train.py:{MISSED_DONATION_LINE}:1: JXM001 ")
+
+
+def test_a_broken_jax_file_is_jxm900_too(tmp_path, jaxmem):
+    write(tmp_path, "broken.py", "import jax\n\n@jax.jit\ndef step(state:\n")
+    result = jaxmem("check", "broken.py")
+    assert result.returncode == 1, result.stderr
+    [(path, _line, code)] = codes_at(result.stdout)
+    assert (path, code) == ("broken.py", "JXM900")
+
+
+def test_calls_in_files_that_never_mention_jit_are_joined_across_files(tmp_path, jaxmem):
+    lib, main = MISSED_DONATION.split("def train", 1)
+    write(tmp_path, "lib.py", lib)
+    write(tmp_path, "main.py", "import jax.numpy as jnp\nfrom lib import step\n\ndef train" + main)
+    result = jaxmem("check", "--format", "json", ".")
+    assert result.returncode == 1, result.stderr
+    [finding] = json.loads(result.stdout)["findings"]
+    assert (finding["code"], finding["path"], finding["line"]) == (
+        "JXM001", "lib.py", MISSED_DONATION_LINE)
+    assert [e["path"] for e in finding["evidence"]] == ["main.py"]
