@@ -223,7 +223,8 @@ class _FileEditor:
             self.skip(line, None, fixes, "no jitted definition on this line (the file changed since the analysis?)")
             return
         if len(candidates) > 1:
-            self.skip(line, None, fixes, f"{len(candidates)} jitted definitions share this line; add the donation by hand")
+            reason = f"{len(candidates)} jitted definitions share this line; add the donation by hand"
+            self.skip(line, None, fixes, reason)
             return
         number, site = candidates[0]
         plan = plan_site(site, fixes, style=self.style)

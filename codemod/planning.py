@@ -66,7 +66,9 @@ def plan_site(site: DefinitionSite, fixes: list[DonationFix], *, style: str) -> 
     definition = site.definition
     spec = definition.spec
     if site.options is not None and any(arg.star == "**" for arg in site.options.args):
-        return _refuse_all(plan, fixes, "its options are passed through `**kwargs`; add the donation where they are built")
+        return _refuse_all(
+            plan, fixes, "its options are passed through `**kwargs`; add the donation where they are built"
+        )
     if site.transform.mode_kw is not None:
         return _plan_mode(plan, fixes)
     if not spec.known:
@@ -208,23 +210,31 @@ def _plan_mode(plan: SitePlan, fixes: list[DonationFix]) -> SitePlan:
     site = plan.site
     transform = site.transform
     if transform.name != EQUINOX:
-        return _refuse_all(plan, fixes, f"`{transform.name}` takes `{transform.mode_kw}=`, which jaxmem-fix does not write; add it by hand")
+        return _refuse_all(
+            plan, fixes,
+            f"`{transform.name}` takes `{transform.mode_kw}=`, which jaxmem-fix does not write; add it by hand",
+        )
     spec = site.definition.spec
     signature = site.definition.signature
     if signature is None:
-        return _refuse_all(plan, fixes, "the wrapped function's signature is unknown, so `donate=` cannot be chosen safely")
+        return _refuse_all(
+            plan, fixes, "the wrapped function's signature is unknown, so `donate=` cannot be chosen safely"
+        )
     if signature.has_var_positional or signature.has_var_keyword:
-        return _refuse_all(plan, fixes, "equinox `donate=` would also donate `*args`/`**kwargs`, which the analysis did not prove dead")
+        return _refuse_all(
+            plan, fixes,
+            "equinox `donate=` would also donate `*args`/`**kwargs`, which the analysis did not prove dead",
+        )
     if not spec.known:
-        return _refuse_all(plan, fixes, f"{spec.unknown_reason or 'its `donate=` is not a constant'}; add the donation by hand")
+        why = spec.unknown_reason or "its `donate=` is not a constant"
+        return _refuse_all(plan, fixes, f"{why}; add the donation by hand")
     fixes = _unique(fixes)
     current = {n for i in spec.indices if (n := signature.name_at(i)) is not None} | set(spec.names)
     wanted = current | {f.name if f.name else signature.name_at(f.index) for f in fixes}
     if wanted == current:
         return plan
-    positional_count = len(signature.params)
     for mode, skip in (("all-except-first", 1), ("all", 0)):
-        if positional_count > skip and wanted == _donatable_names(signature, skip):
+        if len(signature.params) > skip and wanted == _donatable_names(signature, skip):
             prefix = EQX_MODE_PREFIX.get(spec.mode or "", "")
             value = mode.replace("all", "warn", 1) if prefix == "warn" else mode
             plan.edits.append(KeywordEdit(transform.mode_kw, replace=value))

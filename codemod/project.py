@@ -68,7 +68,8 @@ def _pyproject_requirements(path: Path) -> list[str]:
     for extra in (project.get("optional-dependencies", {}) or {}).values():
         requirements += list(extra or [])
     poetry = document.get("tool", {}).get("poetry", {})
-    for table in (poetry.get("dependencies", {}), *[g.get("dependencies", {}) for g in poetry.get("group", {}).values()]):
+    groups = [g.get("dependencies", {}) for g in poetry.get("group", {}).values()]
+    for table in (poetry.get("dependencies", {}), *groups):
         for name, spec in (table or {}).items():
             if isinstance(spec, dict):
                 spec = spec.get("version", "")

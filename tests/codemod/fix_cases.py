@@ -884,8 +884,8 @@ FIX_CASES = [
         "crlf-newlines-kept",
         "import jax\r\n\r\n\r\n@jax.jit\r\ndef step(x, y):\r\n    return x + y, x - y\r\n",
         [(4, 0, "x")],
-        "import jax\r\nfrom functools import partial\r\n\r\n\r\n@partial(jax.jit, donate_argnums=0)\r\ndef step(x, y):\r\n"
-        "    return x + y, x - y\r\n",
+        "import jax\r\nfrom functools import partial\r\n\r\n\r\n"
+        "@partial(jax.jit, donate_argnums=0)\r\ndef step(x, y):\r\n    return x + y, x - y\r\n",
         {},
         "step(x, y)",
     ),

@@ -45,7 +45,9 @@ def test_lowest_bound_over_pyproject_and_requirements(tmp_path):
 
 
 def test_poetry_dependencies(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.poetry.dependencies]\npython = "^3.10"\njax = {version = "^0.8.1"}\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.poetry.dependencies]\npython = "^3.10"\njax = {version = "^0.8.1"}\n'
+    )
     assert project_jax_lower_bound(tmp_path) == (0, 8, 1)
 
 
