@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from jaxmem.lint import constants
 from jaxmem.lint.imports import ImportTable
+from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
 from jaxmem.lint.refs import RefKey, ref_key, render
 from jaxmem.lint.signatures import Signature
+from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
 
 MODULE_SCOPE = "<module>"
 
@@ -135,8 +136,7 @@ def _functions_in(body) -> dict[str, cst.FunctionDef]:
 
 
 def _body_of(node) -> list:
-    body = node.body
-    return list(body.body) if hasattr(body, "body") else []
+    return suite_statements(node.body)
 
 
 def _keyword(call: cst.Call, name: str | None) -> cst.Arg | None:
@@ -353,15 +353,13 @@ class DefinitionFinder:
             sig = Signature.of(stmt)
             if not sig.positional or sig.by_name("donate_argnums") is None and not sig.has_var_keyword:
                 continue
-            first = sig.positional[0].name
-            finder = _ReturnsJitOf(self, first)
-            stmt.body.visit(finder)
-            if finder.transform is not None:
+            forwarded = _forwards_donation(self, stmt, sig.positional[0].name)
+            if forwarded is not None:
                 self.wrappers[stmt.name.value] = Transform(
                     stmt.name.value,
                     argnums_kw="donate_argnums",
                     argnames_kw="donate_argnames" if sig.by_name("donate_argnames") or sig.has_var_keyword else None,
-                    donates_keywords=finder.transform.donates_keywords,
+                    donates_keywords=forwarded.donates_keywords,
                 )
 
     def _walk_body(self, body, scopes: list[_Scope]) -> None:
@@ -391,7 +389,7 @@ class DefinitionFinder:
                     self._visit_assignment(small.target, small.value, scopes)
             return
         # Compound statements: walk their blocks in the same scope.
-        for block in _blocks_of(stmt):
+        for block in blocks_of(stmt):
             self._walk_body(block, scopes)
 
     @staticmethod
@@ -503,24 +501,23 @@ class DefinitionFinder:
             )
             return
         # Factories: def make_step(...): ... return jax.jit(step, ...)
-        returned = _ReturnedJit(self)
-        node.body.visit(returned)
-        if returned.call is not None:
+        returned_call, returned_found = _returned_jit(self, node)
+        if returned_call is not None:
             inner_scope = _Scope(self._scope_name(scopes, node.name.value), "function", node)
             inner_scope.functions = _functions_in(_body_of(node))
             inner_scope.constants = _single_assignments(_body_of(node))
-            transform, options, wrapped_expr = returned.found
+            transform, options, wrapped_expr = returned_found
             sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, scopes + [inner_scope])
             is_property = bool(decorator_names & {"cached_property", "property"})
             if is_property and in_class:
                 self._add(
                     scopes=scopes + [inner_scope], callee=("self", node.name.value), transform=transform,
-                    form=WRAP_CALL, jit_node=returned.call, options=options, signature=sig,
+                    form=WRAP_CALL, jit_node=returned_call, options=options, signature=sig,
                     wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
                 )
             elif not in_class:
                 # Registered lazily: the callee is whatever the caller binds.
-                self.factories[node.name.value] = (transform, options, sig, wrapped, fn_node, qual, returned.call, scopes + [inner_scope])
+                self.factories[node.name.value] = (transform, options, sig, wrapped, fn_node, qual, returned_call, scopes + [inner_scope])
 
     def _visit_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression, scopes) -> None:
         key = ref_key(target)
@@ -570,66 +567,28 @@ class DefinitionFinder:
             self.sites.append(DefinitionSite(definition, transform, call, options, fn_node))
 
 
-class _ReturnedJit(cst.CSTVisitor):
-    """Finds ``return jax.jit(...)`` directly in a function body (not nested defs)."""
-
-    def __init__(self, finder: DefinitionFinder) -> None:
-        self.finder = finder
-        self.call: cst.Call | None = None
-        self.found = None
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None and self.call is None:
-            found = self.finder.jit_call(node.value)
+def _returned_jit(finder: "DefinitionFinder", function: cst.FunctionDef):
+    """``(return_value, (transform, options, wrapped))`` for the first
+    ``return jax.jit(f, ...)`` directly in ``function`` (not in nested defs)."""
+    for small in small_statements(_body_of(function), into_scopes=False):
+        if isinstance(small, cst.Return) and small.value is not None:
+            found = finder.jit_call(small.value)
             if found is not None and found[2] is not None:
-                self.call, self.found = node.value, found
+                return small.value, found
+    return None, None
 
 
-class _ReturnsJitOf(cst.CSTVisitor):
-    """Whether a function returns a jit of its parameter ``param``."""
-
-    def __init__(self, finder: DefinitionFinder, param: str) -> None:
-        self.finder = finder
-        self.param = param
-        self.transform: Transform | None = None
-
-    def visit_Call(self, node: cst.Call) -> None:
-        found = self.finder.jit_call(node)
-        if found is None:
-            return
-        transform, options, wrapped = found
-        if isinstance(wrapped, cst.Name) and wrapped.value == self.param:
-            forwards = _keyword(options, "donate_argnums") is not None or any(a.star == "**" for a in options.args)
-            if forwards:
-                self.transform = transform
-
-
-def _blocks_of(stmt) -> list[list]:
-    """The statement lists nested directly in a compound statement."""
-    blocks: list[list] = []
-    for name in ("body", "orelse", "finalbody"):
-        part = getattr(stmt, name, None)
-        if part is None:
-            continue
-        if isinstance(part, cst.BaseSuite):
-            blocks.append(list(getattr(part, "body", [])))
-        elif hasattr(part, "body"):
-            inner = part.body
-            if isinstance(inner, cst.BaseSuite):
-                blocks.append(list(getattr(inner, "body", [])))
-            if isinstance(part, cst.If):
-                blocks.extend(_blocks_of(part)[1:])
-    for handler in getattr(stmt, "handlers", ()) or ():
-        blocks.append(list(getattr(handler.body, "body", [])))
-    for case in getattr(stmt, "cases", ()) or ():
-        blocks.append(list(getattr(case.body, "body", [])))
-    return blocks
+def _forwards_donation(finder: "DefinitionFinder", function: cst.FunctionDef, param: str) -> Transform | None:
+    """The transform when ``function`` returns a jit of its parameter ``param``
+    that forwards ``donate_argnums`` (a project wrapper)."""
+    value, found = _returned_jit(finder, function)
+    if found is None:
+        return None
+    transform, options, wrapped = found
+    if isinstance(wrapped, cst.Name) and wrapped.value == param:
+        if _keyword(options, "donate_argnums") is not None or any(a.star == "**" for a in options.args):
+            return transform
+    return None
 
 
 def find_definitions(
@@ -642,8 +601,7 @@ def find_definitions(
 ) -> list[DefinitionSite]:
     """Every jitted callable in ``module``.
 
-    ``positions`` is the PositionProvider mapping of a MetadataWrapper over
-    ``module``.
+    ``positions`` maps nodes to source ranges (:class:`jaxmem.lint.positions.Positions`).
     """
     imports = imports or ImportTable.from_module(module)
     finder = DefinitionFinder(
@@ -654,6 +612,5 @@ def find_definitions(
 
 def parse_definitions(source: str, **kwargs) -> tuple[cst.Module, list[DefinitionSite]]:
     """Parse ``source`` and find its definitions (convenience for the codemod and tests)."""
-    wrapper = cst.MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    return wrapper.module, find_definitions(wrapper.module, positions, **kwargs)
+    module = cst.parse_module(source)
+    return module, find_definitions(module, Positions(module), **kwargs)

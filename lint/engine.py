@@ -25,26 +25,50 @@ from jaxmem.settings import Settings
 _JIT_WORDS = re.compile(r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames)\b")
 
 
+# Where a name from another module can appear: ``from m import a, b`` or ``m.a``.
+_IMPORTED_NAMES = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
+_ATTRIBUTE_NAMES = re.compile(r"\.[ \t]*([A-Za-z_]\w*)")
+_JITTED_DEF = re.compile(
+    r"^[ \t]*@[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b[^\n]*\n"
+    r"(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)",
+    re.MULTILINE,
+)
+_JITTED_ASSIGNMENT = re.compile(
+    r"^[ \t]*(?:[\w.]+\.)?(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
+    re.MULTILINE,
+)
+
+
 def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> bool:
-    """Cheap textual pre-filter: can this file matter at all?"""
+    """Cheap textual pre-filter: can this file matter at all?
+
+    It matters when it mentions jit, pmap or donation itself, a configured
+    wrapper, or a name that another file of the run jits (``hints``).
+    """
     if _JIT_WORDS.search(text):
         return True
     for wrapper in settings.extra_wrappers:
         if wrapper.rsplit(".", 1)[-1] in text:
             return True
-    return any(name in text for name in hints)
+    if not hints:
+        return False
+    if not hints.isdisjoint(_ATTRIBUTE_NAMES.findall(text)):
+        return True
+    return any(not hints.isdisjoint(re.findall(r"\w+", names)) for names in _IMPORTED_NAMES.findall(text))
 
 
 def project_hints(texts: dict[str, str]) -> frozenset[str]:
-    """Names that files mentioning jit define at top level: a file that never
-    mentions jit still matters if it calls one of them."""
+    """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
+
+    A file that never mentions jit still matters when it calls one of them.
+    This is a textual over-approximation; the analysis proper decides.
+    """
     names: set[str] = set()
-    pattern = re.compile(r"^(?:async\s+def|def)\s+(\w+)|^(\w+)\s*(?::[^=]*)?=", re.MULTILINE)
     for text in texts.values():
         if _JIT_WORDS.search(text):
-            for match in pattern.finditer(text):
-                names.add(match.group(1) or match.group(2))
-    return frozenset(n for n in names if len(n) > 3)
+            names.update(_JITTED_DEF.findall(text))
+            names.update(_JITTED_ASSIGNMENT.findall(text))
+    return frozenset(names)
 
 
 def _is_package_module(path: str) -> bool:

@@ -13,14 +13,15 @@ import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from jaxmem.lint.definitions import MODULE_SCOPE, DefinitionSite, JitDefinition, find_definitions
 from jaxmem.lint.flow import ALIAS, CALL, ESCAPE, READ, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.positions import Positions
 from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
+from jaxmem.lint.walk import small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
 LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
@@ -124,7 +125,8 @@ class _Context:
         self.positions = positions
         self.imports = imports
         self.sites = sites
-        self.local_callees = {site.definition.callee[0] for site in sites}
+        self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
+        self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
 
     def text(self, node: cst.CSTNode, limit: int = 60) -> str:
@@ -155,9 +157,11 @@ class _Context:
             return False
         return True
 
-    def might_be_jitted(self, key: RefKey) -> tuple[bool, str | None]:
+    def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:
         """Whether a call through ``key`` could reach a jitted callable (here or elsewhere)."""
-        if key[0] in self.local_callees or (key[0] in ("self", "cls") and len(key) > 1):
+        if key[0] in ("self", "cls") and len(key) > 1:
+            return (class_scope, ("self",) + key[1:]) in self.class_callees, None
+        if key[0] in self.local_callees:
             return True, None
         qualified = self.imports.resolve(_key_expr(key))
         if qualified is None:
@@ -177,69 +181,26 @@ def _key_expr(key: RefKey) -> cst.BaseExpression:
     return expr
 
 
-class _ScopeCollector(cst.CSTVisitor):
-    """Finds every function scope with its enclosing chain."""
+def _function_scopes(body, stack=(), kinds=()):
+    """``(function, scopes, class_scope)`` for every def in ``body``, nested ones too.
 
-    def __init__(self) -> None:
-        self.functions: list[tuple[cst.FunctionDef, tuple[str, ...], str | None]] = []
-        self.stack: list[str] = []
-        self.kinds: list[str] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        class_scope = None
-        if self.kinds and self.kinds[-1] == "class":
-            class_scope = "class:" + self.stack[-1]
-        elif "class" in self.kinds:
-            # nested function inside a method: self still refers to the class
-            i = len(self.kinds) - 1 - self.kinds[::-1].index("class")
-            class_scope = "class:" + self.stack[i]
-        name = node.name.value if not self.stack else f"{self.stack[-1]}.{node.name.value}"
-        enclosing = tuple(s for s, k in zip(reversed(self.stack), reversed(self.kinds)) if k == "function")
-        self.functions.append((node, (name,) + enclosing + (MODULE_SCOPE,), class_scope))
-        self.stack.append(name)
-        self.kinds.append("function")
-
-    def leave_FunctionDef(self, node) -> None:
-        self.stack.pop()
-        self.kinds.pop()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        name = node.name.value if not self.stack else f"{self.stack[-1]}.{node.name.value}"
-        self.stack.append(name)
-        self.kinds.append("class")
-
-    def leave_ClassDef(self, node) -> None:
-        self.stack.pop()
-        self.kinds.pop()
-
-
-class _CallsInScope(cst.CSTVisitor):
-    """Calls that belong to one scope's own code (not nested defs)."""
-
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-        self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-        for arg in node.args:
-            self._passed(arg.value)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._passed(node.value)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self._passed(node.value)
-
-    def _passed(self, value) -> None:
-        if isinstance(value, cst.Name):
-            self.passed.add(value.value)
+    ``scopes`` is the function's own scope name, then its enclosing
+    function scopes (innermost first), then MODULE_SCOPE; ``class_scope``
+    is the class whose ``self`` the function sees.
+    """
+    for stmt in statements(body, into_scopes=False):
+        if isinstance(stmt, cst.FunctionDef):
+            class_scope = None
+            if "class" in kinds:
+                i = len(kinds) - 1 - kinds[::-1].index("class")
+                class_scope = "class:" + stack[i]
+            name = stmt.name.value if not stack else f"{stack[-1]}.{stmt.name.value}"
+            enclosing = tuple(s for s, k in zip(reversed(stack), reversed(kinds)) if k == "function")
+            yield stmt, (name,) + enclosing + (MODULE_SCOPE,), class_scope
+            yield from _function_scopes(suite_statements(stmt.body), stack + (name,), kinds + ("function",))
+        elif isinstance(stmt, cst.ClassDef):
+            name = stmt.name.value if not stack else f"{stack[-1]}.{stmt.name.value}"
+            yield from _function_scopes(suite_statements(stmt.body), stack + (name,), kinds + ("class",))
 
 
 def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_module: bool, self_name: str | None) -> str:
@@ -267,29 +228,21 @@ class FactExtractor:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
 
-    def calls_in(self, scope_node, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
-        body = scope_node if is_module else scope_node.body
-        collector = _CallsInScope()
-        if is_module:
-            for stmt in scope_node.body:
-                stmt.visit(collector)
-        else:
-            body.visit(collector)
+    def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
+        """Facts for every call in ``flow`` that may reach a jitted callable."""
         assigned = _assigned_names(flow)
         out: list[CallFacts] = []
-        for call in collector.calls:
+        for call in flow.call_nodes:
             key = ref_key(call.func)
             if key is None:
                 continue
-            maybe, qualified = self.ctx.might_be_jitted(key)
+            maybe, qualified = self.ctx.might_be_jitted(key, class_scope)
             if not maybe:
                 continue
             point = flow.point_after(call)
-            if point is None:
-                continue
             out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, traced,
                                        params, assigned, self_name, is_module))
-        return out, collector.passed
+        return out
 
     def call_facts(self, call, key, qualified, flow, point, scopes, class_scope, traced, params, assigned,
                    self_name, is_module) -> CallFacts:
@@ -365,7 +318,11 @@ class FactExtractor:
             if event.kind == CALL and event.node is call:
                 call_point = p
         for p, event in flow.events():
-            if event.kind == ESCAPE and event.key is not None and overlaps(event.key, key):
+            if event.kind == ESCAPE and event.key is None:
+                if key[0] not in flow.free_names_of(event.node):
+                    continue
+                kind = event.detail
+            elif event.kind == ESCAPE and overlaps(event.key, key):
                 kind = event.detail
             elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources) and event.key != key:
                 kind = "alias"
@@ -446,28 +403,24 @@ def _is_debug_nans(call: cst.Call, imports: ImportTable) -> bool:
     )
 
 
-class _DebugNans(cst.CSTVisitor):
-    def __init__(self, ctx: _Context) -> None:
-        self.ctx = ctx
-        self.found: list[tuple[int, int, str]] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if _is_debug_nans(node, self.ctx.imports):
-            line, col = _line_col(self.ctx, node)
-            self.found.append((line, col, self.ctx.text(node)))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            key = ref_key(target.target)
-            if key and key[-1] == "jax_debug_nans" and isinstance(node.value, cst.Name) and node.value.value == "True":
-                line, col = _line_col(self.ctx, node)
-                self.found.append((line, col, self.ctx.text(node)))
+def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
+    """Where ``jax_debug_nans`` is switched on (config.update or assignment)."""
+    found = []
+    for small in small_statements(ctx.module.body):
+        value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+        if isinstance(value, cst.Call) and _is_debug_nans(value, ctx.imports):
+            found.append((*_line_col(ctx, value), ctx.text(value)))
+        elif isinstance(small, cst.Assign) and isinstance(value, cst.Name) and value.value == "True":
+            for target in small.targets:
+                key = ref_key(target.target)
+                if key and key[-1] == "jax_debug_nans":
+                    found.append((*_line_col(ctx, small), ctx.text(small)))
+    return found
 
 
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False) -> tuple[FileFacts, list[DefinitionSite]]:
     """Facts of an already parsed module."""
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    positions = Positions(module)
     imports = ImportTable.from_module(module)
     sites = find_definitions(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
     ctx = _Context(module, positions, imports, sites)
@@ -479,13 +432,10 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     extractor = FactExtractor(ctx)
 
     module_flow = FlowBuilder(ctx.retains).build_module(module)
-    calls, referenced = extractor.calls_in(module, module_flow, (MODULE_SCOPE,), None, False, set(), None, True)
-    facts.calls.extend(calls)
-    facts.referenced |= referenced
+    facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
+    facts.referenced |= module_flow.passed
 
-    collector = _ScopeCollector()
-    module.visit(collector)
-    for function, scopes, class_scope in collector.functions:
+    for function, scopes, class_scope in _function_scopes(module.body):
         flow = FlowBuilder(ctx.retains).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
@@ -493,11 +443,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if class_scope and self_name is None:
             self_name = "self"
         traced = id(function) in ctx.jitted_functions
-        calls, referenced = extractor.calls_in(function, flow, scopes, class_scope, traced, params, self_name, False)
-        facts.calls.extend(calls)
-        facts.referenced |= referenced
+        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False))
+        facts.referenced |= flow.passed
 
-    nans = _DebugNans(ctx)
-    module.visit(nans)
-    facts.debug_nans = nans.found
+    facts.debug_nans = _debug_nans(ctx)
     return facts, sites

@@ -23,6 +23,7 @@ import libcst as cst
 
 from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES
 from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key
+from jaxmem.lint.walk import children, suite_statements
 
 READ = "read"
 WRITE = "write"
@@ -102,49 +103,43 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-class _FreeNames(cst.CSTVisitor):
-    """Names read in a function or lambda that are not bound inside it."""
-
-    def __init__(self) -> None:
-        self.read: set[str] = set()
-        self.bound: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.read.add(node.value)
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self.bound.add(node.name.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.bound.update(_target_names(node.target))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.bound.update(_target_names(node.target))
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.bound.update(_target_names(node.target))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.bound.add(node.name.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-
 def free_names(node: cst.CSTNode) -> set[str]:
     """Names ``node`` (a def or lambda) reads from enclosing scopes."""
-    visitor = _FreeNames()
-    if isinstance(node, cst.FunctionDef):
-        node.params.visit(visitor)
-        node.body.visit(visitor)
-    else:
-        node.visit(visitor)
-    return visitor.read - visitor.bound
+    read: set[str] = set()
+    bound: set[str] = set()
+    stack: list[cst.CSTNode] = [node.params, node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            read.add(current.value)
+            continue
+        if isinstance(current, cst.Attribute):
+            stack.append(current.value)
+            continue
+        if isinstance(current, cst.Arg):
+            stack.append(current.value)
+            continue
+        if isinstance(current, cst.Param):
+            bound.add(current.name.value)
+            if current.default is not None:
+                stack.append(current.default)
+            continue
+        if isinstance(current, cst.AssignTarget):
+            bound.update(_target_names(current.target))
+        elif isinstance(current, (cst.For, cst.CompFor)):
+            bound.update(_target_names(current.target))
+        elif isinstance(current, cst.FunctionDef):
+            bound.add(current.name.value)
+        elif isinstance(current, (cst.Import, cst.ImportFrom)) and not isinstance(current.names, cst.ImportStar):
+            for alias in current.names:
+                name = alias.asname.name if alias.asname is not None else alias.name
+                while isinstance(name, cst.Attribute):
+                    name = name.value
+                if isinstance(name, cst.Name):
+                    bound.add(name.value)
+            continue
+        stack.extend(children(current))
+    return read - bound
 
 
 class Flow:
@@ -154,11 +149,30 @@ class Flow:
         self.nodes: list[FlowNode] = [FlowNode(), FlowNode()]  # 0 = entry, 1 = exit
         self.calls: dict[int, Point] = {}  # id(call node) -> point just after its CALL event
         self.globals: set[str] = set()
-        self.captured: set[str] = set()
+        self.capture_nodes: list[cst.CSTNode] = []  # nested defs and lambdas (closures)
+        self._free: dict[int, set[str]] = {}
+        self._captured: set[str] | None = None
         self.loop_depth: dict[int, int] = {}  # id(call node) -> enclosing loops
+        self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
+        self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
 
     ENTRY = 0
     EXIT = 1
+
+    def free_names_of(self, node: cst.CSTNode) -> set[str]:
+        """Names a nested def or lambda of this scope reads from outside (computed once)."""
+        if id(node) not in self._free:
+            self._free[id(node)] = free_names(node)
+        return self._free[id(node)]
+
+    @property
+    def captured(self) -> set[str]:
+        """Names some closure of this scope captures (computed on first use)."""
+        if self._captured is None:
+            self._captured = set()
+            for node in self.capture_nodes:
+                self._captured |= self.free_names_of(node)
+        return self._captured
 
     def point_after(self, call: cst.Call) -> Point | None:
         return self.calls.get(id(call))
@@ -237,10 +251,11 @@ class FlowBuilder:
         self.flow.nodes.append(node)
         index = len(self.flow.nodes) - 1
         self._link(preds, index)
-        for event in events:
+        for position, event in enumerate(events):
             if event.kind == CALL:
-                self.flow.calls[id(event.node)] = Point(index, events.index(event) + 1)
+                self.flow.calls[id(event.node)] = Point(index, position + 1)
                 self.flow.loop_depth[id(event.node)] = len(self.loops)
+                self.flow.call_nodes.append(event.node)
         return index
 
     def _link(self, preds: list[int], target: int) -> None:
@@ -295,6 +310,8 @@ class FlowBuilder:
 
     def _small(self, small, preds: list[int]) -> list[int]:
         events: list[Event] = []
+        if isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Name):
+            self.flow.passed.add(small.value.value)
         if isinstance(small, cst.Assign):
             self._expr(small.value, events)
             sources = direct_refs(small.value)
@@ -357,7 +374,7 @@ class FlowBuilder:
             self._expr(small.test, events)
             self._expr(small.msg, events)
         else:
-            for child in small.children:
+            for child in children(small):
                 if isinstance(child, cst.BaseExpression):
                     self._expr(child, events)
         return [self._node(events, preds)]
@@ -579,9 +596,9 @@ class FlowBuilder:
     # -- expressions -------------------------------------------------------
 
     def _capture(self, node, events) -> None:
-        for name in sorted(free_names(node)):
-            self.flow.captured.add(name)
-            events.append(Event(ESCAPE, (name,), node, (), "closure"))
+        # Which names the closure captures is worked out only if a query asks.
+        self.flow.capture_nodes.append(node)
+        events.append(Event(ESCAPE, None, node, (), "closure"))
 
     def _expr(self, expr, events: list[Event], skip: frozenset[str] = frozenset()) -> None:
         if expr is None:
@@ -632,7 +649,7 @@ class FlowBuilder:
             for key in direct_refs(value):
                 events.append(Event(ESCAPE, key, expr, (), "yield"))
             return
-        for child in expr.children:
+        for child in children(expr):
             self._child(child, events, skip)
 
     def _child(self, child, events, skip) -> None:
@@ -655,7 +672,7 @@ class FlowBuilder:
             child, (cst.BaseParenthesizableWhitespace, cst.Comma, cst.BaseBinaryOp, cst.BaseBooleanOp,
                     cst.BaseCompOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen)
         ):
-            for grandchild in child.children:
+            for grandchild in children(child):
                 self._child(grandchild, events, skip)
 
     def _slice(self, slice_node, events, skip) -> None:
@@ -694,6 +711,8 @@ class FlowBuilder:
                 events.append(Event(READ, receiver, func.value, (), "receiver"))
         for arg in call.args:
             self._expr(arg.value, events, skip)
+            if isinstance(arg.value, cst.Name):
+                self.flow.passed.add(arg.value.value)
         arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
@@ -703,10 +722,4 @@ class FlowBuilder:
         events.append(Event(CALL, None, call))
 
 
-def _statements(suite) -> list:
-    """The statements of an indented block or a one-line suite."""
-    if isinstance(suite, cst.IndentedBlock):
-        return list(suite.body)
-    if isinstance(suite, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=suite.body)]
-    return list(getattr(suite, "body", []))
+_statements = suite_statements

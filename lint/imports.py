@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from jaxmem.lint.walk import small_statements
+
 
 def _dotted(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Name):
@@ -28,7 +30,12 @@ class ImportTable:
     def from_module(cls, module: cst.Module) -> "ImportTable":
         """Collect every import in ``module`` (top level and nested)."""
         table = cls()
-        module.visit(_ImportCollector(table.names))
+        collector = _ImportCollector(table.names)
+        for small in small_statements(module.body):
+            if isinstance(small, cst.Import):
+                collector.visit_Import(small)
+            elif isinstance(small, cst.ImportFrom):
+                collector.visit_ImportFrom(small)
         return table
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
@@ -43,7 +50,7 @@ class ImportTable:
         return f"{target}.{rest}" if rest else target
 
 
-class _ImportCollector(cst.CSTVisitor):
+class _ImportCollector:
     def __init__(self, names: dict[str, str]) -> None:
         self.names = names
 
@@ -69,5 +76,3 @@ class _ImportCollector(cst.CSTVisitor):
                 continue
             local = alias.asname.name.value if alias.asname is not None else name
             self.names[local] = f"{prefix}.{name}" if prefix and not prefix.endswith(".") else f"{prefix}{name}"
-
-    # Function bodies can import too; keep walking everywhere.

@@ -1,0 +1,104 @@
+"""Source positions of libcst nodes, computed cheaply.
+
+libcst's PositionProvider tracks line and column on every token during a
+codegen pass, which costs about ten times the codegen itself.  We record
+only token indices per node during the same pass, and turn an index into
+``(line, column)`` on demand from one prefix table.  The positions are the
+syntactic ones PositionProvider gives (a test compares them).
+"""
+
+from __future__ import annotations
+
+import bisect
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+
+@dataclass(frozen=True)
+class Location:
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Location
+    end: Location
+
+
+class _IndexState(CodegenState):
+    """A codegen state that remembers, per node, the token indices it spans."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.spans: dict[int, tuple[int, int]] = {}
+        self._stack: list[int] = []
+
+    def before_codegen(self, node) -> None:
+        self._stack.append(len(self.tokens))
+
+    def after_codegen(self, node) -> None:
+        start = self._stack.pop()
+        self.spans.setdefault(id(node), (start, len(self.tokens)))
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        start = len(self.tokens)
+        try:
+            yield
+        finally:
+            end = len(self.tokens)
+            if start_node is not None:
+                start = self.spans[id(start_node)][0]
+            if end_node is not None:
+                end = self.spans[id(end_node)][1]
+            self.spans[id(node)] = (start, end)
+
+
+class Positions:
+    """``positions[node]`` -> Range, for every node of one module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        state = _IndexState(module)
+        module._codegen(state)
+        self._module = module  # keeps the nodes (and their ids) alive
+        self._spans = state.spans
+        self._tokens = state.tokens
+        self._newline_at: list[int] | None = None
+
+    def _table(self):
+        # Character offset of every token start, and offsets of line starts.
+        if self._newline_at is None:
+            offsets = [0] * (len(self._tokens) + 1)
+            text_parts = []
+            total = 0
+            for i, token in enumerate(self._tokens):
+                offsets[i] = total
+                total += len(token)
+                text_parts.append(token)
+            offsets[len(self._tokens)] = total
+            text = "".join(text_parts).replace("\r\n", " \n").replace("\r", "\n")
+            line_starts = [0]
+            index = text.find("\n")
+            while index != -1:
+                line_starts.append(index + 1)
+                index = text.find("\n", index + 1)
+            self._offsets = offsets
+            self._newline_at = line_starts
+        return self._offsets, self._newline_at
+
+    def _location(self, token_index: int) -> Location:
+        offsets, line_starts = self._table()
+        offset = offsets[min(token_index, len(offsets) - 1)]
+        line = bisect.bisect_right(line_starts, offset)
+        return Location(line, offset - line_starts[line - 1])
+
+    def __getitem__(self, node: cst.CSTNode) -> Range:
+        start, end = self._spans[id(node)]
+        return Range(self._location(start), self._location(end))
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._spans

@@ -1,0 +1,95 @@
+"""Fast traversal of libcst trees.
+
+``CSTNode.visit`` rebuilds every node it passes (it is written for
+transformers) and costs several times a parse; the analysis only reads, so
+it walks dataclass fields directly.  Statement-level helpers let most
+passes skip expressions altogether.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from typing import Iterator
+
+import libcst as cst
+
+
+@lru_cache(maxsize=None)
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(node_type))
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Direct children of ``node``, in source order."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def descendants(node: cst.CSTNode, *, into_scopes: bool = True) -> Iterator[cst.CSTNode]:
+    """Every node below ``node`` (pre-order); ``into_scopes=False`` stops at
+    nested functions, lambdas and classes."""
+    stack = list(children(node))
+    stack.reverse()
+    while stack:
+        current = stack.pop()
+        yield current
+        if not into_scopes and isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        nested = list(children(current))
+        nested.reverse()
+        stack.extend(nested)
+
+
+def suite_statements(suite) -> list:
+    """The statements of an indented block or of a one-line suite (``if x: return y``)."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=suite.body)]
+    return list(getattr(suite, "body", []))
+
+
+def blocks_of(stmt) -> list[list]:
+    """The statement lists nested directly in a compound statement."""
+    blocks: list[list] = []
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if part is None:
+            continue
+        if isinstance(part, cst.BaseSuite):
+            blocks.append(suite_statements(part))
+        elif hasattr(part, "body"):
+            inner = part.body
+            if isinstance(inner, cst.BaseSuite):
+                blocks.append(suite_statements(inner))
+            if isinstance(part, cst.If):
+                blocks.extend(blocks_of(part)[1:])
+    for handler in getattr(stmt, "handlers", ()) or ():
+        blocks.append(suite_statements(handler.body))
+    for case in getattr(stmt, "cases", ()) or ():
+        blocks.append(suite_statements(case.body))
+    return blocks
+
+
+def statements(body, *, into_scopes: bool = True) -> Iterator:
+    """Every statement in ``body`` and the blocks nested in it (pre-order)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        if not into_scopes and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for block in blocks_of(stmt):
+            yield from statements(block, into_scopes=into_scopes)
+
+
+def small_statements(body, *, into_scopes: bool = True) -> Iterator[cst.BaseSmallStatement]:
+    """Every simple statement (``x = 1``, ``return y``, ``import z``) in ``body``."""
+    for stmt in statements(body, into_scopes=into_scopes):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield from stmt.body

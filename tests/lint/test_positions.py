@@ -1,0 +1,26 @@
+"""Our cheap positions equal libcst's PositionProvider, node for node."""
+
+import libcst as cst
+import pytest
+from libcst.metadata import PositionProvider
+
+from jaxmem.lint.positions import Positions
+
+SOURCES = [
+    pytest.param("import jax\n\n@jax.jit\ndef f(x, y):\n    return x + y  # c\n", id="plain"),
+    pytest.param("x = 1\r\nif x:\r\n    y = [x,\r\n         2]\r\n", id="crlf"),
+    pytest.param('s = "héllo wörld"; t = s\nu = f"{s!r:>10}"\n', id="non-ascii"),
+    pytest.param('def g():\n    """doc\n    string"""\n    return (1 +\n            2)\n', id="multiline"),
+]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_positions_match_libcst(source):
+    module = cst.parse_module(source)
+    expected = cst.MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    ours = Positions(module)
+    for node, want in expected.items():
+        got = ours[node]
+        assert (got.start.line, got.start.column, got.end.line, got.end.column) == (
+            want.start.line, want.start.column, want.end.line, want.end.column,
+        ), type(node).__name__
