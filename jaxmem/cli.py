@@ -14,6 +14,7 @@ import sys
 import traceback
 
 import jaxmem
+from jaxmem.findings import Confidence
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -236,10 +237,16 @@ def _print_summary(findings, file_count: int) -> None:
     if not findings:
         sys.stderr.write(f"jaxmem: no findings in {file_count} file(s).\n")
         return
-    fixable = sum(1 for f in findings if f.fix is not None)
+    safe = sum(1 for f in findings if f.fix is not None and f.confidence is Confidence.HIGH)
+    unsafe = sum(1 for f in findings if f.fix is not None and f.confidence is not Confidence.HIGH)
+    fixes = []
+    if safe:
+        fixes.append(f"{safe} fixable with jaxmem-fix")
+    if unsafe:
+        fixes.append(f"{unsafe} more with jaxmem-fix --unsafe-fixes")
     sys.stderr.write(
         f"jaxmem: {len(findings)} finding(s) in {file_count} file(s)"
-        + (f", {fixable} fixable with jaxmem-fix" if fixable else "") + ".\n"
+        + "".join(", " + part for part in fixes) + ".\n"
     )
 
 
