@@ -285,3 +285,16 @@ def test_verified_applies_only_what_the_verifier_confirmed(project):
     confirmed = fix("--verified", "report.json", "train.py", cwd=project)
     assert confirmed.returncode == 1, confirmed.stderr.decode()
     assert "step = jax.jit(update, donate_argnums=0)\n" in (project / "train.py").read_text()
+
+
+def test_works_without_jax(project):
+    (project / "train.py").write_text(TRAIN)
+    blocked = (
+        "import sys\n"
+        "sys.modules['jax'] = sys.modules['jaxlib'] = None  # importing them now raises ImportError\n"
+        "from jaxmem.codemod.cli import main\n"
+        "sys.exit(main(['--no-cache', 'train.py']))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", blocked], cwd=project, capture_output=True, timeout=120)
+    assert result.returncode == 1, result.stderr.decode()
+    assert (project / "train.py").read_text() == TRAIN_FIXED
