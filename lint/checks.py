@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import MODULE_SCOPE, JitDefinition
-from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, ArgFacts, CallFacts, FileFacts, Use
+from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import map_arguments

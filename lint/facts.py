@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from jaxmem.lint.definitions import MODULE_SCOPE, DefinitionSite, JitDefinition, find_definitions
-from jaxmem.lint.flow import ALIAS, CALL, ESCAPE, READ, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
+from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.positions import Positions
-from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
+from jaxmem.lint.refs import RefKey, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.walk import small_statements, statements, suite_statements
 
@@ -313,10 +313,6 @@ class FactExtractor:
         ctx = self.ctx
         escapes: list[Use] = []
         alias_reads: list[Use] = []
-        call_point = None
-        for p, event in flow.events():
-            if event.kind == CALL and event.node is call:
-                call_point = p
         for p, event in flow.events():
             if event.kind == ESCAPE and event.key is None:
                 if key[0] not in flow.free_names_of(event.node):
@@ -330,7 +326,7 @@ class FactExtractor:
                 continue
             if event.node is call or _inside(event.node, call, ctx):
                 continue
-            if not self._reaches(flow, Point(p.node, p.index + 1), key, call):
+            if not flow.search(Point(p.node, p.index + 1), key, until_call=call).reached:
                 continue
             if kind != "alias":
                 escapes.append(ctx.use(event, kind))
@@ -343,34 +339,6 @@ class FactExtractor:
             for read in after.reads:
                 alias_reads.append(ctx.use(read, "alias"))
         return escapes, alias_reads
-
-    @staticmethod
-    def _reaches(flow: Flow, start: Point, key: RefKey, call: cst.Call) -> bool:
-        """Whether the value of ``key`` at ``start`` can still be the value passed to ``call``."""
-        work = [start]
-        seen: set[int] = set()
-        while work:
-            point = work.pop()
-            node = flow.nodes[point.node]
-            stopped = False
-            for index in range(point.index, len(node.events)):
-                for target in node.exc:
-                    if target not in seen:
-                        seen.add(target)
-                        work.append(Point(target, 0))
-                event = node.events[index]
-                if event.kind == CALL and event.node is call:
-                    return True
-                if event.kind == WRITE and event.key is not None and kills(event.key, key):
-                    stopped = True
-                    break
-            if stopped:
-                continue
-            for target in node.succ + node.exc:
-                if target not in seen:
-                    seen.add(target)
-                    work.append(Point(target, 0))
-        return False
 
 
 def _line_col(ctx: _Context, node) -> tuple[int, int]:

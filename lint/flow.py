@@ -177,46 +177,52 @@ class Flow:
     def point_after(self, call: cst.Call) -> Point | None:
         return self.calls.get(id(call))
 
-    def search(self, start: Point, key: RefKey, *, also_kill: Callable[[Event], bool] | None = None) -> SearchResult:
-        """Walk forward from ``start``; stop each path at the first read or kill of ``key``."""
+    def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None) -> SearchResult:
+        """Walk forward from ``start``; stop each path at the first kill of ``key``.
+
+        By default a path also stops at the first read of ``key`` (liveness).
+        With ``until_call``, reads do not stop it; reaching that call's CALL
+        event does, and is recorded in ``reached`` (does a value flow there?).
+        """
         result = SearchResult()
         work: list[Point] = [start]
         seen: set[int] = set()
+
+        def push(target: int) -> None:
+            if target not in seen:
+                seen.add(target)
+                work.append(Point(target, 0))
+
         while work:
             point = work.pop()
             node = self.nodes[point.node]
             stopped = False
             for index in range(point.index, len(node.events)):
                 for target in node.exc:
-                    if target not in seen:
-                        seen.add(target)
-                        work.append(Point(target, 0))
+                    push(target)
                 event = node.events[index]
-                if event.kind in (READ, ESCAPE) and event.key is not None and overlaps(event.key, key):
-                    if event.kind == READ:
-                        result.reads.append(event)
+                if event.key is None:
+                    if until_call is not None and event.kind == CALL and event.node is until_call:
+                        result.reached.append(Point(point.node, index))
                         stopped = True
                         break
-                if event.kind == WRITE and event.key is not None and kills(event.key, key):
-                    result.kills.append(event)
+                    continue
+                if event.kind == READ and until_call is None and overlaps(event.key, key):
+                    result.reads.append(event)
                     stopped = True
                     break
-                if also_kill is not None and also_kill(event):
-                    result.reached.append(Point(point.node, index))
+                if event.kind == WRITE and kills(event.key, key):
+                    result.kills.append(event)
                     stopped = True
                     break
             if stopped:
                 continue
             for target in node.exc:
-                if target not in seen:
-                    seen.add(target)
-                    work.append(Point(target, 0))
+                push(target)
             if point.node == self.EXIT:
                 result.reached_exit = True
             for target in node.succ:
-                if target not in seen:
-                    seen.add(target)
-                    work.append(Point(target, 0))
+                push(target)
         return result
 
     def events(self):

@@ -6,8 +6,8 @@ transformed function is built by the real transform and then handed to
 ``wrap(transformed, definition)``, which returns what the user's code gets.
 
 The definition is located where the static analysis locates it: the line
-of the ``def`` for decorated functions, the line of the ``jax.jit(...)``
-call for wrapped ones.  In Python >= 3.8 a decorator is applied on the line
+of the jit decorator (``@jax.jit``, ``@partial(jax.jit, ...)``) for
+decorated functions, the line of the ``jax.jit(...)`` call for wrapped ones.  In Python >= 3.8 a decorator is applied on the line
 of the first decorator, which is also the function's ``co_firstlineno``;
 that is how a decoration is told apart from a wrapping call.
 """
@@ -54,14 +54,25 @@ def _def_line(path: str, first_line: int) -> int:
     return first_line
 
 
+_JIT_DECORATOR = re.compile(r"^\s*@.*\b(jit|pmap|pjit|filter_jit)\b")
+
+
+def _jit_decorator_line(path: str, first_line: int) -> int:
+    """The line of the jit decorator among those from ``first_line`` to the ``def``."""
+    for line in range(first_line, _def_line(path, first_line) + 1):
+        if _JIT_DECORATOR.match(linecache.getline(path, line)):
+            return line
+    return first_line
+
+
 def definition_line_of(fun) -> int | None:
-    """The line of ``fun``'s ``def`` (past its decorators); None without source."""
+    """The line of ``fun``'s jit decorator (its first line when there is none); None without source."""
     code = getattr(fun, "__code__", None)
     if code is None:
         return None
     if getattr(fun, "__name__", "") == "<lambda>":
         return code.co_firstlineno
-    return _def_line(code.co_filename, code.co_firstlineno)
+    return _jit_decorator_line(code.co_filename, code.co_firstlineno)
 
 
 def locate_definition(fun, caller, transform: str, options: dict) -> JitDefinition:
@@ -76,7 +87,7 @@ def locate_definition(fun, caller, transform: str, options: dict) -> JitDefiniti
         and caller.f_code.co_filename == code.co_filename and caller.f_lineno == code.co_firstlineno
     )
     if decorated:
-        path, line = code.co_filename, _def_line(code.co_filename, code.co_firstlineno)
+        path, line = code.co_filename, _jit_decorator_line(code.co_filename, code.co_firstlineno)
     elif caller is not None:
         path, line = caller.f_code.co_filename, caller.f_lineno
     else:

