@@ -32,7 +32,7 @@ RULE = Rule(
 
     ## Use instead
     ```python
-    @partial(jax.jit, donate_argnums=(0,))
+    @partial(jax.jit, donate_argnums=0)
     def train_step(state, batch):
         ...
     ```
@@ -67,11 +67,11 @@ RULE = Rule(
             runnable=True,
             confidence=Confidence.HIGH,
             fixed="""
-            from functools import partial
             import jax
             import jax.numpy as jnp
+            from functools import partial
 
-            @partial(jax.jit, donate_argnums=(0,))  # JXM001
+            @partial(jax.jit, donate_argnums=0)  # JXM001
             def step(state, batch):
                 return state + batch.sum()
 
