@@ -230,7 +230,8 @@ def format_table(figures: dict) -> str:
         f"ratio flake8/jaxmem: {figures['ratio']:.2f} ({status} the target >= {figures['target_ratio']})",
         f"best of {figures['runs']} run(s); load average before {figures['machine']['load_before']}, "
         f"after {figures['machine']['load_after']} on {figures['machine']['cpus']} CPUs",
-        f"pre-filter: {pre['analysed']} file(s) ({pre['analysed_lines']} lines) analysed fully, {pre['skipped']} skipped",
+        f"pre-filter: {pre['analysed']} file(s) ({pre['analysed_lines']} lines) analysed fully, "
+        f"{pre['skipped']} skipped",
         "findings: " + (", ".join(f"{c} {n}" for c, n in figures["findings_by_code"].items()) or "none")
         + f"; {figures['skipped_donations']} donation(s) not analysed",
     ]
