@@ -10,91 +10,80 @@ and turns them into findings.
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 
 import libcst as cst
 
 from jaxmem.findings import FileReport
 from jaxmem.lint.checks import build_reports
+from jaxmem.lint.definitions import MODULE_SCOPE
 from jaxmem.lint.facts import FileFacts, extract, module_names_for
+from jaxmem.lint.relevance import might_involve_jit, project_hints, relevant_text  # noqa: F401 (re-exported)
 from jaxmem.settings import Settings
-
-# A file with none of these words cannot define or call anything jitted,
-# unless it calls a name another file jits (see ``ProjectHints``).
-_JIT_WORDS = re.compile(r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames)\b")
-
-
-# Where a name from another module can appear: ``from m import a, b`` or ``m.a``.
-_IMPORTED_NAMES = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
-_ATTRIBUTE_NAMES = re.compile(r"\.[ \t]*([A-Za-z_]\w*)")
-_JITTED_DEF = re.compile(
-    r"^[ \t]*@[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b[^\n]*\n"
-    r"(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)",
-    re.MULTILINE,
-)
-_JITTED_ASSIGNMENT = re.compile(
-    r"^[ \t]*(?:[\w.]+\.)?(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
-    re.MULTILINE,
-)
-
-
-def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> bool:
-    """Cheap textual pre-filter: can this file matter at all?
-
-    It matters when it mentions jit, pmap or donation itself, a configured
-    wrapper, or a name that another file of the run jits (``hints``).
-    """
-    if _JIT_WORDS.search(text):
-        return True
-    for wrapper in settings.extra_wrappers:
-        if wrapper.rsplit(".", 1)[-1] in text:
-            return True
-    if not hints:
-        return False
-    if not hints.isdisjoint(_ATTRIBUTE_NAMES.findall(text)):
-        return True
-    return any(not hints.isdisjoint(re.findall(r"\w+", names)) for names in _IMPORTED_NAMES.findall(text))
-
-
-def project_hints(texts: dict[str, str]) -> frozenset[str]:
-    """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
-
-    A file that never mentions jit still matters when it calls one of them.
-    This is a textual over-approximation; the analysis proper decides.
-    """
-    names: set[str] = set()
-    for text in texts.values():
-        if _JIT_WORDS.search(text):
-            names.update(_JITTED_DEF.findall(text))
-            names.update(_JITTED_ASSIGNMENT.findall(text))
-    return frozenset(names)
-
 
 def _is_package_module(path: str) -> bool:
     folder = os.path.dirname(os.path.abspath(path))
     return os.path.exists(os.path.join(folder, "__init__.py")) and not path.endswith("__main__.py")
 
 
-def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:
-    """Parse ``text`` (the contents of ``path``) and extract its facts."""
-    if not might_involve_jit(text, settings, hints):
-        return FileFacts(path=path, module_names=module_names_for(path), skipped=True)
+def _syntax_error(text: str) -> tuple[int, int, str] | None:
+    """CPython's own verdict (C-fast) on whether ``text`` parses."""
     try:
-        module = cst.parse_module(text)
+        compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        detail = error.msg or "invalid syntax"
+        return (error.lineno or 1, max((error.offset or 1) - 1, 0), f"could not parse: {detail}; fix the syntax error")
+    except (ValueError, MemoryError, RecursionError) as error:
+        return (1, 0, f"could not parse: {error}")
+    return None
+
+
+def _parse(text: str) -> cst.Module | tuple[int, int, str]:
+    try:
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         message = " ".join(str(error.message).split())
-        return FileFacts(
-            path=path,
-            parse_error=(error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error"),
-        )
-    facts, _ = extract(
-        path,
-        module,
-        extra_wrappers=settings.extra_wrappers,
-        public_module=_is_package_module(path) and "__name__" not in text,
-    )
+        return (error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error")
+
+
+def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:
+    """Parse ``text`` (the contents of ``path``) and extract its facts.
+
+    Only the top-level statements that can matter are parsed with libcst
+    (the others are blanked, keeping line numbers); when module-level code
+    calls a jitted function, the whole file is analysed, since any function
+    of it may read the donated globals.
+    """
+    names = module_names_for(path)
+    if not might_involve_jit(text, settings, hints):
+        return FileFacts(path=path, module_names=names, skipped=True)
+    error = _syntax_error(text)
+    if error is not None:
+        return FileFacts(path=path, module_names=names, parse_error=error)
+    public = _is_package_module(path) and "__name__" not in text
+    reduced, blanked_words = relevant_text(text, settings, hints)
+    for candidate in ((reduced, text) if reduced != text else (text,)):
+        module = _parse(candidate)
+        if isinstance(module, tuple):
+            if candidate is text:
+                return FileFacts(path=path, module_names=names, parse_error=module)
+            continue  # the blanking cut something it should not have: analyse everything
+        facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public)
+        if candidate is text or not _reads_blanked_globals(facts, blanked_words):
+            return facts
     return facts
+
+
+def _reads_blanked_globals(facts: FileFacts, blanked_words: set[str]) -> bool:
+    """Whether module-level code passes a global that a blanked function may read
+    (then that function's reads matter to the global's liveness)."""
+    return any(
+        arg.key is not None and arg.key[0] in blanked_words
+        for call in facts.calls
+        if call.scope == MODULE_SCOPE
+        for arg in list(call.positional) + [a for _, a in call.keywords]
+    )
 
 
 def report(all_facts: list[FileFacts], settings: Settings) -> list[FileReport]:

@@ -19,7 +19,7 @@ from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Poi
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.positions import Positions
-from jaxmem.lint.refs import RefKey, overlaps, ref_key, render
+from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.walk import small_statements, statements, suite_statements
 
@@ -300,8 +300,11 @@ class FactExtractor:
             # Rebound on some paths only.
             rebound_by_result = not result.reads and not result.reached_exit
         escapes, alias_reads = self.escapes_before(key, call, flow, point, params, assigned, self_name, is_module)
-        if key[0] in flow.captured and not is_module:
-            escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a nested function", "closure"))
+        # A closure reads the variable when it runs, not the value it saw: it
+        # can observe the donated buffer unless this statement rebinds it.
+        rebound_here = any(kills(w.key, key) for w in result_writes)
+        if key[0] in flow.captured and not rebound_here:
+            escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a function", "closure"))
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
@@ -315,9 +318,7 @@ class FactExtractor:
         alias_reads: list[Use] = []
         for p, event in flow.events():
             if event.kind == ESCAPE and event.key is None:
-                if key[0] not in flow.free_names_of(event.node):
-                    continue
-                kind = event.detail
+                continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):
                 kind = event.detail
             elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources) and event.key != key:

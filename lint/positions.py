@@ -62,12 +62,18 @@ class Positions:
     """``positions[node]`` -> Range, for every node of one module."""
 
     def __init__(self, module: cst.Module) -> None:
-        state = _IndexState(module)
-        module._codegen(state)
         self._module = module  # keeps the nodes (and their ids) alive
-        self._spans = state.spans
-        self._tokens = state.tokens
+        self._spans: dict[int, tuple[int, int]] | None = None
+        self._tokens: list[str] = []
         self._newline_at: list[int] | None = None
+
+    def _index(self) -> dict[int, tuple[int, int]]:
+        # Built on first use: many files parsed turn out to need no position.
+        if self._spans is None:
+            state = _IndexState(self._module)
+            self._module._codegen(state)
+            self._spans, self._tokens = state.spans, state.tokens
+        return self._spans
 
     def _table(self):
         # Character offset of every token start, and offsets of line starts.
@@ -97,8 +103,8 @@ class Positions:
         return Location(line, offset - line_starts[line - 1])
 
     def __getitem__(self, node: cst.CSTNode) -> Range:
-        start, end = self._spans[id(node)]
+        start, end = self._index()[id(node)]
         return Range(self._location(start), self._location(end))
 
     def __contains__(self, node: cst.CSTNode) -> bool:
-        return id(node) in self._spans
+        return id(node) in self._index()

@@ -46,7 +46,15 @@ def captured_by_closure(params, grads):
     def report():
         return params
 
-    params = update(params, grads)  # JXM104
+    new = update(params, grads)  # JXM104
+    return report, new
+
+
+def captured_but_rebound_by_the_call(params, grads):
+    def report():
+        return params  # reads the variable when it runs: the new value
+
+    params = update(params, grads)
     return report
 
 

@@ -1,0 +1,171 @@
+"""Which files, and which parts of a file, can matter to the analysis.
+
+Cheap textual tests run before libcst parses anything: a file whose code
+never mentions jit, pmap or donation, nor a name another file of the run
+jits, is skipped; in a file that matters, top-level functions and classes
+that mention none of the relevant names are blanked out (their lines kept
+empty, so positions stay right) before parsing.  Everything here
+over-approximates: the analysis proper decides.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jaxmem.settings import Settings
+
+# A file whose code (docstrings and comments aside) has none of these words
+# cannot define or call anything jitted, unless it calls a name another file
+# jits (see ``project_hints``).
+_JIT_WORDS = re.compile(r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames)\b")
+_DOCSTRINGS_AND_COMMENTS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')
+# Top-level names only: a jitted local or method is called from the same
+# function or class, which is one chunk anyway.
+_JITTED_DEF = re.compile(
+    r"^@[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b[^\n]*\n"
+    r"(?:@[^\n]*\n|[ \t][^\n]*\n)*?(?:async[ \t]+)?def[ \t]+(\w+)",
+    re.MULTILINE,
+)
+_JITTED_ASSIGNMENT = re.compile(
+    r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
+    re.MULTILINE,
+)
+# How a name jitted in another module can be reached: ``from m import a, b``
+# then ``a(...)``, or ``m.a(...)``.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
+_ATTRIBUTE_CALL = re.compile(r"\.([A-Za-z_]\w*)[ \t]*\(")
+_IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+
+
+def code_without_docs(text: str) -> str:
+    """``text`` without triple-quoted strings and comments (a textual approximation)."""
+    return _DOCSTRINGS_AND_COMMENTS.sub(" ", text)
+
+
+def _is_project_module(module: str) -> bool:
+    from jaxmem.lint.facts import LIBRARY_ROOTS
+
+    return module.startswith(".") or module.split(".")[0] not in LIBRARY_ROOTS
+
+
+def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
+    """The ``hints`` this file can call: imported from, or reached as attributes
+    of, the project's own modules (calls into libraries are never resolved)."""
+    if not hints:
+        return set()
+    found: set[str] = set()
+    for module, names in _FROM_IMPORT.findall(text):
+        if _is_project_module(module):
+            found |= hints.intersection(re.findall(r"\w+", names))
+    if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
+        found |= hints.intersection(_ATTRIBUTE_CALL.findall(text))
+    return found
+
+
+def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> bool:
+    """Cheap textual pre-filter: can this file matter at all?
+
+    It matters when its code mentions jit, pmap or donation, a configured
+    wrapper, or calls a name that another file of the run jits (``hints``).
+    """
+    if _JIT_WORDS.search(text) and _JIT_WORDS.search(code_without_docs(text)):
+        return True
+    for wrapper in settings.extra_wrappers:
+        if wrapper.rsplit(".", 1)[-1] in text:
+            return True
+    return bool(reachable_hints(text, hints))
+
+
+def project_hints(texts: dict[str, str]) -> frozenset[str]:
+    """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
+
+    A file that never mentions jit still matters when it calls one of them.
+    This is a textual over-approximation; the analysis proper decides.
+    """
+    names: set[str] = set()
+    for text in texts.values():
+        if _JIT_WORDS.search(text):
+            names.update(_JITTED_DEF.findall(text))
+            names.update(_JITTED_ASSIGNMENT.findall(text))
+    return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+
+
+
+# A top-level def or class starts a chunk (its decorators with it).
+_CHUNK_START = re.compile(r"^(?:@|def[ \t]|async[ \t]+def[ \t]|class[ \t])")
+_TOP_LEVEL_NAME = re.compile(
+    r"^(?:async[ \t]+)?def[ \t]+(\w+)|^class[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE
+)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _chunks(lines: list[str]) -> list[tuple[int, int]]:
+    """``(start, end)`` line ranges: a header, then one per top-level def/class
+    with the module-level code that follows it.  A line inside a triple-quoted
+    string (an odd number of them opened before it) never starts a chunk."""
+    starts = [0]
+    previous_decorator = False
+    open_double = open_single = 0
+    for number, line in enumerate(lines):
+        in_string = open_double % 2 or open_single % 2
+        if '"""' in line:
+            open_double += line.count('"""')
+        if "'''" in line:
+            open_single += line.count("'''")
+        if in_string or not line or line[0] in " \t#\n\r":
+            continue
+        is_start = bool(_CHUNK_START.match(line))
+        if is_start and not previous_decorator and number:
+            starts.append(number)
+        if line.startswith("@"):
+            previous_decorator = True  # until its def or class, even past a closing ")" line
+        elif is_start:
+            previous_decorator = False
+    starts.append(len(lines))
+    return [(a, b) for a, b in zip(starts, starts[1:]) if a < b]
+
+
+def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> tuple[str, set[str]]:
+    """``text`` with the top-level defs and classes that cannot matter blanked
+    out, and the words of what was blanked.
+
+    A chunk matters when its code mentions a jit word, a configured wrapper,
+    a name jitted in this file or another (``hints``), or a name defined by
+    another chunk that matters (factories, wrappers, helpers that call the
+    jitted function), to a fixpoint.
+    """
+    lines = text.splitlines(keepends=True)
+    chunks = _chunks(lines)
+    if len(chunks) <= 2:
+        return text, set()
+    bodies = ["".join(lines[a:b]) for a, b in chunks]
+    words = [set(_WORD.findall(code_without_docs(body))) for body in bodies]
+    jit_words = {"jit", "pmap", "pjit", "filter_jit", "named_jit", "variable_jit", "donate_argnums", "donate_argnames"}
+    jit_words |= {w.rsplit(".", 1)[-1] for w in settings.extra_wrappers}
+    relevant = reachable_hints(text, hints) | set(_JITTED_DEF.findall(text)) | set(_JITTED_ASSIGNMENT.findall(text))
+    keep = [i == 0 for i in range(len(chunks))]
+    changed = True
+    while changed:
+        changed = False
+        for i, chunk_words in enumerate(words):
+            if keep[i] and i:
+                continue
+            if not chunk_words.isdisjoint(jit_words) or not chunk_words.isdisjoint(relevant):
+                if not keep[i]:
+                    keep[i] = changed = True
+                if i:
+                    defined = {n for groups in _TOP_LEVEL_NAME.findall(bodies[i]) for n in groups if n}
+                    if not defined <= relevant:
+                        relevant |= defined
+                        changed = True
+    if all(keep):
+        return text, set()
+    out = []
+    blanked: set[str] = set()
+    for (a, b), kept, chunk_words in zip(chunks, keep, words):
+        if kept:
+            out.extend(lines[a:b])
+        else:
+            out.extend("\n" for _ in range(a, b))
+            blanked |= chunk_words
+    return "".join(out), blanked

@@ -1,0 +1,107 @@
+"""The textual pre-filter skips what cannot matter, and never what can."""
+
+import textwrap
+
+from jaxmem.lint.engine import analyze_source, facts_for_file, report
+from jaxmem.lint.relevance import might_involve_jit, project_hints, relevant_text
+from jaxmem.settings import Settings
+
+S = Settings()
+
+
+def test_jit_in_a_docstring_or_comment_does_not_count():
+    text = '"""Works under jax.jit."""\n# we jit elsewhere\nx = 1\n'
+    assert not might_involve_jit(text, S)
+    assert might_involve_jit("from jax import jit\n", S)
+
+
+def test_a_file_calling_a_function_jitted_elsewhere_matters():
+    lib = "import jax\n\n@jax.jit\ndef train_step(s, b):\n    return s\n"
+    hints = project_hints({"lib.py": lib})
+    assert "train_step" in hints
+    assert might_involve_jit("from lib import train_step\ntrain_step(1, 2)\n", S, hints)
+    assert might_involve_jit("import lib\nlib.train_step(1, 2)\n", S, hints)
+    # the same name reached through a library is not the project's function
+    assert not might_involve_jit("from numpy import train_step\n", S, hints)
+
+
+def _blanked(text, hints=frozenset()):
+    reduced, _ = relevant_text(textwrap.dedent(text), S, hints)
+    return [line for line in reduced.splitlines() if line.strip()]
+
+
+def test_unrelated_functions_are_blanked_and_lines_kept():
+    text = textwrap.dedent(
+        """
+        import jax
+
+        def unrelated(x):
+            return x + 1
+
+        @jax.jit
+        def step(s):
+            return s
+
+        def helper(s):
+            return step(s)
+
+        def uses_helper(s):
+            return helper(s)
+        """
+    )
+    reduced, _ = relevant_text(text, S)
+    assert reduced.count("\n") == text.count("\n")
+    assert "unrelated" not in reduced
+    assert "def helper" in reduced and "def uses_helper" in reduced  # a fixpoint over callers
+
+
+def test_multi_line_decorator_stays_with_its_def():
+    kept = _blanked(
+        """
+        import functools, jax
+
+        def other():
+            pass
+
+        @functools.partial(
+            jax.jit, donate_argnums=0
+        )
+        def step(s):
+            return s
+        """
+    )
+    assert kept[-4:] == [")", "def step(s):", "    return s"][-3:] or "def step(s):" in kept
+    assert "@functools.partial(" in kept
+
+
+def test_a_def_inside_a_docstring_is_not_a_boundary():
+    text = 'import jax\n"""\nclass Example:\n"""\n@jax.jit\ndef f(x):\n    return x\n'
+    reduced, _ = relevant_text(text, S)
+    assert reduced == text
+
+
+def test_module_level_donation_sees_functions_that_read_the_global():
+    source = """
+    import jax
+
+    def report():
+        print(state)
+
+    def unrelated():
+        return 1
+
+    step = jax.jit(lambda s: s + 1, donate_argnums=0)
+    state = jax.numpy.ones(3)
+    new_state = step(state)
+    """
+    findings = analyze_source(textwrap.dedent(source), "script.py").findings
+    assert [f.code for f in findings if f.code.startswith("JXM1")] == ["JXM104"]
+    rebound = analyze_source(textwrap.dedent(source).replace("new_state =", "state ="), "script.py").findings
+    assert [f.code for f in rebound if f.code.startswith("JXM1")] == []
+
+
+def test_syntax_error_in_a_blanked_function_is_still_reported():
+    source = "import jax\n\ndef broken(x:\n    return x\n\n@jax.jit\ndef f(x):\n    return x\n"
+    facts = facts_for_file("m.py", source, S)
+    (finding,) = report([facts], S)[0].findings
+    assert finding.code == "JXM900" and finding.span.line == 3
