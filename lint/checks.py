@@ -286,6 +286,10 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
         confidence = Confidence.MEDIUM
         reasons.append("the caller of the enclosing function may still hold it" if arg.owner == "param"
                        else f"`{subject}` is owned outside this function")
+    for use in arg.escapes:
+        if use.kind == "borrowed":
+            confidence = Confidence.MEDIUM
+            reasons.append(f"{use.text} (line {use.line})")
     if any(use.kind == "call" for use in arg.escapes):
         confidence = Confidence.MEDIUM
         use = next(use for use in arg.escapes if use.kind == "call")

@@ -323,11 +323,25 @@ class FactExtractor:
                 kind = event.detail
             elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources) and event.key != key:
                 kind = "alias"
+            elif event.kind == WRITE and event.key == key and event.sources and event.detail != "del":
+                kind = "borrowed"  # key = other: donating key deletes other's buffer too
             else:
                 continue
             if event.node is call or _inside(event.node, call, ctx):
                 continue
             if not flow.search(Point(p.node, p.index + 1), key, until_call=call).reached:
+                continue
+            if kind == "borrowed":
+                for source in event.sources:
+                    if overlaps(source, key):
+                        continue
+                    source_owner = _owner(source, flow, params, assigned, is_module, self_name)
+                    if source_owner != LOCAL:
+                        escapes.append(Use(*_line_col(ctx, event.node), f"`{render(key)}` is `{render(source)}`, "
+                                           f"which {'the caller' if source_owner == PARAM else 'something else'} "
+                                           f"may still hold", "borrowed"))
+                    for read in flow.search(point, source).reads:
+                        alias_reads.append(ctx.use(read, "alias"))
                 continue
             if kind != "alias":
                 escapes.append(ctx.use(event, kind))

@@ -43,6 +43,14 @@ CASES = [
         "def train(state, b):\n    new = step(state, b)\n    print('x')\n    state = new\n    return state\n",
         {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="write-back-later"),
     pytest.param(
+        "def train(init, batches):\n    state = init\n    for b in batches:\n        state = step(state, b)\n"
+        "    return state\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="local-copied-from-parameter-is-medium"),
+    pytest.param(
+        "def train(batches):\n    init = make()\n    state = init\n    for b in batches:\n        state = step(state, b)\n"
+        "    return state, init\n",
+        {("batch", "JXM002", "low")}, id="source-of-copy-read-later"),
+    pytest.param(
         "def train(state, b):\n    new = step(state, b)\n    return new, state\n",
         {("batch", "JXM002", "low")}, id="read-later-never-proposed"),
     pytest.param(

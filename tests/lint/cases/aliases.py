@@ -68,3 +68,15 @@ def part_of_pytree_pulled_out(state, grads):
     w = state["w"]
     state = update(state, grads)
     return w  # JXM101
+
+
+def donating_a_copy_deletes_the_original(grads):
+    params = make_params()
+    p = params
+    p = update(p, grads)
+    print(params)  # JXM101
+    return p
+
+
+def make_params():
+    return {}
