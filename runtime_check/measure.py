@@ -70,7 +70,7 @@ def build_spec(target: Target, args, kwargs, backend: str | None) -> tuple[dict 
         "static_positions": sorted(static),
         "args": [_abstract(value, i in static) for i, value in enumerate(args)],
         "kwargs": {k: _abstract(v, k in target.static_argnames) for k, v in kwargs.items()},
-        "backend": backend, "sys_path": list(sys.path),
+        "backend": backend, "sys_path": [entry or os.getcwd() for entry in sys.path],
     }
     try:
         pickle.dumps(spec)
@@ -85,8 +85,10 @@ def run_variant(spec: dict, variant: str, workdir: str) -> dict:
     with open(spec_path, "wb") as handle:
         pickle.dump({**spec, "cache_dir": os.path.join(workdir, "cache")}, handle)
     out_path = os.path.join(workdir, f"{variant}.json")
+    # cwd=workdir: "-m" puts the working directory first on sys.path, where a
+    # checkout of jaxmem itself would shadow the installed package.
     done = subprocess.run([sys.executable, "-m", "jaxmem.runtime_check.measure_worker", spec_path, variant, out_path],
-                          capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
+                          capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=workdir)
     if done.returncode != 0:
         raise RuntimeError(f"the {variant!r} measurement process failed (exit {done.returncode}):\n"
                            + done.stderr[-2000:])
