@@ -42,9 +42,10 @@ def test_local_functions_cannot_be_measured_and_say_why():
     assert not measured.available and "move it to module level" in measured.note
 
 
-def test_importing_the_commands_does_not_import_jax():
+def test_importing_the_commands_does_not_import_jax(tmp_path):
     code = ("import sys, argparse, jaxmem.runtime_check.commands as c, jaxmem.runtime_check.pytest_plugin;"
             "p = argparse.ArgumentParser(); c.register(p.add_subparsers());"
             "print('jax' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # cwd outside the checkout: "-c" puts the working directory first on sys.path.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.stdout.strip() == "False", done.stderr
