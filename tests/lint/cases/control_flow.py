@@ -1,4 +1,4 @@
-# checks: JXM101, JXM105
+# checks: JXM101, JXM104, JXM105
 # Liveness across every control-flow construct; `step` donates its first argument.
 import jax
 
@@ -146,3 +146,32 @@ async def async_for(x, stream):
 
 def risky(value):
     return value
+
+
+counter_state = None
+
+
+def global_is_owned_elsewhere():
+    global counter_state
+    new = step(counter_state)  # JXM104
+    return new
+
+
+def global_rebound_is_fine():
+    global counter_state
+    counter_state = step(counter_state)
+
+
+def nonlocal_capture():
+    value = 1
+
+    def bump():
+        nonlocal value
+        value = step(value)  # rebinds the enclosing variable: fine
+
+    def peek():
+        nonlocal value
+        return step(value)  # JXM104
+
+    bump()
+    return value, peek
