@@ -26,14 +26,7 @@ def ensure_import_path(*directories: str) -> None:
 def import_reference(reference: str) -> Any:
     """``"pkg.mod:Qual.name"`` -> the object; ``ImportError``/``AttributeError`` say which part failed."""
     module_name, _, qualname = reference.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        # A module imported under a name that is not on sys.path (pytest's
-        # importlib mode, a script's helper): load it from its file instead.
-        if not code_path or not os.path.exists(code_path):
-            raise
-        return attribute_path(load_file_module(code_path), qualname, code_path)
+    module = importlib.import_module(module_name)
     return attribute_path(module, qualname, module_name)
 
 
