@@ -17,6 +17,8 @@ import io
 import os
 import sys
 
+from jaxmem.options import add_run_options
+
 EXIT_UNCHANGED, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
 FIXED_CODE = "JXM001"
 PARSE_ERROR_CODE = "JXM900"
@@ -46,14 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "becomes @jax.jit(donate_argnums=...)")
     parser.add_argument("--verified", metavar="REPORT",
                         help="apply only donations confirmed by this `jaxmem verify --format json` report")
-    parser.add_argument("--config", metavar="FILE",
-                        help="read settings from FILE instead of the nearest pyproject.toml")
-    parser.add_argument("--force-exclude", action="store_true",
-                        help="apply excludes to files named on the command line too (use in pre-commit)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write .jaxmem_cache/")
-    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
-                        help="analysis worker processes (0: one per CPU; default: 1)")
-    parser.add_argument("--stdin-filename", metavar="PATH", help="the name to report for source read from stdin")
+    add_run_options(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
     return parser
 

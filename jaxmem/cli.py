@@ -15,6 +15,7 @@ import traceback
 
 import jaxmem
 from jaxmem.findings import Confidence
+from jaxmem.options import add_run_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -82,16 +83,7 @@ def _add_check(subparsers) -> None:
                        "(replaces the config's)")
     check.add_argument("--extend-exclude", metavar="GLOBS",
                        help="globs to skip in addition to the excluded ones")
-    check.add_argument("--force-exclude", action="store_true",
-                       help="apply excludes to files named on the command line too")
-    check.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
-                       help="worker processes (0: one per CPU; default: 1)")
-    check.add_argument("--no-cache", action="store_true",
-                       help="do not read or write .jaxmem_cache/")
-    check.add_argument("--config", metavar="FILE",
-                       help="read settings from FILE instead of the nearest pyproject.toml")
-    check.add_argument("--stdin-filename", metavar="PATH",
-                       help="the name to report for source read from stdin")
+    add_run_options(check)
     check.add_argument("--output-file", "-o", metavar="FILE",
                        help="write the report to FILE instead of stdout")
     check.add_argument("--quiet", "-q", action="store_true",
