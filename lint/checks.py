@@ -141,7 +141,7 @@ class Reporter:
         )
 
 
-def _param_label(definition: JitDefinition, index: int | None, name: str | None) -> str:
+def _param_label(index: int | None, name: str | None) -> str:
     if name is not None:
         return f"`{name}`"
     return f"parameter {index}"
@@ -185,7 +185,7 @@ def check_declared(rc: ResolvedCall, out: Reporter) -> None:
 
 def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, out: Reporter) -> None:
     d = rc.definition
-    label = _param_label(d, index, name)
+    label = _param_label(index, name)
     where = Evidence(f"donated to `{d.function}` ({label}) here", rc.path, rc.call.line)
     common = dict(definition=d, definition_path=rc.definition_path, parameter=(index, name))
     # JXM102: the same buffer twice in one call, even inside one pytree.

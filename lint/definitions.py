@@ -98,7 +98,6 @@ class DefinitionSite:
     jit_node: cst.CSTNode  # the Decorator, or the jit Call
     options: cst.Call | None  # the call whose keywords hold the spec
     function_node: cst.FunctionDef | cst.Lambda | None
-    extra_callees: list[tuple[str, RefKey]] = field(default_factory=list)
 
 
 @dataclass

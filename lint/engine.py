@@ -58,19 +58,22 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
     names = module_names_for(path)
     if not might_involve_jit(text, settings, hints):
         return FileFacts(path=path, module_names=names, skipped=True)
-    error = _syntax_error(text)
-    if error is not None:
-        return FileFacts(path=path, module_names=names, parse_error=error)
     public = _is_package_module(path) and "__name__" not in text
-    reduced, blanked_words = relevant_text(text, settings, hints)
-    for candidate in ((reduced, text) if reduced != text else (text,)):
+    reduced = relevant_text(text, settings, hints)
+    if reduced.blanked:
+        # libcst reports errors in what it parses; CPython's parser (much
+        # faster) checks what was blanked, which compiles on its own.
+        error = _syntax_error(reduced.blanked)
+        if error is not None:
+            return FileFacts(path=path, module_names=names, parse_error=error)
+    for candidate in (reduced.kept, text) if reduced.blanked else (text,):
         module = _parse(candidate)
         if isinstance(module, tuple):
             if candidate is text:
                 return FileFacts(path=path, module_names=names, parse_error=module)
             continue  # the blanking cut something it should not have: analyse everything
         facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public)
-        if candidate is text or not _reads_blanked_globals(facts, blanked_words):
+        if candidate is text or not _reads_blanked_globals(facts, reduced.blanked_words):
             return facts
     return facts
 

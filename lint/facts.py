@@ -87,7 +87,6 @@ class CallFacts:
     keywords: tuple[tuple[str, ArgFacts], ...]
     has_star: bool
     traced: bool
-    in_loop: bool
     text: str
 
 
@@ -102,7 +101,6 @@ class FileFacts:
     functions: dict[str, Signature] = field(default_factory=dict)
     debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)
-    noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)
     parse_error: tuple[int, int, str] | None = None
     skipped: bool = False
 
@@ -266,7 +264,7 @@ class FactExtractor:
             line=pos.start.line, col=pos.start.column, end_line=pos.end.line, end_col=pos.end.column,
             callee=key, scope=scopes[0], scopes=tuple(scopes), class_scope=class_scope, qualified=qualified,
             positional=tuple(positional), keywords=tuple(keywords), has_star=any(a.star for a in call.args),
-            traced=traced, in_loop=flow.loop_depth.get(id(call), 0) > 0, text=ctx.text(call),
+            traced=traced, text=ctx.text(call),
         )
 
     def arg_facts(self, value, call, flow: Flow, point: Point, result_writes, params, assigned, self_name, is_module):

@@ -152,7 +152,6 @@ class Flow:
         self.capture_nodes: list[cst.CSTNode] = []  # nested defs and lambdas (closures)
         self._free: dict[int, set[str]] = {}
         self._captured: set[str] | None = None
-        self.loop_depth: dict[int, int] = {}  # id(call node) -> enclosing loops
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
 
@@ -260,7 +259,6 @@ class FlowBuilder:
         for position, event in enumerate(events):
             if event.kind == CALL:
                 self.flow.calls[id(event.node)] = Point(index, position + 1)
-                self.flow.loop_depth[id(event.node)] = len(self.loops)
                 self.flow.call_nodes.append(event.node)
         return index
 

@@ -29,6 +29,13 @@ class Range:
     end: Location
 
 
+# Whitespace nodes are nearly half of a tree's nodes and nobody asks
+# where they are: skip recording them.
+_UNTRACKED = frozenset(
+    {cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Newline, cst.TrailingWhitespace, cst.EmptyLine}
+)
+
+
 class _IndexState(CodegenState):
     """A codegen state that remembers, per node, the token indices it spans."""
 
@@ -42,7 +49,8 @@ class _IndexState(CodegenState):
 
     def after_codegen(self, node) -> None:
         start = self._stack.pop()
-        self.spans.setdefault(id(node), (start, len(self.tokens)))
+        if type(node) not in _UNTRACKED:
+            self.spans.setdefault(id(node), (start, len(self.tokens)))
 
     @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):

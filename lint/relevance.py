@@ -11,6 +11,7 @@ over-approximates: the analysis proper decides.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from jaxmem.settings import Settings
 
@@ -125,9 +126,21 @@ def _chunks(lines: list[str]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(starts, starts[1:]) if a < b]
 
 
-def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> tuple[str, set[str]]:
+@dataclass(frozen=True)
+class Reduced:
+    """A file's text split in what the analysis parses and what it skips.
+
+    Both keep every line (skipped lines are empty), so positions agree.
+    """
+
+    kept: str
+    blanked: str = ""
+    blanked_words: frozenset[str] = frozenset()
+
+
+def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> Reduced:
     """``text`` with the top-level defs and classes that cannot matter blanked
-    out, and the words of what was blanked.
+    out (``kept``), what was blanked (``blanked``) and its words.
 
     A chunk matters when its code mentions a jit word, a configured wrapper,
     a name jitted in this file or another (``hints``), or a name defined by
@@ -137,7 +150,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     lines = text.splitlines(keepends=True)
     chunks = _chunks(lines)
     if len(chunks) <= 2:
-        return text, set()
+        return Reduced(text)
     bodies = ["".join(lines[a:b]) for a, b in chunks]
     words = [set(_WORD.findall(code_without_docs(body))) for body in bodies]
     jit_words = {"jit", "pmap", "pjit", "filter_jit", "named_jit", "variable_jit", "donate_argnums", "donate_argnames"}
@@ -159,13 +172,14 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
                         relevant |= defined
                         changed = True
     if all(keep):
-        return text, set()
-    out = []
-    blanked: set[str] = set()
+        return Reduced(text)
+    kept_lines: list[str] = []
+    blanked_lines: list[str] = []
+    blanked_words: set[str] = set()
     for (a, b), kept, chunk_words in zip(chunks, keep, words):
-        if kept:
-            out.extend(lines[a:b])
-        else:
-            out.extend("\n" for _ in range(a, b))
-            blanked |= chunk_words
-    return "".join(out), blanked
+        empty = ["\n"] * (b - a)
+        kept_lines.extend(lines[a:b] if kept else empty)
+        blanked_lines.extend(empty if kept else lines[a:b])
+        if not kept:
+            blanked_words |= chunk_words
+    return Reduced("".join(kept_lines), "".join(blanked_lines), frozenset(blanked_words))

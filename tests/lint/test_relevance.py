@@ -26,7 +26,7 @@ def test_a_file_calling_a_function_jitted_elsewhere_matters():
 
 
 def _blanked(text, hints=frozenset()):
-    reduced, _ = relevant_text(textwrap.dedent(text), S, hints)
+    reduced = relevant_text(textwrap.dedent(text), S, hints).kept
     return [line for line in reduced.splitlines() if line.strip()]
 
 
@@ -49,7 +49,7 @@ def test_unrelated_functions_are_blanked_and_lines_kept():
             return helper(s)
         """
     )
-    reduced, _ = relevant_text(text, S)
+    reduced = relevant_text(text, S).kept
     assert reduced.count("\n") == text.count("\n")
     assert "unrelated" not in reduced
     assert "def helper" in reduced and "def uses_helper" in reduced  # a fixpoint over callers
@@ -76,7 +76,7 @@ def test_multi_line_decorator_stays_with_its_def():
 
 def test_a_def_inside_a_docstring_is_not_a_boundary():
     text = 'import jax\n"""\nclass Example:\n"""\n@jax.jit\ndef f(x):\n    return x\n'
-    reduced, _ = relevant_text(text, S)
+    reduced = relevant_text(text, S).kept
     assert reduced == text
 
 
