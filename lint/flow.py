@@ -93,6 +93,21 @@ def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
     return tuple(out)
 
 
+def _operands(expr) -> tuple:
+    """The operands an expression uses only once all of them are evaluated."""
+    if isinstance(expr, cst.BinaryOperation):
+        return (expr.left, expr.right)
+    if isinstance(expr, cst.Comparison):
+        return (expr.left, *(target.comparator for target in expr.comparisons))
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return tuple(element.value for element in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return tuple(element.value for element in expr.elements if isinstance(element, cst.DictElement))
+    if isinstance(expr, cst.UnaryOperation):
+        return ()
+    return ()
+
+
 def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]
@@ -326,8 +341,9 @@ class FlowBuilder:
                 self._expr(small.value, events)
                 self._target(small.target, direct_refs(small.value), events, small.value)
         elif isinstance(small, cst.AugAssign):
-            self._expr(small.target, events)
+            # x += f(x): the old x is combined with the result after the call.
             self._expr(small.value, events)
+            self._expr(small.target, events)
             key = ref_key(small.target)
             if key is not None:
                 events.append(Event(WRITE, key, small.target, direct_refs(small.value) + (key,)))
@@ -626,6 +642,7 @@ class FlowBuilder:
             self._expr(expr.value, events, skip)
             for element in expr.slice:
                 self._slice(element.slice, events, skip)
+            self._consume((expr.value,), events, skip)
             return
         if isinstance(expr, cst.Call):
             self._call(expr, events, skip)
@@ -655,6 +672,18 @@ class FlowBuilder:
             return
         for child in children(expr):
             self._child(child, events, skip)
+        operands = _operands(expr)
+        if operands:
+            self._consume(operands, events, skip)
+
+    def _consume(self, operands, events: list[Event], skip) -> None:
+        """Operands loaded earlier but used only now, after everything evaluated
+        since: in ``x + f(x)`` or ``g(x, f(x))`` the array ``x`` is used after
+        ``f`` ran, which matters when ``f`` donated it."""
+        for operand in operands:
+            for key in direct_refs(operand):
+                if key[0] not in skip:
+                    events.append(Event(READ, key, operand, (), "consume"))
 
     def _child(self, child, events, skip) -> None:
         if isinstance(child, cst.BaseExpression):
@@ -717,6 +746,10 @@ class FlowBuilder:
             self._expr(arg.value, events, skip)
             if isinstance(arg.value, cst.Name):
                 self.flow.passed.add(arg.value.value)
+        consumed = [arg.value for arg in call.args]
+        if receiver is not None and func.attr.value not in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
+            consumed.append(func.value)
+        self._consume(consumed, events, skip)
         arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))

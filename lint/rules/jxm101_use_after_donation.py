@@ -96,6 +96,20 @@ RULE = Rule(
             raises="Array has been deleted",
             note="only one branch reads it",
         ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            double = jax.jit(lambda x: x * 2, donate_argnums=0)
+
+            x = jnp.ones(3)
+            y = x + double(x)  # JXM101
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+            note="loaded before the call, used after it in the same expression",
+        ),
     ),
     valid=(
         Example(

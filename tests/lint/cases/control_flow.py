@@ -175,3 +175,24 @@ def nonlocal_capture():
 
     bump()
     return value, peek
+
+
+def used_in_the_same_expression(x):
+    return x + step(x)  # JXM101
+
+
+def passed_again_to_an_outer_call(x):
+    return combine(x, step(x))  # JXM101
+
+
+def augmented_assignment(x):
+    x += step(x)  # JXM101
+    return x
+
+
+def computed_before_the_call_is_fine(x):
+    return x.sum(), x.shape, step(x)
+
+
+def combine(a, b):
+    return a, b
