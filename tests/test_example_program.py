@@ -31,3 +31,15 @@ def test_the_example_really_crashes_where_jaxmem_says(tmp_path):
     (report,) = check_paths([str(EXAMPLE)], Settings(), use_cache=False)
     (jxm101,) = [f for f in report.findings if f.code == "JXM101"]
     assert f'line {jxm101.span.line}' in done.stderr.replace('", line ', "line ").replace("line  ", "line ")
+
+
+def test_readme_quick_start_output_is_what_jaxmem_prints():
+    root = EXAMPLE.parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("finds the two bugs", 1)[1].split("```", 2)[1]
+    documented = [line for line in block.splitlines() if line.startswith("examples/")]
+    jaxmem = Path(sys.executable).parent / "jaxmem"
+    done = subprocess.run([str(jaxmem), "check", "--no-cache", "examples/"], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == documented
