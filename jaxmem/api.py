@@ -86,15 +86,22 @@ def check_paths(
                 run.store((source.path, source.text, source.digest, False),
                           facts_or_error(source.path, source.text, settings, hints))
             continue
-        # Past the pre-filter, facts do not depend on the hints: cacheable.
+        # Which parts of a file are analysed depends on the names it can call
+        # from other files' jitted functions: those belong in the cache key.
+        digest = _facts_digest(source.digest, engine.reachable_hints(source.text, hints))
         cacheable = cache is not None and path != STDIN
-        cached = cache.get(source.path, source.digest) if cacheable else None
+        cached = cache.get(source.path, digest) if cacheable else None
         if cached is not None:
             run.add_facts(source.path, cached)
         else:
-            pending.append((source.path, source.text, source.digest, cacheable))
+            pending.append((source.path, source.text, digest, cacheable))
     run.compute(pending, jobs, hints)
     return run.finish()
+
+
+def _facts_digest(content_digest: str, reachable_hints) -> str:
+    """The cache key of a file's facts: its contents plus the other files' names it may call."""
+    return content_digest + "|" + ",".join(sorted(reachable_hints))
 
 
 def syntax_error_finding(path: str, text: str) -> Finding | None:

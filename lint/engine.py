@@ -19,7 +19,12 @@ from jaxmem.findings import FileReport
 from jaxmem.lint.checks import build_reports
 from jaxmem.lint.definitions import MODULE_SCOPE
 from jaxmem.lint.facts import FileFacts, extract, module_names_for
-from jaxmem.lint.relevance import might_involve_jit, project_hints, relevant_text  # noqa: F401 (re-exported)
+from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints: re-exported)
+    might_involve_jit,
+    project_hints,
+    reachable_hints,
+    relevant_text,
+)
 from jaxmem.settings import Settings
 
 def _is_package_module(path: str) -> bool:

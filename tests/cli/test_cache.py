@@ -69,3 +69,22 @@ def test_check_fills_the_cache_and_no_cache_leaves_none(tmp_path, jaxmem):
     third = jaxmem("check", ".")  # served from the cache
     assert first.stdout == second.stdout == third.stdout
     assert "JXM001" in third.stdout
+
+
+def test_cached_facts_follow_the_names_other_files_jit(tmp_path):
+    """A file that only calls another file's function is re-analysed once
+    that function becomes jitted: its cache entry depends on those names."""
+    from jaxmem.api import check_paths
+    from jaxmem.settings import Settings
+
+    (tmp_path / "lib.py").write_text("def train_step(s, b):\n    return s\n")
+    (tmp_path / "main.py").write_text(
+        "import jax\nimport helpers\nfrom lib import train_step\n\n\ndef other(x):\n    return jax.jit(abs)(x)\n\n\n"
+        "def run(batches):\n    state = helpers.init()\n    for b in batches:\n"
+        "        state = train_step(state, b)\n    return state\n"
+    )
+    first = check_paths([str(tmp_path)], Settings())
+    assert not any(f.code == "JXM001" for r in first for f in r.findings)
+    (tmp_path / "lib.py").write_text("import jax\n\n\n@jax.jit\ndef train_step(s, b):\n    return s\n")
+    second = check_paths([str(tmp_path)], Settings())
+    assert any(f.code == "JXM001" and f.parameter_name == "s" for r in second for f in r.findings)
