@@ -436,8 +436,11 @@ class DefinitionFinder:
         shift: int,
         wrapped_qualname: str | None = None,
         public_name: str | None = None,
+        env_scopes: list[_Scope] | None = None,
     ) -> DefinitionSite:
-        spec, problems = self.spec_of(transform, options, signature, self._env(scopes))
+        """Record a definition visible from ``scopes``; its spec's constants
+        resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
+        spec, problems = self.spec_of(transform, options, signature, self._env(env_scopes or scopes))
         pos = self._position(jit_node)
         visible = self._visible_scope(scopes, callee)
         if callee[0] == "cls":
@@ -554,16 +557,11 @@ class DefinitionFinder:
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in self.factories:
             transform, options, sig, wrapped, fn_node, qual, call, factory_scopes = self.factories[value.func.value]
-            spec, problems = self.spec_of(transform, options, sig, self._env(factory_scopes))
-            pos = self._position(call)
-            definition = JitDefinition(
-                scope=self._visible_scope(scopes, key), callee=key, wrapped=wrapped, transform=transform.name,
-                form=WRAP_CALL, line=pos.start.line, col=pos.start.column, end_line=pos.end.line,
-                end_col=pos.end.column, signature=sig, shift=0, spec=spec, public=False,
-                donates_keywords=transform.donates_keywords, keeps_module_args=transform.keeps_module_args,
-                wrapped_qualname=qual, problems=problems,
+            self._add(
+                scopes=scopes, callee=key, transform=transform, form=WRAP_CALL, jit_node=call, options=options,
+                signature=sig, wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
+                env_scopes=factory_scopes,
             )
-            self.sites.append(DefinitionSite(definition, transform, call, options, fn_node))
 
 
 def _returned_jit(finder: "DefinitionFinder", function: cst.FunctionDef):
