@@ -202,6 +202,7 @@ def _function_scopes(body, stack=(), kinds=()):
 
 
 def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_module: bool, self_name: str | None) -> str:
+    """Who owns the value ``key`` names, seen from the scope of ``flow``."""
     root = key[0]
     if root in flow.globals:
         return GLOBAL
@@ -211,9 +212,7 @@ def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_mod
         return PARAM
     if is_module:
         return LOCAL
-    if root not in assigned:
-        return GLOBAL
-    return ATTRIBUTE if len(key) > 1 and root not in assigned else LOCAL
+    return LOCAL if root in assigned else GLOBAL  # not assigned here: a free variable
 
 
 def _assigned_names(flow: Flow) -> set[str]:
