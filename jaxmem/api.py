@@ -12,10 +12,8 @@ that file, and every other file is still checked.
 
 from __future__ import annotations
 
-import ast
 import os
 import traceback
-import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -78,13 +76,9 @@ def check_paths(
     for path, source in sources:
         run.noqa[source.path] = parse_noqa(source.text)
         if not engine.might_involve_jit(source.text, settings, hints):
-            # Cheap: the engine skips it, but a syntax error is still reported.
-            problem = syntax_error_finding(source.path, source.text)
-            if problem is not None:
-                run.problem(source.path, problem)
-            else:
-                run.store((source.path, source.text, source.digest, False),
-                          facts_or_error(source.path, source.text, settings, hints))
+            # Skipped by the engine (after a cheap syntax check); never cached.
+            run.store((source.path, source.text, source.digest, False),
+                      facts_or_error(source.path, source.text, settings, hints))
             continue
         # Which parts of a file are analysed depends on the names it can call
         # from other files' jitted functions: those belong in the cache key.
@@ -102,23 +96,6 @@ def check_paths(
 def _facts_digest(content_digest: str, reachable_hints) -> str:
     """The cache key of a file's facts: its contents plus the other files' names it may call."""
     return content_digest + "|" + ",".join(sorted(reachable_hints))
-
-
-def syntax_error_finding(path: str, text: str) -> Finding | None:
-    """A JXM900 finding when ``text`` is not valid Python for this interpreter."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to report
-            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        message = " ".join(str(error.msg).split())
-        return parse_error_finding(
-            path, f"could not parse: {message}; fix the syntax error",
-            error.lineno or 1, max((error.offset or 1) - 1, 0),
-        )
-    except (ValueError, RecursionError, MemoryError):
-        return None  # leave it to the engine's own parser
-    return None
 
 
 def is_internal_error(finding: Finding) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import MODULE_SCOPE, JitDefinition
-from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, ArgFacts, CallFacts, FileFacts
+from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import map_arguments
@@ -40,6 +40,10 @@ class ResolvedCall:
     by_index: dict[int, ArgFacts] = field(default_factory=dict)
     by_name: dict[str, ArgFacts] = field(default_factory=dict)
     keyword_of: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def args(self) -> list[ArgFacts]:
+        return self.call.args
 
 
 @dataclass
@@ -97,7 +101,7 @@ def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall
             names = tuple(name for name, _ in call.keywords)
             mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
             resolved = ResolvedCall(facts.path, call, definition, def_path, shift, mapping.resolved)
-            args = list(call.positional) + [a for _, a in call.keywords]
+            args = resolved.args
             for index_, number in mapping.by_index.items():
                 resolved.by_index[index_] = args[number]
                 if number >= len(call.positional):
@@ -141,6 +145,17 @@ class Reporter:
         )
 
 
+def _holds_twice(arg: ArgFacts) -> bool:
+    """Whether one argument passes the same array twice (``(x, x)``)."""
+    return any(overlaps(a, b) for i, a in enumerate(arg.refs) for b in arg.refs[:i])
+
+
+def _shared_with(arg: ArgFacts, rc: ResolvedCall) -> list[ArgFacts]:
+    """The call's other arguments that pass an array ``arg`` passes too."""
+    return [other for other in rc.args if other is not arg and any(
+        overlaps(a, b) for a in arg.refs for b in other.refs)]
+
+
 def _param_label(index: int | None, name: str | None) -> str:
     if name is not None:
         return f"`{name}`"
@@ -176,20 +191,17 @@ def check_declared(rc: ResolvedCall, out: Reporter) -> None:
     for name, arg in rc.by_name.items():
         if sig is not None and sig.index_of(name) is None and d.donates_keywords and spec.donates_name(name):
             donated.append((None, name, arg))
-    if not rc.resolved and not donated:
-        return
-    all_args = list(rc.call.positional) + [a for _, a in rc.call.keywords]
     for index, name, arg in donated:
-        _check_donated_arg(rc, index, name, arg, all_args, out)
+        _check_donated_arg(rc, index, name, arg, out)
 
 
-def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, out: Reporter) -> None:
+def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Reporter) -> None:
     d = rc.definition
     label = _param_label(index, name)
     where = Evidence(f"donated to `{d.function}` ({label}) here", rc.path, rc.call.line)
     common = dict(definition=d, definition_path=rc.definition_path, parameter=(index, name))
     # JXM102: the same buffer twice in one call, even inside one pytree.
-    if any(overlaps(a, b) for i, a in enumerate(arg.refs) for b in arg.refs[:i]):
+    if _holds_twice(arg):
         out.add(
             "JXM102", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
             f"`{arg.text}` holds the same array twice and is donated to `{d.function}` ({label}): "
@@ -197,15 +209,14 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, all_args, o
             evidence=[where], **common,
         )
     else:
-        for other in all_args:
-            if other is not arg and any(overlaps(a, b) for a in arg.refs for b in other.refs):
-                out.add(
-                    "JXM102", rc.path, _span(other.line, other.col, other.end_line, other.end_col),
-                    f"`{other.text}` is passed to `{d.function}` together with `{arg.text}`, which is donated "
-                    f"({label}): JAX cannot donate a buffer that is also another argument; pass a copy or stop "
-                    f"donating it",
-                    evidence=[where], **common,
-                )
+        for other in _shared_with(arg, rc):
+            out.add(
+                "JXM102", rc.path, _span(other.line, other.col, other.end_line, other.end_col),
+                f"`{other.text}` is passed to `{d.function}` together with `{arg.text}`, which is donated "
+                f"({label}): JAX cannot donate a buffer that is also another argument; pass a copy or stop "
+                f"donating it",
+                evidence=[where], **common,
+            )
     if arg.key is None:
         return
     subject = render(arg.key)
@@ -275,16 +286,13 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
             return _Verdict(live=f"`{subject}` may be read later: {use.text} (line {use.line})")
     if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit:
         return _Verdict(live=f"`{subject}` still holds the value when the function returns (call at {where})")
-    if len(arg.refs) > 1 or any(
-        overlaps(a, b) for other in list(rc.call.positional) + [x for _, x in rc.call.keywords]
-        if other is not arg for a in arg.refs for b in other.refs
-    ):
+    if len(arg.refs) > 1 or _shared_with(arg, rc):
         return _Verdict(live=f"`{subject}` is passed twice in the call at {where}")
     confidence = Confidence.HIGH
     reasons = []
     if arg.owner != LOCAL:
         confidence = Confidence.MEDIUM
-        reasons.append("the caller of the enclosing function may still hold it" if arg.owner == "param"
+        reasons.append("the caller of the enclosing function may still hold it" if arg.owner == PARAM
                        else f"`{subject}` is owned outside this function")
     for use in arg.escapes:
         if use.kind == "borrowed":

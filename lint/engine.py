@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+import warnings
 
 import libcst as cst
 
@@ -35,7 +36,9 @@ def _is_package_module(path: str) -> bool:
 def _syntax_error(text: str) -> tuple[int, int, str] | None:
     """CPython's own verdict (C-fast) on whether ``text`` parses."""
     try:
-        compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to report
+            compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         detail = error.msg or "invalid syntax"
         return (error.lineno or 1, max((error.offset or 1) - 1, 0), f"could not parse: {detail}; fix the syntax error")
@@ -62,7 +65,7 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
     """
     names = module_names_for(path)
     if not might_involve_jit(text, settings, hints):
-        return FileFacts(path=path, module_names=names, skipped=True)
+        return FileFacts(path=path, module_names=names, skipped=True, parse_error=_syntax_error(text))
     public = _is_package_module(path) and "__name__" not in text
     reduced = relevant_text(text, settings, hints)
     if reduced.blanked:
@@ -90,7 +93,7 @@ def _reads_blanked_globals(facts: FileFacts, blanked_words: set[str]) -> bool:
         arg.key is not None and arg.key[0] in blanked_words
         for call in facts.calls
         if call.scope == MODULE_SCOPE
-        for arg in list(call.positional) + [a for _, a in call.keywords]
+        for arg in call.args
     )
 
 

@@ -89,6 +89,11 @@ class CallFacts:
     traced: bool
     text: str
 
+    @property
+    def args(self) -> list[ArgFacts]:
+        """Every argument, positional then keyword."""
+        return list(self.positional) + [arg for _, arg in self.keywords]
+
 
 @dataclass
 class FileFacts:

@@ -16,26 +16,8 @@ import sys
 import textwrap
 
 import pytest
+from training_programs import TRAIN
 
-TRAIN = textwrap.dedent(
-    """\
-    import jax
-    import jax.numpy as jnp
-
-
-    @jax.jit
-    def update(state, grad):
-        return state - 0.1 * grad
-
-
-    def train(steps):
-        state = jnp.ones((4,))
-        for _ in range(steps):
-            grad = jnp.ones((4,))
-            state = update(state, grad)
-        return state
-    """
-)
 TRAIN_FIXED = TRAIN.replace(
     "import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom functools import partial\n"
 ).replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")

@@ -11,32 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from training_programs import TRAIN
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
-TRAIN = textwrap.dedent(
-    """\
-    import jax
-    import jax.numpy as jnp
-
-
-    @jax.jit
-    def update(state, grad):
-        return state - 0.1 * grad
-
-
-    def train(steps):
-        state = jnp.ones((4,))
-        for _ in range(steps):
-            grad = jnp.ones((4,))
-            state = update(state, grad)
-        return state
-    """
-)
 
 
 def _git(*args, cwd):
