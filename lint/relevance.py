@@ -10,6 +10,7 @@ over-approximates: the analysis proper decides.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,15 @@ _JITTED_ASSIGNMENT = re.compile(
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([A-Za-z_]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+
+
+def shortcuts_enabled() -> bool:
+    """Whether the textual shortcuts run; ``JAXMEM_NO_SHORTCUTS=1`` turns them off.
+
+    With them off every file is parsed and analysed whole: the accuracy
+    benchmark compares both ways to prove the shortcuts exact.
+    """
+    return os.environ.get("JAXMEM_NO_SHORTCUTS", "") in ("", "0")
 
 
 def code_without_docs(text: str) -> str:
@@ -69,6 +79,8 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     It matters when its code mentions jit, pmap or donation, a configured
     wrapper, or calls a name that another file of the run jits (``hints``).
     """
+    if not shortcuts_enabled():
+        return True
     if _JIT_WORDS.search(text) and _JIT_WORDS.search(code_without_docs(text)):
         return True
     for wrapper in settings.extra_wrappers:
@@ -147,6 +159,8 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     another chunk that matters (factories, wrappers, helpers that call the
     jitted function), to a fixpoint.
     """
+    if not shortcuts_enabled():
+        return Reduced(text)
     lines = text.splitlines(keepends=True)
     chunks = _chunks(lines)
     if len(chunks) <= 2:
