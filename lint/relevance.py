@@ -170,21 +170,29 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     jit_words = {"jit", "pmap", "pjit", "filter_jit", "named_jit", "variable_jit", "donate_argnums", "donate_argnames"}
     jit_words |= {w.rsplit(".", 1)[-1] for w in settings.extra_wrappers}
     relevant = reachable_hints(text, hints) | set(_JITTED_DEF.findall(text)) | set(_JITTED_ASSIGNMENT.findall(text))
-    keep = [i == 0 for i in range(len(chunks))]
-    changed = True
-    while changed:
-        changed = False
-        for i, chunk_words in enumerate(words):
-            if keep[i] and i:
+    defined = [{n for groups in _TOP_LEVEL_NAME.findall(body) for n in groups if n} for body in bodies]
+    definers: dict[str, list[int]] = {}
+    for i, names in enumerate(defined):
+        for name in names:
+            definers.setdefault(name, []).append(i)
+    keep = [False] * len(chunks)
+    pending = [0]  # the header (imports, module code before the first def) always matters
+    while True:
+        while pending:
+            i = pending.pop()
+            if keep[i]:
                 continue
-            if not chunk_words.isdisjoint(jit_words) or not chunk_words.isdisjoint(relevant):
-                if not keep[i]:
-                    keep[i] = changed = True
-                if i:
-                    defined = {n for groups in _TOP_LEVEL_NAME.findall(bodies[i]) for n in groups if n}
-                    if not defined <= relevant:
-                        relevant |= defined
-                        changed = True
+            keep[i] = True
+            # Both directions matter: callers of what a kept chunk defines
+            # (they may call a jitted function), and what a kept chunk uses
+            # (``jax.jit(train_step)`` needs ``train_step``'s signature and body).
+            if i:
+                relevant |= defined[i]
+            pending.extend(j for name in words[i] & definers.keys() for j in definers[name] if not keep[j])
+        pending = [i for i, chunk_words in enumerate(words) if not keep[i] and (
+            not chunk_words.isdisjoint(jit_words) or not chunk_words.isdisjoint(relevant))]
+        if not pending:
+            break
     if all(keep):
         return Reduced(text)
     kept_lines: list[str] = []

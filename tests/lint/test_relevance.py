@@ -107,3 +107,23 @@ def test_syntax_error_in_a_blanked_function_is_still_reported():
     facts = facts_for_file("m.py", source, S)
     (finding,) = report([facts], S)[0].findings
     assert finding.code == "JXM900" and finding.span.line == 3
+
+
+def test_a_function_jitted_inside_another_function_keeps_its_signature():
+    source = """
+    import jax
+    import jax.numpy as jnp
+
+
+    def train_step(state, batch):
+        return state + batch
+
+
+    def main():
+        jit_train_step = jax.jit(train_step, donate_argnums=0)
+        state = jnp.ones(3)
+        new = jit_train_step(state, state)
+        print(state)
+    """
+    findings = analyze_source(textwrap.dedent(source), "script.py").findings
+    assert sorted((f.code, f.span.line) for f in findings) == [("JXM101", 14), ("JXM102", 13)]
