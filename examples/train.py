@@ -3,7 +3,11 @@
 It has two donation problems that `jaxmem check examples/` finds:
 
 * `train_step` is jitted without donating the parameters and optimizer
-  state it replaces, so every step holds two copies of them (JXM001);
+  state it replaces, so every step holds two copies of them (JXM001).
+  Only `params` is safe to donate as the code stands: `adam_init` shares
+  one zeros tree between `mu` and `nu`, so donating `opt_state` would fail
+  with "Attempt to donate the same buffer twice" (jaxmem says so and
+  gives that proposal medium confidence);
 * `ema_update` donates the running average, which `evaluate` then reads
   again: this crashes with "Array has been deleted" (JXM101).
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import MODULE_SCOPE, JitDefinition
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
+from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
+from jaxmem.lint.usefulness import MAYBE, NONE, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import map_arguments
@@ -51,7 +53,9 @@ class _Verdict:
     """One call site's view of one parameter."""
 
     live: str | None = None  # why the value may be read later
+    useless: str | None = None  # why donating it at this call frees nothing
     confidence: Confidence = Confidence.HIGH
+    doubts: tuple[str, ...] = ()  # why the confidence is not high
     rebound: bool = False
     evidence: str = ""
 
@@ -63,8 +67,16 @@ class Index:
         self.local: dict[tuple[str, str, tuple], tuple[str, JitDefinition]] = {}
         self.qualified: dict[str, tuple[str, JitDefinition]] = {}
         self.referenced: set[str] = set()
+        # Plain project functions (not jitted): where they are, and why their result may share buffers.
+        self.functions: dict[tuple[str, str], str | None] = {}
+        self.qualified_functions: dict[str, str | None] = {}
         for facts in all_facts:
             self.referenced |= facts.referenced
+            for name in facts.functions:
+                why = facts.sharing_functions.get(name)
+                self.functions[(facts.path, name)] = why
+                for module in facts.module_names:
+                    self.qualified_functions.setdefault(f"{module}.{name}", why)
             for d in facts.definitions:
                 self.local[(facts.path, d.scope, d.callee)] = (facts.path, d)
                 if d.scope == MODULE_SCOPE and len(d.callee) == 1:
@@ -84,6 +96,20 @@ class Index:
         if call.qualified is not None:
             return self.qualified.get(call.qualified.lstrip("."))
         return None
+
+
+    def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope) -> tuple[str, str | None]:
+        """What a ``call`` origin calls: ``("jitted", None)``, ``("function", why_shared)``
+        for a plain project function, or ``("unknown", None)``."""
+        probe = CallFacts(0, 0, 0, 0, origin.callee, scopes[0], scopes, class_scope, origin.qualified,
+                          (), (), False, False, origin.text)
+        if self.resolve(path, probe) is not None:
+            return "jitted", None
+        if len(origin.callee) == 1 and (path, origin.callee[0]) in self.functions:
+            return "function", self.functions[(path, origin.callee[0])]
+        if origin.qualified is not None and origin.qualified.lstrip(".") in self.qualified_functions:
+            return "function", self.qualified_functions[origin.qualified.lstrip(".")]
+        return "unknown", None
 
 
 def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall]:
@@ -262,7 +288,25 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
         )
 
 
-def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
+def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
+    """``(why the value may share buffers, why donating it frees nothing)`` for one origin."""
+    where = f"line {origin.line}" if origin.line else "here"
+    if origin.kind == HOST:
+        return None, f"`{subject}` is host data (`{origin.text}`, {where}): jit copies it and never deletes it"
+    if origin.kind == UNKNOWN:
+        return f"its buffers are not proved to be its own: {origin.text} ({where})", None
+    if origin.kind == CALL:
+        kind, why = project.origin_call(rc.path, origin, rc.call.scopes, rc.call.class_scope)
+        if kind == "jitted":
+            return None, None  # a jitted call's outputs are new buffers
+        if kind == "function":
+            return (None, None) if why is None else (f"{why} ({where})", None)
+    if origin.kind in (CALL, DERIVED) and origin.shared_with:
+        return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
+    return None, None
+
+
+def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict | None:
     """Whether donating ``arg`` at this call is safe, and worth it."""
     where = f"{rc.path}:{rc.call.line}"
     if arg is None:
@@ -270,7 +314,16 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
     if arg.is_temporary:
         if _LITERAL.match(arg.text):
             return None
-        return _Verdict(confidence=Confidence.HIGH, evidence=f"call at {where} passes a temporary (`{arg.text}`)")
+        confidence, reasons = Confidence.HIGH, []
+        for origin in arg.origins:
+            problem, useless = _origin_problem(origin, arg.text, rc, project)
+            if useless is not None:
+                return _Verdict(useless=useless)
+            if problem is not None:
+                confidence = Confidence.MEDIUM
+                reasons.append(problem)
+        text = f"call at {where} passes a temporary (`{arg.text}`)"
+        return _Verdict(confidence=confidence, evidence="; ".join([text] + reasons), doubts=tuple(reasons))
     if arg.key is None:
         return _Verdict(live=f"call at {where} passes `{arg.text}`, whose parts may be read later")
     subject = render(arg.key)
@@ -290,6 +343,13 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
         return _Verdict(live=f"`{subject}` is passed twice in the call at {where}")
     confidence = Confidence.HIGH
     reasons = []
+    for origin in arg.origins:
+        problem, useless = _origin_problem(origin, subject, rc, project)
+        if useless is not None:
+            return _Verdict(useless=useless)
+        if problem is not None:
+            confidence = Confidence.MEDIUM
+            reasons.append(problem)
     if arg.owner != LOCAL:
         confidence = Confidence.MEDIUM
         reasons.append("the caller of the enclosing function may still hold it" if arg.owner == PARAM
@@ -308,7 +368,33 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None) -> _Verdict | None:
         text = f"`{subject}` is not read after the call at {where}"
     if reasons:
         text += "; " + "; ".join(reasons)
-    return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text)
+    return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text, doubts=tuple(reasons))
+
+
+def _useless_param(definition: JitDefinition, name: str) -> str | None:
+    """Why no output of the jitted body can take parameter ``name``'s buffers, if so."""
+    verdict = definition.output_verdict(name)
+    if verdict == SCALAR:
+        return f"`{name}` is a Python scalar, string or None (its default or annotation): it has no device buffer"
+    if verdict == PRNG:
+        return f"`{name}` is only used as a PRNG key by `{definition.wrapped}`: a few bytes"
+    if verdict == NONE and not definition.keeps_module_args:
+        return (f"no output of `{definition.wrapped}` is built from `{name}` by shape- and dtype-preserving "
+                f"operations, so no output can take its buffers")
+    return None
+
+
+def _output_doubt(definition: JitDefinition, name: str) -> str | None:
+    """Why it is not proved that an output can take ``name``'s buffers, if so."""
+    verdict = definition.output_verdict(name)
+    if verdict is None:
+        return f"the body of `{definition.function}` is not visible: no output is known to take `{name}`'s buffers"
+    if verdict == MAYBE:
+        return (f"`{name}` reaches the outputs of `{definition.wrapped}` only through calls jaxmem does not know "
+                f"(shape and dtype unproved)")
+    if verdict == NONE:  # nnx.jit: Module arguments are written back
+        return f"no output of `{definition.wrapped}` is built from `{name}` (nnx writes Modules back)"
+    return None
 
 
 def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter) -> None:
@@ -346,10 +432,17 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
             if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
                 continue  # pmap ignores keyword-passed arguments
-            verdict = _verdict(rc, arg)
+            verdict = _verdict(rc, arg, project)
             if verdict is not None:
                 verdicts.append((rc, verdict))
         if blocked is None:
+            useless = next((v.useless for _, v in verdicts if v.useless), None)
+            if verdicts and useless is None:
+                useless = _useless_param(definition, name)
+            if useless is not None:
+                out.report(def_path).refusals.append(
+                    Refusal(def_path, definition.line, definition.function, name, f"not worth donating: {useless}"))
+                continue
             live = [v for _, v in verdicts if v.live]
             if live and len(live) < len(verdicts):
                 blocked = "call sites disagree: " + live[0].live
@@ -368,8 +461,14 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if definition.callee[0] in project.referenced and len(definition.callee) == 1:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
             extra.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
+        output = _output_doubt(definition, name)
+        if output is not None:
+            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
+            extra.append(output)
         evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
         evidence += [Evidence(text, def_path, definition.line) for text in extra]
+        doubts = [d for _, v in verdicts for d in v.doubts] + extra
+        why = f": {doubts[0]}" if doubts and confidence is not Confidence.HIGH else ""
         rebound = any(v.rebound for _, v in verdicts)
         kw = "donate_argnames" if index is None else "donate_argnums"
         spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
@@ -378,7 +477,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             out.add(
                 "JXM001", def_path, span,
                 f"`{definition.function}` does not donate `{name}`, which is dead after every call and rebound "
-                f"from the result: add {spelled} to reuse its memory ({confidence.value} confidence)",
+                f"from the result: add {spelled} to reuse its memory ({confidence.value} confidence{why})",
                 confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
                 evidence=evidence, fix=DonationFix(definition.line, index, name),
             )

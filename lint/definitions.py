@@ -18,6 +18,7 @@ from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
 from jaxmem.lint.refs import RefKey, ref_key, render
 from jaxmem.lint.signatures import Signature
+from jaxmem.lint.usefulness import output_reach
 from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
 
 MODULE_SCOPE = "<module>"
@@ -82,6 +83,15 @@ class JitDefinition:
     keeps_module_args: bool = False
     wrapped_qualname: str | None = None
     problems: tuple[str, ...] = ()
+    # Parameter name -> whether an output can take its buffers (see
+    # :mod:`jaxmem.lint.usefulness`); None when the body is not visible.
+    outputs: tuple[tuple[str, str], ...] | None = None
+
+    def output_verdict(self, name: str) -> str | None:
+        """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""
+        if self.outputs is None:
+            return None
+        return dict(self.outputs).get(name)
 
     @property
     def function(self) -> str:
@@ -463,6 +473,7 @@ class DefinitionFinder:
             keeps_module_args=transform.keeps_module_args,
             wrapped_qualname=wrapped_qualname,
             problems=problems,
+            outputs=None if function_node is None else tuple(output_reach(function_node, self.imports).items()),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)

@@ -19,6 +19,7 @@ from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Poi
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.positions import Positions
+from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
 from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.walk import small_statements, statements, suite_statements
@@ -64,6 +65,7 @@ class ArgFacts:
     rebound_line: int | None = None
     escapes: tuple[Use, ...] = ()
     alias_reads: tuple[Use, ...] = ()
+    origins: tuple[Origin, ...] = ()  # how the value was made (local names and temporaries)
 
     @property
     def is_temporary(self) -> bool:
@@ -104,6 +106,8 @@ class FileFacts:
     definitions: list[JitDefinition] = field(default_factory=list)
     calls: list[CallFacts] = field(default_factory=list)
     functions: dict[str, Signature] = field(default_factory=dict)
+    # Top-level functions whose result may share buffers: name -> why.
+    sharing_functions: dict[str, str] = field(default_factory=dict)
     debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)
     parse_error: tuple[int, int, str] | None = None
@@ -131,6 +135,10 @@ class _Context:
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
+        self.module_functions = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+        # Top-level functions whose body shows they keep no argument (used for escapes).
+        self.non_retaining = {stmt.name.value for stmt in module.body
+                              if isinstance(stmt, cst.FunctionDef) and not keeps_arguments(stmt)}
 
     def text(self, node: cst.CSTNode, limit: int = 60) -> str:
         code = self.module.code_for_node(node).strip()
@@ -150,7 +158,8 @@ class _Context:
         """Whether ``call`` may keep a reference to its arguments."""
         func = call.func
         if isinstance(func, cst.Name):
-            if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees:
+            if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees \
+                    or func.value in self.non_retaining:
                 return False
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
@@ -233,6 +242,8 @@ class FactExtractor:
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
         assigned = _assigned_names(flow)
+        self.provenance = Provenance(
+            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope)
         out: list[CallFacts] = []
         for call in flow.call_nodes:
             key = ref_key(call.func)
@@ -279,8 +290,10 @@ class FactExtractor:
         base = dict(text=ctx.text(value), line=pos.start.line, col=pos.start.column,
                     end_line=pos.end.line, end_col=pos.end.column, key=key, refs=refs)
         if key is None:
-            return ArgFacts(owner="", **base)
+            origins = () if refs else tuple(self.provenance.of_expr(value, point, 0))
+            return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
+        origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
         arg_nodes = {id(a.value) for a in call.args}
         result = flow.search(point, key)
         reads = []
@@ -310,7 +323,7 @@ class FactExtractor:
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
-            alias_reads=tuple(alias_reads), **base,
+            alias_reads=tuple(alias_reads), origins=origins, **base,
         )
 
     def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
@@ -414,6 +427,9 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and (why := return_sharing(stmt)) is not None:
+            facts.sharing_functions[stmt.name.value] = why
     extractor = FactExtractor(ctx)
 
     module_flow = FlowBuilder(ctx.retains).build_module(module)

@@ -43,6 +43,10 @@ class Event:
     node: cst.CSTNode
     sources: tuple[RefKey, ...] = ()
     detail: str = ""
+    # For WRITE: the expression whose value the key now holds (the whole
+    # right-hand side when a tuple target unpacks it), and how it got it.
+    origin: cst.CSTNode | None = None
+    origin_kind: str = ""  # value | unpack | iter | with | except | aug | "" (def, import, match)
 
 
 @dataclass
@@ -335,18 +339,19 @@ class FlowBuilder:
             self._expr(small.value, events)
             sources = direct_refs(small.value)
             for target in small.targets:
-                self._target(target.target, sources, events, small.value)
+                self._target(target.target, sources, events, small.value, small.value)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
                 self._expr(small.value, events)
-                self._target(small.target, direct_refs(small.value), events, small.value)
+                self._target(small.target, direct_refs(small.value), events, small.value, small.value)
         elif isinstance(small, cst.AugAssign):
             # x += f(x): the old x is combined with the result after the call.
             self._expr(small.value, events)
             self._expr(small.target, events)
             key = ref_key(small.target)
             if key is not None:
-                events.append(Event(WRITE, key, small.target, direct_refs(small.value) + (key,)))
+                events.append(Event(WRITE, key, small.target, direct_refs(small.value) + (key,),
+                                    origin=small, origin_kind="aug"))
         elif isinstance(small, cst.Del):
             self._delete(small.target, events)
         elif isinstance(small, cst.Return):
@@ -430,7 +435,7 @@ class FlowBuilder:
         self._expr(stmt.iter, events)
         iterate = self._node(events, preds)
         head_events: list[Event] = []
-        self._target(stmt.target, (), head_events, None)
+        self._target(stmt.target, (), head_events, None, stmt.iter, "iter")
         head = self._node(head_events, [iterate])
         loop = _Loop(head)
         self.loops.append(loop)
@@ -447,7 +452,7 @@ class FlowBuilder:
         for item in stmt.items:
             self._expr(item.item, events)
             if item.asname is not None:
-                self._target(item.asname.name, (), events, None)
+                self._target(item.asname.name, (), events, None, item.item, "with")
         node = self._node(events, preds)
         return self._block(_statements(stmt.body), [node])
 
@@ -462,7 +467,7 @@ class FlowBuilder:
             if handler.type is not None:
                 self._expr(handler.type, events)
             if handler.name is not None:
-                self._target(handler.name.name, (), events, None)
+                self._target(handler.name.name, (), events, None, handler, "except")
             handler_entries.append((handler, events))
         entry_ids = [self._node_detached(events) for _, events in handler_entries]
         targets = list(entry_ids)
@@ -538,21 +543,25 @@ class FlowBuilder:
 
     # -- targets -----------------------------------------------------------
 
-    def _target(self, target, sources, events, value) -> None:
+    def _target(self, target, sources, events, value, origin=None, origin_kind="value") -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             parallel = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
             for i, element in enumerate(target.elements):
                 part = direct_refs(value.elements[i].value) if parallel else sources
-                self._target(element.value, part, events, value.elements[i].value if parallel else None)
+                if parallel:
+                    self._target(element.value, part, events, value.elements[i].value, value.elements[i].value)
+                else:
+                    self._target(element.value, part, events, None, origin,
+                                 "unpack" if origin_kind == "value" else origin_kind)
             return
         if isinstance(target, cst.StarredElement):
-            self._target(target.value, sources, events, None)
+            self._target(target.value, sources, events, None, origin, "unpack")
             return
         key = ref_key(target)
         if key is not None:
             if isinstance(target, (cst.Attribute, cst.Subscript)):
                 self._expr_base_reads(target, events)
-            events.append(Event(WRITE, key, target, tuple(sources)))
+            events.append(Event(WRITE, key, target, tuple(sources), origin=origin, origin_kind=origin_kind))
             return
         if isinstance(target, cst.Subscript):
             base = ref_key(target.value)
@@ -660,7 +669,7 @@ class FlowBuilder:
             self._expr(expr.value, events, skip)
             key = ref_key(expr.target)
             if key is not None:
-                events.append(Event(WRITE, key, expr.target, direct_refs(expr.value)))
+                events.append(Event(WRITE, key, expr.target, direct_refs(expr.value), origin=expr.value))
             return
         if isinstance(expr, (cst.Yield,)):
             value = expr.value

@@ -19,7 +19,54 @@ def test_check_finds_the_missed_donation_and_the_crash():
     assert ("JXM001", "opt_state") in found and ("JXM001", "params") in found
     assert ("JXM101", "ema_params") in found
     confidences = {f.parameter_name: f.confidence for f in report.findings if f.code == "JXM001"}
-    assert confidences["opt_state"] is Confidence.HIGH
+    assert confidences["params"] is Confidence.HIGH
+    # adam_init puts one zeros tree under "mu" and "nu": donating opt_state
+    # fails with "Attempt to donate the same buffer twice", so not high.
+    assert confidences["opt_state"] is Confidence.MEDIUM
+    (opt_state,) = [f for f in report.findings if f.parameter_name == "opt_state"]
+    assert any("returns `zeros` in two places" in e.message for e in opt_state.evidence)
+
+
+_PROBE = """
+import runpy, sys
+program = runpy.run_path(sys.argv[1])
+jax = program["jax"]
+params = program["init_params"](jax.random.PRNGKey(0))
+opt_state = program["adam_init"](params)
+batch = next(program["make_batches"](jax.random.PRNGKey(1), 1))
+program["train_step"](params, opt_state, batch)
+print("params deleted:", all(leaf.is_deleted() for leaf in jax.tree_util.tree_leaves(params)))
+program["main"](steps=12)
+print("ran to the end")
+"""
+
+
+def _fixed_example(tmp_path, *flags):
+    fixed = tmp_path / "train.py"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    # Remove the use-after-donation that JXM101 reports (the ema loss read).
+    text = text.replace("  ema loss {float(evaluate(ema_params, eval_batch)):.4f}", "")
+    fixed.write_text(text, encoding="utf-8")
+    fix = Path(sys.executable).parent / "jaxmem-fix"
+    done = subprocess.run([str(fix), *flags, str(fixed)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr  # changed the file
+    probe = tmp_path / "probe.py"
+    probe.write_text(_PROBE, encoding="utf-8")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    return subprocess.run([sys.executable, str(probe), str(fixed)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+
+
+def test_the_default_fix_runs_to_the_end_with_params_donated(tmp_path):
+    run = _fixed_example(tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "params deleted: True" in run.stdout and "ran to the end" in run.stdout
+
+
+def test_the_medium_confidence_fix_would_crash_the_example(tmp_path):
+    run = _fixed_example(tmp_path, "--unsafe-fixes")
+    assert run.returncode != 0
+    assert "donate the same buffer twice" in run.stderr
 
 
 def test_the_example_really_crashes_where_jaxmem_says(tmp_path):

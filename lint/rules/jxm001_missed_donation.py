@@ -37,14 +37,25 @@ RULE = Rule(
         ...
     ```
 
+    ## Known problems
+    Shapes are not visible statically. A parameter is proposed only when the
+    jitted body builds an output from it by shape- and dtype-preserving
+    operations (arithmetic, `tree_map`, `optax.apply_updates`, `.replace`,
+    `.apply_gradients`); one that is reduced, reshaped or concatenated away,
+    a Python scalar, a PRNG key or host NumPy data is not proposed at all
+    (`--format json` lists it under `skipped` with the reason).
+
     ## Fix safety
-    `jaxmem-fix` applies high-confidence findings: the argument is a local
-    value of the calling scope, rebound by the call, with no alias, escape
-    or later read on any path, at every call site in the run. Medium
-    confidence (the value belongs to the caller or an attribute, or the
-    function is public and may have callers outside the project) is applied
-    only with `--unsafe-fixes`. Donation needs an output with the same
-    shape and dtype to be useful: `jaxmem verify` confirms it on the backend.
+    `jaxmem-fix` applies high-confidence findings only. High means proved:
+    at every call site in the run the argument is a local value of the
+    calling scope, rebound by the call, with no alias, escape or later read
+    on any path; its buffers are its own (made by a jitted call, an array
+    constructor, arithmetic, or a project function whose body returns no
+    value twice and none of its arguments; not a loop variable taken from a
+    container, not a value a library call made from something still read);
+    and the body has an output built from it. Anything less is medium (the
+    message says why) and applied only with `--unsafe-fixes`. `jaxmem
+    verify` confirms the aliasing on the backend.
     ''',
     invalid=(
         Example(
@@ -134,6 +145,60 @@ RULE = Rule(
             confidence=Confidence.MEDIUM,
             note="an attribute is owned outside the method: medium confidence",
         ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            def adam_init(params):
+                zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+                return {"mu": zeros, "nu": zeros}
+
+            @jax.jit  # JXM001
+            def update(opt_state, grads):
+                return jax.tree_util.tree_map(lambda m: 0.9 * m + grads, opt_state)
+
+            opt_state = adam_init(jnp.ones(4))
+            for _ in range(3):
+                opt_state = update(opt_state, jnp.ones(4))
+            """,
+            confidence=Confidence.MEDIUM,
+            note="`mu` and `nu` are one buffer: donating fails with 'Attempt to donate the same buffer twice'",
+        ),
+        Example(
+            """
+            import jax
+            from flax import nnx
+
+            @jax.jit  # JXM001
+            def step(state, batch):
+                return jax.tree_util.tree_map(lambda p: p - 0.1 * batch, state)
+
+            def train(model, batches):
+                graphdef, state = nnx.split(model)
+                for batch in batches:
+                    state = step(state, batch)
+                return model  # still shares its arrays with the first `state`
+            """,
+            confidence=Confidence.MEDIUM,
+            note="`nnx.split(model)` shares leaves with `model`, which is still used",
+        ),
+        Example(
+            """
+            import jax
+
+            @jax.jit  # JXM001
+            def step(state, batch):
+                return state + batch
+
+            def train(states, batch):
+                for state in states:
+                    state = step(state, batch)
+                return states
+            """,
+            confidence=Confidence.MEDIUM,
+            note="a loop variable is still held by the list it came from",
+        ),
     ),
     valid=(
         Example(
@@ -183,6 +248,58 @@ RULE = Rule(
                 return out, state  # this call site reads state later
             """,
             note="call sites disagree: no proposal",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @jax.jit
+            def normalize(batch):
+                return batch / 255.0
+
+            def load(data):
+                batch = np.stack(data)
+                batch = normalize(batch)
+                return batch
+            """,
+            note="`batch` is host NumPy data: jit copies it and never deletes it",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def sample(key, x):
+                key, sub = jax.random.split(key)
+                return key, x + jax.random.normal(sub, x.shape)
+
+            def run(key):
+                x = jnp.zeros(3)
+                for _ in range(3):
+                    key, y = sample(key, x)
+                return key, x
+            """,
+            note="`key` is a PRNG key (a few bytes); `x` is read after every call",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def grow(frames, frame):
+                return jnp.concatenate([frames, frame[None]])
+
+            def record(n):
+                frames = jnp.zeros((0, 4))
+                for _ in range(n):
+                    frames = grow(frames, jnp.ones(4))
+                return frames
+            """,
+            note="the body concatenates `frames` into a larger array: no output can take its buffer",
         ),
     ),
 )

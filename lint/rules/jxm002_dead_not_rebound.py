@@ -41,7 +41,7 @@ RULE = Rule(
 
             @partial(jax.jit, donate_argnums=(0,))  # JXM002
             def step(state, batch):
-                return state + batch.sum()
+                return state + batch
 
             def train(state, batches):
                 for batch in batches:
@@ -66,6 +66,22 @@ RULE = Rule(
                     print(batch.mean())
                 return state
             """
+        ),
+        Example(
+            """
+            import jax
+            from functools import partial
+
+            @partial(jax.jit, donate_argnums=(0,))
+            def step(state, batch):
+                return state + batch.sum()  # batch is reduced away: no output can take it
+
+            def train(state, batches):
+                for batch in batches:
+                    state = step(state, batch)
+                return state
+            """,
+            note="not reported: no output is built from `batch` by shape-preserving operations",
         ),
     ),
 )

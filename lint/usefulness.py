@@ -1,0 +1,205 @@
+"""Can an output of the jitted body take a parameter's buffers?
+
+Donation only saves memory when some output has the donated leaves' shape
+and dtype.  Shapes are not visible statically, but the body's data flow
+is: a parameter that reaches a ``return`` through shape- and
+dtype-preserving operations (arithmetic, ``tree_map`` over it,
+``optax.apply_updates``, ``.replace(...)``, ``.apply_gradients(...)``,
+attribute or key access into the pytree) most likely has an output to
+land in.  One that reaches no output, or reaches it only through
+shape-changing operations (:mod:`jaxmem.lint.array_api`), has none.
+
+Per parameter the verdict is one of:
+
+* ``preserved``: it reaches an output through preserving operations only;
+* ``maybe``: it reaches an output through calls jaxmem does not know;
+* ``none``: no output is built from it (or only through shape-changing
+  operations): donating it frees nothing and prints "Some donated buffers
+  were not usable";
+* ``scalar``: its default or annotation says it is a Python number, string
+  or ``None``: it has no device buffer;
+* ``prng``: it is only used as a PRNG key (``jax.random.*``): a few bytes.
+
+The analysis is flow-insensitive over the body (a name's value is the
+union of all its assignments), which over-approximates what reaches an
+output.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from jaxmem.lint.array_api import (
+    PRNG_CONSUMERS_PREFIX,
+    SHAPE_CHANGING,
+    SHAPE_CHANGING_METHODS,
+    SHAPE_PRESERVING,
+    SHAPE_PRESERVING_METHODS,
+    TREE_MAPS,
+)
+from jaxmem.lint.imports import ImportTable
+from jaxmem.lint.walk import small_statements, suite_statements
+
+PRESERVED = "preserved"
+MAYBE = "maybe"
+NONE = "none"
+SCALAR = "scalar"
+PRNG = "prng"
+
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "None"})
+_Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
+_EMPTY: _Flow = (frozenset(), frozenset())
+
+
+def _union(*flows: _Flow) -> _Flow:
+    return frozenset().union(*(f[0] for f in flows)), frozenset().union(*(f[1] for f in flows))
+
+
+def _maybe(flow: _Flow) -> _Flow:
+    return frozenset(), flow[0] | flow[1]
+
+
+class _Body:
+    """The data flow of one function body, from parameters to names."""
+
+    def __init__(self, imports: ImportTable, params: list[str]) -> None:
+        self.imports = imports
+        self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
+        self.prng_uses: dict[str, int] = {}
+        self.other_uses: dict[str, int] = {}
+        self.receivers: set[str] = set()
+
+    def expr(self, node) -> _Flow:
+        """Which parameters' shapes the value of ``node`` may carry."""
+        if node is None:
+            return _EMPTY
+        if isinstance(node, cst.Name):
+            return self.names.get(node.value, _EMPTY)
+        if isinstance(node, cst.Attribute):
+            return self.expr(node.value)  # state.params: a subtree of the pytree
+        if isinstance(node, cst.Subscript):
+            keys = [e.slice for e in node.slice]
+            by_key = all(isinstance(k, cst.Index) and isinstance(k.value, cst.SimpleString) for k in keys)
+            base = self.expr(node.value)
+            return base if by_key else _maybe(base)  # x["mu"] keeps leaves; x[0] may slice an array
+        if isinstance(node, (cst.BinaryOperation,)):
+            return _union(self.expr(node.left), self.expr(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            return self.expr(node.expression)
+        if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+            values = [e.value for e in node.elements if isinstance(e, (cst.Element, cst.DictElement, cst.StarredElement))]
+            return _union(*(self.expr(v) for v in values)) if values else _EMPTY
+        if isinstance(node, cst.IfExp):
+            return _union(self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp)):
+            return _maybe(_union(*(self.expr(c) for c in _children_exprs(node))))
+        return _EMPTY
+
+    def call(self, call: cst.Call) -> _Flow:
+        qualified = self.imports.resolve(call.func)
+        args = [a.value for a in call.args]
+        arg_flows = [self.expr(a) for a in args]
+        self._note_uses(call, qualified, args)
+        if qualified is not None and qualified.startswith(PRNG_CONSUMERS_PREFIX):
+            return _EMPTY
+        if qualified in SHAPE_CHANGING:
+            return _EMPTY
+        if qualified in TREE_MAPS:
+            return _union(*arg_flows[1:]) if arg_flows else _EMPTY
+        if qualified in SHAPE_PRESERVING:
+            return _union(*arg_flows)
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            receiver = self.expr(call.func.value)
+            if method in SHAPE_CHANGING_METHODS:
+                return _EMPTY
+            if method in SHAPE_PRESERVING_METHODS:
+                return _union(receiver, *arg_flows)
+            return _maybe(_union(receiver, *arg_flows))
+        return _maybe(_union(self.expr(call.func), *arg_flows))
+
+    def _note_uses(self, call: cst.Call, qualified: str | None, args) -> None:
+        is_prng = qualified is not None and qualified.startswith(PRNG_CONSUMERS_PREFIX)
+        for arg in args:
+            if isinstance(arg, cst.Name) and arg.value in self.names:
+                bucket = self.prng_uses if is_prng else self.other_uses
+                bucket[arg.value] = bucket.get(arg.value, 0) + 1
+        if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+            self.receivers.add(call.func.value.value)
+
+
+def _children_exprs(node):
+    for child in node.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif isinstance(child, cst.CSTNode):
+            yield from _children_exprs(child)
+
+
+def _targets(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _targets(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _targets(target.value)
+    return []
+
+
+def _is_scalar_param(param: cst.Param) -> bool:
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    if isinstance(annotation, cst.Name) and annotation.value in _SCALAR_ANNOTATIONS:
+        return True
+    default = param.default
+    if isinstance(default, cst.UnaryOperation):
+        default = default.expression
+    return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(default, cst.Name) and default.value in ("None", "True", "False"))
+
+
+def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> dict[str, str]:
+    """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``."""
+    params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+    body = _Body(imports, [p.name.value for p in params])
+    if isinstance(function, cst.Lambda):
+        returned = body.expr(function.body)
+    else:
+        statements = list(small_statements(suite_statements(function.body), into_scopes=False))
+        returned = _EMPTY
+        for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
+            returned = _EMPTY
+            for small in statements:
+                returned = _union(returned, _statement(body, small))
+    verdicts: dict[str, str] = {}
+    for param in params:
+        name = param.name.value
+        if _is_scalar_param(param):
+            verdicts[name] = SCALAR
+        elif body.prng_uses.get(name) and not body.other_uses.get(name):
+            verdicts[name] = PRNG
+        elif name in returned[0]:
+            verdicts[name] = PRESERVED
+        elif name in returned[1]:
+            verdicts[name] = MAYBE
+        else:
+            verdicts[name] = NONE
+    return verdicts
+
+
+def _statement(body: _Body, small) -> _Flow:
+    """Update ``body``'s names for one small statement; the flow it returns, if any."""
+    if isinstance(small, cst.Return):
+        return body.expr(small.value)
+    if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        value = body.expr(small.value)
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        for target in targets:
+            for name in _targets(target):
+                previous = body.names.get(name, _EMPTY) if isinstance(small, cst.AugAssign) else _EMPTY
+                body.names[name] = _union(body.names.get(name, _EMPTY), previous, value)
+        return _EMPTY
+    if isinstance(small, cst.Expr):
+        body.expr(small.value)  # records uses (PRNG keys, receivers)
+    return _EMPTY
