@@ -13,12 +13,13 @@ definition it reaches, then
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
-from jaxmem.lint.definitions import MODULE_SCOPE, JitDefinition
+from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
 from jaxmem.lint.usefulness import MAYBE, NONE, PRNG, SCALAR
@@ -128,6 +129,12 @@ def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall
             mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
             resolved = ResolvedCall(facts.path, call, definition, def_path, shift, mapping.resolved)
             args = resolved.args
+            if definition.signature is None and not call.has_star:
+                # No signature (``jax.pmap(make_step(...), donate_argnums=(0, 1))``): positional
+                # donation still names the first arguments of every call.
+                resolved.by_index = dict(enumerate(call.positional))
+                out.append(resolved)
+                continue
             for index_, number in mapping.by_index.items():
                 resolved.by_index[index_] = args[number]
                 if number >= len(call.positional):
@@ -245,6 +252,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             )
     if arg.key is None:
         return
+    if arg.origins and all(origin.kind == HOST for origin in arg.origins):
+        return  # host NumPy data: jit copies it and never deletes it
     subject = render(arg.key)
     for use in arg.reads_after:
         if d.keeps_module_args:
@@ -400,7 +409,7 @@ def _output_doubt(definition: JitDefinition, name: str) -> str | None:
 def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter) -> None:
     """JXM001/JXM002 for the parameters ``definition`` does not donate yet."""
     spec, sig = definition.spec, definition.signature
-    if not calls:
+    if not calls or definition.form == IMMEDIATE:
         return
     if not spec.known or sig is None:
         reason = spec.unknown_reason or "the jitted function's signature is not visible here"
@@ -491,6 +500,27 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             )
 
 
+def _with_factory_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
+    """Definitions that jit what another file's factory returns get that function's
+    signature and outputs (``wrapped_qualname`` is ``pkg.mod.make_step()``)."""
+    factories = {}
+    for facts in all_facts:
+        for name, info in facts.factories.items():
+            for module in facts.module_names:
+                factories.setdefault(f"{module}.{name}()", info)
+    if not factories:
+        return all_facts
+    out = []
+    for facts in all_facts:
+        patched = [
+            dataclasses.replace(d, signature=factories[key][0], outputs=factories[key][1])
+            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories else d
+            for d in facts.definitions
+        ]
+        out.append(facts if patched == facts.definitions else dataclasses.replace(facts, definitions=patched))
+    return out
+
+
 def build_reports(all_facts: list[FileFacts], settings: Settings) -> list[FileReport]:
     """Findings for every file of the run (unfiltered; see ``engine.report``)."""
     out = Reporter()
@@ -499,6 +529,7 @@ def build_reports(all_facts: list[FileFacts], settings: Settings) -> list[FileRe
         if facts.parse_error is not None:
             line, col, message = facts.parse_error
             out.add("JXM900", facts.path, _span(line, col), message)
+    all_facts = _with_factory_signatures(all_facts)
     index = Index(all_facts)
     calls = resolve_calls(all_facts, index)
     by_definition: dict[tuple[str, int, tuple], list[ResolvedCall]] = defaultdict(list)

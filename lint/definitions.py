@@ -28,6 +28,7 @@ DECORATOR = "decorator"  # @jax.jit
 DECORATOR_CALL = "decorator_call"  # @jax.jit(donate_argnums=0)
 DECORATOR_PARTIAL = "decorator_partial"  # @partial(jax.jit, donate_argnums=0)
 WRAP_CALL = "call"  # step = jax.jit(fn, donate_argnums=0)
+IMMEDIATE = "immediate"  # jax.jit(fn, donate_argnums=0)(x): defined and called at once (never fixed)
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,7 @@ class DefinitionFinder:
         self.extra_wrappers = tuple(extra_wrappers)
         self.public_module = public_module
         self.sites: list[DefinitionSite] = []
+        self.module_functions = _functions_in(module.body)
         self.factories: dict[str, DefinitionSite] = {}
         self.wrappers: dict[str, Transform] = {}
 
@@ -323,6 +325,9 @@ class DefinitionFinder:
                 if scope.kind != "class" and expr.value in scope.functions:
                     node = scope.functions[expr.value]
                     return Signature.of(node), expr.value, node, None
+            made = self._made_by_factory(expr.value, scopes)
+            if made is not None:
+                return made
             return None, expr.value, None, self.imports.resolve(expr)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
@@ -342,6 +347,50 @@ class DefinitionFinder:
                 return None, name, node, qual
             return (inner_sig.drop_leading(len(bound), keywords) if inner_sig else None), name, node, qual
         return None, None, None, None
+
+    def immediate(self, expr: cst.Call, scope_name: str) -> DefinitionSite | None:
+        """``jax.jit(f, donate_argnums=0)`` called where it is made, in scope ``scope_name``."""
+        found = self.jit_call(expr)
+        if found is None or found[2] is None:
+            return None
+        transform, options, wrapped_expr = found
+        root = _Scope(MODULE_SCOPE, "module", self.module)
+        root.functions = self.module_functions
+        root.constants = _single_assignments(self.module.body)
+        scopes = [root] if scope_name == MODULE_SCOPE else [root, _Scope(scope_name, "function", None)]
+        sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, scopes)
+        pos = self._position(expr)
+        return self._add(
+            scopes=scopes, callee=(f"<{transform.name} at line {pos.start.line}>",), transform=transform,
+            form=IMMEDIATE, jit_node=expr, options=options, signature=sig, wrapped=wrapped,
+            function_node=fn_node, shift=0, wrapped_qualname=qual,
+        )
+
+    def _made_by_factory(self, name: str, scopes: list[_Scope]):
+        """``train_step = get_train_step(model, lr)``: the function a factory returns.
+
+        Same file: the factory's nested ``def`` (or ``lambda``) it returns.
+        Another file: the factory's qualified name, for the join to look up
+        (``wrapped_qualname`` ending in ``()``).
+        """
+        for scope in reversed(scopes):
+            if scope.kind == "class":
+                continue
+            value = scope.constants.get(name)
+            if not isinstance(value, cst.Call):
+                continue
+            factory_name = value.func.value if isinstance(value.func, cst.Name) else None
+            factory = self.module_functions.get(factory_name) if factory_name else None
+            if factory is not None:
+                returned = returned_function(factory)
+                if returned is not None:
+                    return Signature.of(returned), name, returned, None
+                return None
+            qualified = self.imports.resolve(value.func)
+            if qualified is not None:
+                return None, name, None, qualified + "()"
+            return None
+        return None
 
     # -- walking -----------------------------------------------------------
 
@@ -573,6 +622,18 @@ class DefinitionFinder:
                 signature=sig, wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
                 env_scopes=factory_scopes,
             )
+
+
+def returned_function(function: cst.FunctionDef) -> cst.FunctionDef | cst.Lambda | None:
+    """The nested ``def`` or ``lambda`` a factory returns (``def make(): def step(...): ...; return step``)."""
+    nested = _functions_in(_body_of(function))
+    for small in small_statements(_body_of(function), into_scopes=False):
+        if isinstance(small, cst.Return):
+            if isinstance(small.value, cst.Lambda):
+                return small.value
+            if isinstance(small.value, cst.Name) and small.value.value in nested:
+                return nested[small.value.value]
+    return None
 
 
 def _returned_jit(finder: "DefinitionFinder", function: cst.FunctionDef):

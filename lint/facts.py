@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxmem.lint.definitions import MODULE_SCOPE, DefinitionSite, JitDefinition, find_definitions
+from jaxmem.lint.definitions import (
+    MODULE_SCOPE,
+    DefinitionFinder,
+    DefinitionSite,
+    JitDefinition,
+    returned_function,
+)
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
@@ -22,6 +28,7 @@ from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
 from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
+from jaxmem.lint.usefulness import output_reach
 from jaxmem.lint.walk import small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
@@ -108,6 +115,9 @@ class FileFacts:
     functions: dict[str, Signature] = field(default_factory=dict)
     # Top-level functions whose result may share buffers: name -> why.
     sharing_functions: dict[str, str] = field(default_factory=dict)
+    # Top-level factories returning a nested def: name -> (its signature, its outputs verdicts),
+    # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
+    factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
     debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)
     parse_error: tuple[int, int, str] | None = None
@@ -127,7 +137,9 @@ def module_names_for(path: str) -> tuple[str, ...]:
 class _Context:
     """Per-file state while extracting facts."""
 
-    def __init__(self, module: cst.Module, positions, imports: ImportTable, sites: list[DefinitionSite]) -> None:
+    def __init__(self, module: cst.Module, positions, imports: ImportTable, sites: list[DefinitionSite],
+                 finder: DefinitionFinder) -> None:
+        self.finder = finder
         self.module = module
         self.positions = positions
         self.imports = imports
@@ -139,6 +151,10 @@ class _Context:
         # Top-level functions whose body shows they keep no argument (used for escapes).
         self.non_retaining = {stmt.name.value for stmt in module.body
                               if isinstance(stmt, cst.FunctionDef) and not keeps_arguments(stmt)}
+
+    def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
+        """The definition ``expr`` makes when it jits a function and is called at once."""
+        return self.finder.immediate(expr, scope)  # recorded in ``sites`` (the finder's list)
 
     def text(self, node: cst.CSTNode, limit: int = 60) -> str:
         code = self.module.code_for_node(node).strip()
@@ -247,11 +263,17 @@ class FactExtractor:
         out: list[CallFacts] = []
         for call in flow.call_nodes:
             key = ref_key(call.func)
+            qualified = None
             if key is None:
-                continue
-            maybe, qualified = self.ctx.might_be_jitted(key, class_scope)
-            if not maybe:
-                continue
+                # jax.jit(f, donate_argnums=0)(x): a definition used once, right here
+                site = self.ctx.immediate_definition(call.func, scopes[0]) if isinstance(call.func, cst.Call) else None
+                if site is None:
+                    continue
+                key = site.definition.callee
+            else:
+                maybe, qualified = self.ctx.might_be_jitted(key, class_scope)
+                if not maybe:
+                    continue
             point = flow.point_after(call)
             out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, traced,
                                        params, assigned, self_name, is_module))
@@ -420,16 +442,21 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     """Facts of an already parsed module."""
     positions = Positions(module)
     imports = ImportTable.from_module(module)
-    sites = find_definitions(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
-    ctx = _Context(module, positions, imports, sites)
+    finder = DefinitionFinder(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
+    sites = finder.run()
+    ctx = _Context(module, positions, imports, sites, finder)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and (why := return_sharing(stmt)) is not None:
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        if (why := return_sharing(stmt)) is not None:
             facts.sharing_functions[stmt.name.value] = why
+        if (made := returned_function(stmt)) is not None:
+            facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
     extractor = FactExtractor(ctx)
 
     module_flow = FlowBuilder(ctx.retains).build_module(module)
@@ -447,5 +474,6 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False))
         facts.referenced |= flow.passed
 
+    facts.definitions = [site.definition for site in ctx.sites]  # with the immediate ones
     facts.debug_nans = _debug_nans(ctx)
     return facts, sites

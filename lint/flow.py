@@ -21,7 +21,7 @@ from typing import Callable
 
 import libcst as cst
 
-from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES
+from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
 from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key
 from jaxmem.lint.walk import children, suite_statements
 
@@ -744,6 +744,13 @@ class FlowBuilder:
 
     def _call(self, call: cst.Call, events: list[Event], skip) -> None:
         func = call.func
+        if isinstance(func, cst.Name) and func.value in BENIGN_FUNCTIONS and func.value not in skip:
+            # len(x), isinstance(x, T): answered from metadata, fine on a donated value
+            for arg in call.args:
+                if ref_key(arg.value) is None:
+                    self._expr(arg.value, events, skip)
+            events.append(Event(CALL, None, call))
+            return
         receiver = ref_key(func.value) if isinstance(func, cst.Attribute) else None
         if receiver is not None and func.attr.value in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
             pass  # x.is_deleted(), x.delete(); lst.append(y) stores y without reading lst's elements

@@ -74,8 +74,13 @@ PARTIAL_NAMES = frozenset({"functools.partial"})
 # (checked on jax 0.10.2 with a deleted array).
 BENIGN_ATTRIBUTES = frozenset(
     {"shape", "dtype", "ndim", "size", "sharding", "nbytes", "aval",
-     "weak_type", "itemsize", "is_deleted", "delete"}
+     "weak_type", "itemsize", "is_deleted", "delete",
+     "keys"}  # a donated dict pytree keeps its keys; only the leaves are deleted
 )
+
+# Builtins that only look at a value's type or structure: fine on a donated
+# array or pytree (checked on jax 0.10.2: len() of a deleted array works).
+BENIGN_FUNCTIONS = frozenset({"len", "isinstance", "type", "id"})
 
 # Eqx modes -> which parameters are donated.
 EQX_MODES = {

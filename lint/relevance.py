@@ -35,6 +35,7 @@ _JITTED_ASSIGNMENT = re.compile(
 # How a name jitted in another module can be reached: ``from m import a, b``
 # then ``a(...)``, or ``m.a(...)``.
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
+_TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([A-Za-z_]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 
@@ -60,11 +61,13 @@ def _is_project_module(module: str) -> bool:
 
 
 def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
-    """The ``hints`` this file can call: imported from, or reached as attributes
-    of, the project's own modules (calls into libraries are never resolved)."""
+    """The ``hints`` that matter to this file: those it can call (imported
+    from, or reached as attributes of, the project's own modules; calls into
+    libraries are never resolved) and those it defines at top level (a
+    factory another file imports and jits)."""
     if not hints:
         return set()
-    found: set[str] = set()
+    found: set[str] = hints.intersection(_TOP_LEVEL_DEF.findall(text))
     for module, names in _FROM_IMPORT.findall(text):
         if _is_project_module(module):
             found |= hints.intersection(re.findall(r"\w+", names))
@@ -92,14 +95,21 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
 def project_hints(texts: dict[str, str]) -> frozenset[str]:
     """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
 
-    A file that never mentions jit still matters when it calls one of them.
-    This is a textual over-approximation; the analysis proper decides.
+    A file that never mentions jit still matters when it calls one of them,
+    or defines a function a jit-using file imports (it may be a factory
+    whose result is jitted).  This is a textual over-approximation; the
+    analysis proper decides.
     """
     names: set[str] = set()
     for text in texts.values():
         if _JIT_WORDS.search(text):
             names.update(_JITTED_DEF.findall(text))
             names.update(_JITTED_ASSIGNMENT.findall(text))
+            # What it imports from the project: a factory whose result it jits
+            # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
+            for module, imported in _FROM_IMPORT.findall(text):
+                if _is_project_module(module):
+                    names.update(re.findall(r"\w+", imported))
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
 
 

@@ -173,3 +173,71 @@ def test_public_definition_in_a_package_is_medium(tmp_path):
     (finding,) = [f for f in result.findings if f.code == "JXM001"]
     assert finding.confidence is Confidence.MEDIUM
     assert any("public" in e.message for e in finding.evidence)
+
+
+def test_a_factory_in_another_file_gives_the_pmapped_step_its_signature():
+    files = {
+        "pkg/steps.py": """
+            def get_train_step(model, lr):
+                def train_step(state, batch):
+                    return state - lr * batch
+                return train_step
+        """,
+        "pkg/main.py": """
+            import jax
+            import jax.numpy as jnp
+            from pkg.steps import get_train_step
+
+            def main(model, batches):
+                train_step = get_train_step(model, 0.1)
+                p_train_step = jax.pmap(train_step, axis_name="batch")
+                state = jnp.zeros(3)
+                for batch in batches:
+                    state = p_train_step(state, batch)
+                return state
+        """,
+    }
+    findings = _run(files)["pkg/main.py"].findings
+    assert {(f.code, f.parameter_name, f.confidence.value) for f in findings} == {
+        ("JXM001", "state", "high"), ("JXM002", "batch", "low")}
+
+
+def test_values_that_may_share_buffers_are_never_high():
+    cases = {
+        "split-model-read-later": """
+            def train(model, batches):
+                graphdef, state = nnx.split(model)
+                for b in batches:
+                    state = step(state, b)
+                return model
+        """,
+        "shared-subtree": """
+            def init(p):
+                z = jnp.zeros_like(p)
+                return (z, z)
+            def train(batches):
+                state = init(jnp.ones(3))
+                for b in batches:
+                    state = step(state, b)
+        """,
+        "loop-variable-from-a-list": """
+            def train(states, b):
+                for state in states:
+                    state = step(state, b)
+        """,
+        "attribute-owned": """
+            class T:
+                def fit(self, b):
+                    self.key = step(self.key, b)
+        """,
+        "made-from-a-parameter": """
+            def train(params, batches):
+                state = TrainState.create(params=params)
+                for b in batches:
+                    state = step(state, b)
+        """,
+    }
+    header = STEP + "import jax.numpy as jnp\nfrom flax import nnx\nfrom flax.training.train_state import TrainState\n"
+    for name, body in cases.items():
+        confidences = {c for p, code, c in _proposals(header + textwrap.dedent(body)) if code == "JXM001"}
+        assert "high" not in confidences, name
