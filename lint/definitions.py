@@ -16,7 +16,7 @@ from jaxmem.lint import constants
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
-from jaxmem.lint.refs import RefKey, ref_key, render
+from jaxmem.lint.refs import RefKey, ident, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
 from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
@@ -547,7 +547,7 @@ class DefinitionFinder:
                 transform, options, _ = found
                 form = DECORATOR_PARTIAL if self.is_partial(expr.func) else DECORATOR_CALL
             signature = Signature.of(node)
-            callee: RefKey = ("self", node.name.value) if in_class else (node.name.value,)
+            callee: RefKey = ("self", ident(node.name.value)) if in_class else (ident(node.name.value),)
             self._add(
                 scopes=scopes,
                 callee=callee,

@@ -34,12 +34,20 @@ def _is_package_module(path: str) -> bool:
 
 
 def _syntax_error(text: str) -> tuple[int, int, str] | None:
-    """CPython's own verdict (C-fast) on whether ``text`` parses."""
+    """Whether ``text`` parses under libcst's grammar (the one the analysis uses).
+
+    CPython's parser answers first (C-fast); only when it rejects the text is
+    libcst asked, since the host interpreter may be older than the code
+    (``type X = ...`` or PEP 701 f-strings checked under Python 3.11).
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to report
             compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
+        parsed = _parse(text)
+        if not isinstance(parsed, tuple):
+            return None  # newer syntax than the host Python's: libcst reads it
         detail = error.msg or "invalid syntax"
         return (error.lineno or 1, max((error.offset or 1) - 1, 0), f"could not parse: {detail}; fix the syntax error")
     except (ValueError, MemoryError, RecursionError) as error:

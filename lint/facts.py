@@ -26,7 +26,7 @@ from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
-from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key, render
+from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
 from jaxmem.lint.walk import small_statements, statements, suite_statements
@@ -293,7 +293,7 @@ class FactExtractor:
             if arg.keyword is None:
                 positional.append(facts)
             else:
-                keywords.append((arg.keyword.value, facts))
+                keywords.append((ident(arg.keyword.value), facts))
         pos = ctx.positions[call]
         if key[0] == "cls":
             key = ("self",) + key[1:]

@@ -22,7 +22,7 @@ from typing import Callable
 import libcst as cst
 
 from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
-from jaxmem.lint.refs import RefKey, kills, overlaps, ref_key
+from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key
 from jaxmem.lint.walk import children, suite_statements
 
 READ = "read"
@@ -114,7 +114,7 @@ def _operands(expr) -> tuple:
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.Name):
-        return [target.value]
+        return [ident(target.value)]
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for el in target.elements for n in _target_names(el.value)]
     if isinstance(target, cst.StarredElement):
@@ -130,7 +130,7 @@ def free_names(node: cst.CSTNode) -> set[str]:
     while stack:
         current = stack.pop()
         if isinstance(current, cst.Name):
-            read.add(current.value)
+            read.add(ident(current.value))
             continue
         if isinstance(current, cst.Attribute):
             stack.append(current.value)
@@ -139,7 +139,7 @@ def free_names(node: cst.CSTNode) -> set[str]:
             stack.append(current.value)
             continue
         if isinstance(current, cst.Param):
-            bound.add(current.name.value)
+            bound.add(ident(current.name.value))
             if current.default is not None:
                 stack.append(current.default)
             continue
@@ -148,7 +148,7 @@ def free_names(node: cst.CSTNode) -> set[str]:
         elif isinstance(current, (cst.For, cst.CompFor)):
             bound.update(_target_names(current.target))
         elif isinstance(current, cst.FunctionDef):
-            bound.add(current.name.value)
+            bound.add(ident(current.name.value))
         elif isinstance(current, (cst.Import, cst.ImportFrom)) and not isinstance(current.names, cst.ImportStar):
             for alias in current.names:
                 name = alias.asname.name if alias.asname is not None else alias.name
@@ -296,7 +296,7 @@ class FlowBuilder:
             all_params.append(params.star_arg)
         if params.star_kwarg is not None:
             all_params.append(params.star_kwarg)
-        entry_events = [Event(WRITE, (p.name.value,), p) for p in all_params]
+        entry_events = [Event(WRITE, (ident(p.name.value),), p) for p in all_params]
         start = self._node(entry_events, [Flow.ENTRY])
         if isinstance(node, cst.Lambda):
             events: list[Event] = []
@@ -381,7 +381,7 @@ class FlowBuilder:
                 self._link([node], self.finals[-1])
             return []
         elif isinstance(small, (cst.Global, cst.Nonlocal)):
-            self.flow.globals.update(n.name.value for n in small.names)
+            self.flow.globals.update(ident(n.name.value) for n in small.names)
         elif isinstance(small, (cst.Import, cst.ImportFrom)):
             names = small.names if not isinstance(small.names, cst.ImportStar) else []
             for alias in names:
@@ -392,7 +392,7 @@ class FlowBuilder:
                     while isinstance(bound, cst.Attribute):
                         bound = bound.value
                 if isinstance(bound, cst.Name):
-                    events.append(Event(WRITE, (bound.value,), alias))
+                    events.append(Event(WRITE, (ident(bound.value),), alias))
         elif isinstance(small, cst.Expr):
             self._expr(small.value, events)
         elif isinstance(small, cst.Assert):
@@ -528,7 +528,7 @@ class FlowBuilder:
             if param.default is not None:
                 self._expr(param.default, events)
         self._capture(stmt, events)
-        events.append(Event(WRITE, (stmt.name.value,), stmt))
+        events.append(Event(WRITE, (ident(stmt.name.value),), stmt))
         return [self._node(events, preds)]
 
     def _ClassDef(self, stmt: cst.ClassDef, preds):
@@ -539,7 +539,7 @@ class FlowBuilder:
             self._expr(base.value, events)
         node = self._node(events, preds)
         out = self._block(_statements(stmt.body), [node])
-        return [self._node([Event(WRITE, (stmt.name.value,), stmt)], out)]
+        return [self._node([Event(WRITE, (ident(stmt.name.value),), stmt)], out)]
 
     # -- targets -----------------------------------------------------------
 
@@ -600,19 +600,19 @@ class FlowBuilder:
             if pattern.pattern is not None:
                 self._pattern(pattern.pattern, events)
             if pattern.name is not None:
-                events.append(Event(WRITE, (pattern.name.value,), pattern))
+                events.append(Event(WRITE, (ident(pattern.name.value),), pattern))
             return
         if isinstance(pattern, cst.MatchValue):
             self._expr(pattern.value, events)
             return
         if isinstance(pattern, cst.MatchStar):
             if pattern.name is not None:
-                events.append(Event(WRITE, (pattern.name.value,), pattern))
+                events.append(Event(WRITE, (ident(pattern.name.value),), pattern))
             return
         if isinstance(pattern, cst.MatchClass):
             self._expr(pattern.cls, events)
         if isinstance(pattern, cst.MatchMapping) and pattern.rest is not None:
-            events.append(Event(WRITE, (pattern.rest.value,), pattern))
+            events.append(Event(WRITE, (ident(pattern.rest.value),), pattern))
         for child in pattern.children:
             if isinstance(child, cst.MatchPattern):
                 self._pattern(child, events)
@@ -634,7 +634,7 @@ class FlowBuilder:
             return
         if isinstance(expr, cst.Name):
             if expr.value not in skip:
-                events.append(Event(READ, (expr.value,), expr))
+                events.append(Event(READ, (ident(expr.value),), expr))
             return
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             key = ref_key(expr)

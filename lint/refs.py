@@ -7,18 +7,25 @@ attribute names, then ``[<literal>]`` for constant subscripts.
 
 from __future__ import annotations
 
+import unicodedata
+
 import libcst as cst
 
 RefKey = tuple[str, ...]
 
 
+def ident(name: str) -> str:
+    """An identifier as Python sees it: NFKC-normalised (``ﬁeld`` is ``field``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 def ref_key(expr: cst.BaseExpression) -> RefKey | None:
     """The key of ``expr`` when it is a plain name/attribute/literal-subscript chain."""
     if isinstance(expr, cst.Name):
-        return (expr.value,)
+        return (ident(expr.value),)
     if isinstance(expr, cst.Attribute):
         base = ref_key(expr.value)
-        return None if base is None else base + (expr.attr.value,)
+        return None if base is None else base + (ident(expr.attr.value),)
     if isinstance(expr, cst.Subscript):
         part = literal_subscript(expr)
         if part is None:

@@ -49,6 +49,12 @@ def shortcuts_enabled() -> bool:
     return os.environ.get("JAXMEM_NO_SHORTCUTS", "") in ("", "0")
 
 
+def _lf(text: str) -> str:
+    """``text`` with ``\r\n`` and lone ``\r`` line ends as ``\n`` (same lines,
+    same columns), so the ``^``/``$`` and ``[^\n]`` patterns here see every line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def code_without_docs(text: str) -> str:
     """``text`` without triple-quoted strings and comments (a textual approximation)."""
     return _DOCSTRINGS_AND_COMMENTS.sub(" ", text)
@@ -67,6 +73,7 @@ def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
     factory another file imports and jits)."""
     if not hints:
         return set()
+    text = _lf(text)
     found: set[str] = hints.intersection(_TOP_LEVEL_DEF.findall(text))
     for module, names in _FROM_IMPORT.findall(text):
         if _is_project_module(module):
@@ -84,6 +91,7 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     """
     if not shortcuts_enabled():
         return True
+    text = _lf(text)
     if _JIT_WORDS.search(text) and _JIT_WORDS.search(code_without_docs(text)):
         return True
     for wrapper in settings.extra_wrappers:
@@ -101,7 +109,7 @@ def project_hints(texts: dict[str, str]) -> frozenset[str]:
     analysis proper decides.
     """
     names: set[str] = set()
-    for text in texts.values():
+    for text in map(_lf, texts.values()):
         if _JIT_WORDS.search(text):
             names.update(_JITTED_DEF.findall(text))
             names.update(_JITTED_ASSIGNMENT.findall(text))
@@ -171,6 +179,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     """
     if not shortcuts_enabled():
         return Reduced(text)
+    text = _lf(text)
     lines = text.splitlines(keepends=True)
     chunks = _chunks(lines)
     if len(chunks) <= 2:

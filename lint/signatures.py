@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from jaxmem.lint.refs import ident
+
 POSITIONAL_ONLY = "positional_only"
 POSITIONAL = "positional"
 KEYWORD_ONLY = "keyword_only"
@@ -31,13 +33,13 @@ class Signature:
         """The signature of a ``def`` or ``lambda``."""
         p = node.params
         params: list[Param] = []
-        params += [Param(x.name.value, POSITIONAL_ONLY, x.default is not None) for x in p.posonly_params]
-        params += [Param(x.name.value, POSITIONAL, x.default is not None) for x in p.params]
+        params += [Param(ident(x.name.value), POSITIONAL_ONLY, x.default is not None) for x in p.posonly_params]
+        params += [Param(ident(x.name.value), POSITIONAL, x.default is not None) for x in p.params]
         if isinstance(p.star_arg, cst.Param):
-            params.append(Param(p.star_arg.name.value, VAR_POSITIONAL))
-        params += [Param(x.name.value, KEYWORD_ONLY, x.default is not None) for x in p.kwonly_params]
+            params.append(Param(ident(p.star_arg.name.value), VAR_POSITIONAL))
+        params += [Param(ident(x.name.value), KEYWORD_ONLY, x.default is not None) for x in p.kwonly_params]
         if p.star_kwarg is not None:
-            params.append(Param(p.star_kwarg.name.value, VAR_KEYWORD))
+            params.append(Param(ident(p.star_kwarg.name.value), VAR_KEYWORD))
         return cls(tuple(params))
 
     @property

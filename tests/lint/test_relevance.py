@@ -4,6 +4,7 @@ import textwrap
 
 from jaxmem.lint.engine import analyze_source, facts_for_file, report
 from jaxmem.lint.relevance import might_involve_jit, project_hints, relevant_text
+from jaxmem.findings import Confidence
 from jaxmem.settings import Settings
 
 S = Settings()
@@ -127,3 +128,62 @@ def test_a_function_jitted_inside_another_function_keeps_its_signature():
     """
     findings = analyze_source(textwrap.dedent(source), "script.py").findings
     assert sorted((f.code, f.span.line) for f in findings) == [("JXM101", 14), ("JXM102", 13)]
+
+
+def test_syntax_newer_than_the_host_python_is_not_a_parse_error():
+    # PEP 695 and PEP 701 (Python 3.12): libcst reads them under any host Python.
+    source = 'import jax\n\ntype Params = dict\n\nlabel = f"{"a" + f"{1}"}"\n\ndef unrelated():\n    return 1\n\n@jax.jit\ndef f(x):\n    return x\n'
+    facts = facts_for_file("m.py", source, S)
+    assert [f.code for f in report([facts], S)[0].findings if f.code == "JXM900"] == []
+    skipped = facts_for_file("n.py", "type Params = dict\n", S)
+    assert skipped.parse_error is None
+
+
+def test_old_mac_line_endings_are_analysed_like_any_other():
+    source = textwrap.dedent(
+        """
+        import jax
+        import jax.numpy as jnp
+        # a comment, then code on the following lines
+
+        def unrelated():
+            return 1
+
+        @jax.jit
+        def step(s):
+            return s * 2
+
+        def main():
+            step_d = jax.jit(step, donate_argnums=0)
+            x = jnp.ones(3)
+            y = step_d(x)
+            print(x)
+        """
+    )
+    expected = [(f.code, f.span.line) for f in analyze_source(source, "m.py").findings]
+    assert ("JXM101", 17) in expected
+    for ending in ("\r", "\r\n"):
+        found = [(f.code, f.span.line) for f in analyze_source(source.replace("\n", ending), "m.py").findings]
+        assert found == expected, repr(ending)
+
+
+def test_identifiers_equal_under_nfkc_are_one_name():
+    # Python reads "ﬁeld" (with the U+FB01 ligature) as "field".
+    source = textwrap.dedent(
+        """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(s):
+            return s * 2
+
+        def main():
+            field = jnp.ones(3)
+            new = step(field)
+            print(ﬁeld)
+            return new
+        """
+    )
+    findings = analyze_source(source, "m.py", Settings(min_confidence=Confidence.LOW)).findings
+    assert [f.code for f in findings if f.code in ("JXM001", "JXM002")] == []
