@@ -2,8 +2,9 @@
 
     python -m libcst.tool codemod jaxmem.codemod.command.AddDonationsCommand src/
 
-Each file is analysed on its own (calls in other files are not seen, so
-use ``jaxmem-fix`` for a whole project) and its high-confidence JXM001
+Each file is analysed with its project's other files as context (their
+calls count, as in ``jaxmem-fix``; a module with no file on disk is
+analysed alone) and its high-confidence JXM001
 fixes (``--unsafe-fixes``: medium too) are applied by the same edit layer
 as ``jaxmem-fix``.  What is left alone is reported through
 ``context.warn``; a file without a fix is skipped.
@@ -12,6 +13,8 @@ as ``jaxmem-fix``.  What is left alone is reported through
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import io
 import os
 
 import libcst as cst
@@ -59,7 +62,7 @@ class AddDonationsCommand(VisitorBasedCodemodCommand):
         config = load_config([path] if os.path.exists(path) else [])
         settings = config.settings
         text = tree.code
-        report = engine.analyze_source(text, path, settings)
+        report = _analyse(text, path, settings)
         threshold = Confidence.MEDIUM if self.unsafe_fixes else Confidence.HIGH
         noqa = parse_noqa(text)
         fixes = []
@@ -85,3 +88,18 @@ class AddDonationsCommand(VisitorBasedCodemodCommand):
         if not result.changed:
             raise SkipFile("every proposed donation was left alone")
         return cst.parse_module(result.source)
+
+
+def _analyse(text: str, path: str, settings):
+    """The report for ``text`` (the contents of ``path``), with the project's
+    other files as context when ``path`` is a file on disk."""
+    from jaxmem.lint import engine
+
+    if not os.path.isfile(path):
+        return engine.analyze_source(text, path, settings, partial_view=False)
+    from jaxmem.api import check_paths
+    from jaxmem.findings import Confidence
+
+    every_confidence = dataclasses.replace(settings, min_confidence=Confidence.LOW)
+    (report,) = check_paths(["-"], every_confidence, stdin_filename=path, stdin=io.BytesIO(text.encode("utf-8")))
+    return report

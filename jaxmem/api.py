@@ -13,6 +13,7 @@ that file, and every other file is still checked.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -40,6 +41,7 @@ def check_paths(
     force_exclude: bool = False,
     stdin_filename: str | None = None,
     stdin=None,
+    whole_project: bool = True,
 ) -> list[FileReport]:
     """Check ``paths`` and return one :class:`FileReport` per file, sorted by path.
 
@@ -47,7 +49,10 @@ def check_paths(
     the first path (``config_file`` overrides the search).  ``jobs`` is the
     number of worker processes (0: one per CPU).  ``progress(done, total,
     path)`` is called as each file is analysed.  ``-`` reads stdin, reported
-    as ``stdin_filename``.  Raises :class:`jaxmem.config.ConfigError` and
+    as ``stdin_filename``.  With ``whole_project`` (the default) the other
+    Python files of the project (the folder holding ``pyproject.toml`` or
+    ``.git``) are analysed too, without being reported, so that a proposal
+    made for a staged file accounts for every call site.  Raises :class:`jaxmem.config.ConfigError` and
     :class:`jaxmem.discovery.DiscoveryError` for bad input; any exception
     from ``engine.report`` propagates.
     """
@@ -56,18 +61,21 @@ def check_paths(
     settings = settings if settings is not None else config.settings
     files = discover(paths, root=config.root, exclude=settings.exclude,
                      force_exclude=force_exclude)
+    context = context_files(paths, files, config.root, settings, stdin_filename) if whole_project else []
     cache = FactsCache(config.root, settings) if use_cache else None
-    run = _Run(settings, cache, progress, total=len(files))
+    run = _Run(settings, cache, progress, total=len(files), context=set(context))
 
     from jaxmem.lint import engine
 
     sources = []
-    for path in files:
+    for path in files + context:
         source = read_source(path, stdin_filename=stdin_filename, stdin=stdin)
-        run.order.append(source.path)
         if source.problem is not None:
-            run.problem(source.path, source.problem)
+            if path not in run.context:
+                run.order.append(source.path)
+                run.problem(source.path, source.problem)
         else:
+            run.order.append(source.path)
             sources.append((path, source))
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
@@ -91,6 +99,29 @@ def check_paths(
             pending.append((source.path, source.text, digest, cacheable))
     run.compute(pending, jobs, hints)
     return run.finish()
+
+
+def context_files(paths, files: list[str], root, settings: Settings, stdin_filename: str | None = None) -> list[str]:
+    """The project's other Python files: their calls decide the advice for ``files``.
+
+    Empty when no project root is marked (no ``pyproject.toml`` or ``.git``
+    above the paths) or when the run already covers the root folder.
+    """
+    root = Path(root)
+    if not ((root / "pyproject.toml").is_file() or (root / ".git").exists()):
+        return []
+    resolved_root = root.resolve()
+    if any(p != STDIN and os.path.isdir(p) and Path(p).resolve() == resolved_root for p in paths):
+        return []
+    seen = {os.path.realpath(f) for f in files if f != STDIN}
+    if stdin_filename:
+        seen.add(os.path.realpath(stdin_filename))
+    out = []
+    for path in discover([str(root)], root=root, exclude=settings.exclude):
+        if os.path.realpath(path) not in seen:
+            relative = os.path.relpath(path)
+            out.append(path if relative.startswith("..") else relative)
+    return out
 
 
 def _facts_digest(content_digest: str, reachable_hints) -> str:
@@ -136,6 +167,7 @@ class _Run:
     noqa: dict[str, NoqaMap] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     done: int = 0
+    context: set = field(default_factory=set)  # analysed for their calls, not reported
 
     def add_facts(self, path: str, facts) -> None:
         self.facts[path] = facts
@@ -182,6 +214,8 @@ class _Run:
         self.add_facts(path, value)
 
     def _tick(self, path: str) -> None:
+        if path in self.context:
+            return
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, self.total, path)
@@ -205,7 +239,7 @@ class _Run:
                 (f for f in report.findings if self._wanted(f) and not is_suppressed(f, noqa)),
                 key=lambda f: f.sort_key,
             )
-        return [reports[path] for path in sorted(reports)]
+        return [reports[path] for path in sorted(reports) if path not in self.context]
 
     def _wanted(self, finding: Finding) -> bool:
         if is_internal_error(finding):

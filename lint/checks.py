@@ -67,12 +67,16 @@ class Index:
     def __init__(self, all_facts: list[FileFacts]) -> None:
         self.local: dict[tuple[str, str, tuple], tuple[str, JitDefinition]] = {}
         self.qualified: dict[str, tuple[str, JitDefinition]] = {}
-        self.referenced: set[str] = set()
+        self.referenced: dict[str, set[str]] = {}  # path -> names its code passes around as values
+        self.referenced_anywhere: set[str] = set()
         # Plain project functions (not jitted): where they are, and why their result may share buffers.
         self.functions: dict[tuple[str, str], str | None] = {}
         self.qualified_functions: dict[str, str | None] = {}
+        self.module_names: dict[str, tuple[str, ...]] = {}
         for facts in all_facts:
-            self.referenced |= facts.referenced
+            self.module_names[facts.path] = facts.module_names
+            self.referenced[facts.path] = facts.referenced
+            self.referenced_anywhere |= facts.referenced
             for name in facts.functions:
                 why = facts.sharing_functions.get(name)
                 self.functions[(facts.path, name)] = why
@@ -98,6 +102,14 @@ class Index:
             return self.qualified.get(call.qualified.lstrip("."))
         return None
 
+
+    def passed_around(self, path: str, name: str) -> bool:
+        """Whether the top-level ``name`` of file ``path`` is used as a value
+        there, or imported and used as a value elsewhere."""
+        if name in self.referenced.get(path, ()):
+            return True
+        modules = self.module_names.get(path, ())
+        return any(f"{module}.{name}" in self.referenced_anywhere for module in modules)
 
     def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope) -> tuple[str, str | None]:
         """What a ``call`` origin calls: ``("jitted", None)``, ``("function", why_shared)``
@@ -406,7 +418,8 @@ def _output_doubt(definition: JitDefinition, name: str) -> str | None:
     return None
 
 
-def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter) -> None:
+def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter,
+            *, partial_view: bool = False) -> None:
     """JXM001/JXM002 for the parameters ``definition`` does not donate yet."""
     spec, sig = definition.spec, definition.signature
     if not calls or definition.form == IMMEDIATE:
@@ -467,9 +480,13 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if definition.public:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
             extra.append(f"`{definition.function}` is public: callers outside this project are not seen")
-        if definition.callee[0] in project.referenced and len(definition.callee) == 1:
+        if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0]):
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
             extra.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
+        if partial_view:
+            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
+            extra.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
+                         "analyses the whole project)")
         output = _output_doubt(definition, name)
         if output is not None:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
@@ -521,7 +538,7 @@ def _with_factory_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
     return out
 
 
-def build_reports(all_facts: list[FileFacts], settings: Settings) -> list[FileReport]:
+def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False) -> list[FileReport]:
     """Findings for every file of the run (unfiltered; see ``engine.report``)."""
     out = Reporter()
     for facts in all_facts:
@@ -544,7 +561,8 @@ def build_reports(all_facts: list[FileFacts], settings: Settings) -> list[FileRe
             for problem in d.problems:
                 out.add("JXM103", facts.path, _span(d.line, d.col, d.end_line, d.end_col),
                         f"invalid donation on `{d.function}`: {problem}", definition=d, definition_path=facts.path)
-            propose(d, facts.path, by_definition.get((facts.path, d.line, d.callee), []), index, out)
+            propose(d, facts.path, by_definition.get((facts.path, d.line, d.callee), []), index, out,
+                    partial_view=partial_view)
     if any_donation:
         for facts in all_facts:
             for line, col, text in facts.debug_nans:

@@ -105,16 +105,19 @@ def _reads_blanked_globals(facts: FileFacts, blanked_words: set[str]) -> bool:
     )
 
 
-def report(all_facts: list[FileFacts], settings: Settings) -> list[FileReport]:
+def report(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False) -> list[FileReport]:
     """Join the facts of every file in a run into one report per file.
 
     Findings are not yet filtered by select/ignore/confidence or noqa;
-    the caller (``jaxmem.api`` or the flake8 plugin) does that.
+    the caller (``jaxmem.api`` or the flake8 plugin) does that.  With
+    ``partial_view`` (the files are not the whole project) no donation is
+    proposed with high confidence: unseen files may call the function.
     """
-    return build_reports(all_facts, settings)
+    return build_reports(all_facts, settings, partial_view=partial_view)
 
 
-def analyze_source(text: str, path: str, settings: Settings | None = None) -> FileReport:
-    """Analyse one file on its own (flake8 plugin, stdin, codemod command)."""
+def analyze_source(text: str, path: str, settings: Settings | None = None, *, partial_view: bool = True) -> FileReport:
+    """Analyse one file on its own (flake8 plugin, codemod command): a partial
+    view of its project unless the caller says it is all there is."""
     settings = settings or Settings()
-    return report([facts_for_file(path, text, settings)], settings)[0]
+    return report([facts_for_file(path, text, settings)], settings, partial_view=partial_view)[0]

@@ -119,7 +119,7 @@ class FileFacts:
     # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
     factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
     debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
-    referenced: set[str] = field(default_factory=set)
+    referenced: set[str] = field(default_factory=set)  # passed as values: local names, or qualified if imported
     parse_error: tuple[int, int, str] | None = None
     skipped: bool = False
 
@@ -475,5 +475,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         facts.referenced |= flow.passed
 
     facts.definitions = [site.definition for site in ctx.sites]  # with the immediate ones
+    # A name passed around as a value matters to the file that defines it, or,
+    # when imported, to the module it comes from: record imported ones qualified.
+    facts.referenced = {imports.names.get(name, name).lstrip(".") for name in facts.referenced}
     facts.debug_nans = _debug_nans(ctx)
     return facts, sites

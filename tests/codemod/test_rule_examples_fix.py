@@ -18,7 +18,7 @@ FIXED = [
 
 @pytest.mark.parametrize("example", FIXED)
 def test_documented_fix_is_what_the_codemod_writes(example):
-    report = analyze_source(example.code, "example.py")
+    report = analyze_source(example.code, "example.py", partial_view=False)
     fixes = [f.fix for f in report.findings if f.fix is not None and f.confidence is Confidence.HIGH]
     assert fixes
     assert add_donations(example.code, fixes).source == example.fixed_code

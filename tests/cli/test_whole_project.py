@@ -1,0 +1,83 @@
+"""A partial view (pre-commit's staged files, one file on the command line)
+never decides a donation alone: the project's other files are analysed for
+their call sites, without being reported."""
+
+import textwrap
+
+from jaxmem.api import check_paths
+from jaxmem.findings import Confidence
+from jaxmem.settings import Settings
+
+LIB = """
+import jax
+
+@jax.jit
+def step(state, batch):
+    return state + batch
+"""
+SAFE_CALLER = """
+import jax.numpy as jnp
+from lib import step
+
+def train(batches):
+    state = jnp.zeros(3)
+    for batch in batches:
+        state = step(state, batch)
+    return state
+"""
+UNSAFE_CALLER = """
+import jax.numpy as jnp
+from lib import step
+
+def evaluate(batch):
+    state = jnp.zeros(3)
+    new = step(state, batch)
+    return new, state
+"""
+
+
+def _project(tmp_path, marker=True):
+    if marker:
+        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in {"lib.py": LIB, "train.py": SAFE_CALLER, "evaluate.py": UNSAFE_CALLER}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+
+
+def _jxm001(reports):
+    return [(r.path, f.parameter_name, f.confidence) for r in reports for f in r.findings if f.code == "JXM001"]
+
+
+def test_a_staged_file_sees_the_call_sites_of_unstaged_ones(tmp_path, monkeypatch):
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(min_confidence=Confidence.LOW)
+    reports = check_paths(["lib.py", "train.py"], settings, use_cache=False)
+    assert [r.path for r in reports] == ["lib.py", "train.py"]  # evaluate.py is context, not reported
+    assert _jxm001(reports) == []  # evaluate.py reads `state` after the call
+    (lib,) = [r for r in reports if r.path == "lib.py"]
+    assert any("evaluate.py" in refusal.reason for refusal in lib.refusals)
+
+
+def test_without_a_project_root_the_run_is_the_view(tmp_path, monkeypatch):
+    _project(tmp_path, marker=False)
+    monkeypatch.chdir(tmp_path)
+    reports = check_paths(["lib.py", "train.py"], Settings(), use_cache=False, whole_project=True)
+    assert _jxm001(reports) == [("lib.py", "state", Confidence.HIGH)]
+
+
+def test_the_whole_project_agrees_with_a_partial_view(tmp_path, monkeypatch):
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    whole = check_paths(["."], Settings(), use_cache=False)
+    assert _jxm001(whole) == []
+
+
+def test_one_file_alone_never_gets_high_confidence():
+    from jaxmem.lint.engine import analyze_source
+
+    text = textwrap.dedent(LIB + SAFE_CALLER.replace("from lib import step\n", ""))
+    (alone,) = [f for f in analyze_source(text, "m.py").findings if f.code == "JXM001"]
+    assert alone.confidence is Confidence.MEDIUM
+    assert "only this file was analysed" in alone.message
+    (whole,) = [f for f in analyze_source(text, "m.py", partial_view=False).findings if f.code == "JXM001"]
+    assert whole.confidence is Confidence.HIGH
