@@ -524,9 +524,7 @@ class FlowBuilder:
         events: list[Event] = []
         for decorator in stmt.decorators:
             self._expr(decorator.decorator, events)
-        for param in [*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params]:
-            if param.default is not None:
-                self._expr(param.default, events)
+        self._defaults(stmt.params, events, frozenset())
         self._capture(stmt, events)
         events.append(Event(WRITE, (ident(stmt.name.value),), stmt))
         return [self._node(events, preds)]
@@ -624,6 +622,16 @@ class FlowBuilder:
 
     # -- expressions -------------------------------------------------------
 
+    def _defaults(self, params: cst.Parameters, events, skip) -> None:
+        """Default values are evaluated now and kept by the function: ``def cb(p=params)``
+        holds today's ``params`` for every later call."""
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            if param.default is not None:
+                self._expr(param.default, events, skip)
+                for key in direct_refs(param.default):
+                    if key[0] not in skip:
+                        events.append(Event(ESCAPE, key, param, (), "stored"))
+
     def _capture(self, node, events) -> None:
         # Which names the closure captures is worked out only if a query asks.
         self.flow.capture_nodes.append(node)
@@ -657,9 +665,7 @@ class FlowBuilder:
             self._call(expr, events, skip)
             return
         if isinstance(expr, cst.Lambda):
-            for param in [*expr.params.posonly_params, *expr.params.params, *expr.params.kwonly_params]:
-                if param.default is not None:
-                    self._expr(param.default, events, skip)
+            self._defaults(expr.params, events, skip)
             self._capture(expr, events)
             return
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
@@ -727,6 +733,12 @@ class FlowBuilder:
     def _comprehension(self, expr, events, skip) -> None:
         bound = set(skip)
         comp = expr.for_in
+        if isinstance(expr, cst.GeneratorExp):
+            # A generator evaluates its first iterable now and keeps it until consumed.
+            for key in direct_refs(comp.iter):
+                if key[0] not in skip:
+                    events.append(Event(ESCAPE, key, expr, (), "stored"))
+
         first = True
         while comp is not None:
             self._expr(comp.iter, events, frozenset(skip if first else bound))

@@ -1,6 +1,7 @@
 # checks: JXM101, JXM104
 # Aliases and escapes of a donated value; `update` donates its first argument.
 import jax
+import jax.numpy as jnp
 
 update = jax.jit(lambda p, g: p - g, donate_argnums=0)
 state = {}
@@ -80,3 +81,19 @@ def donating_a_copy_deletes_the_original(grads):
 
 def make_params():
     return {}
+
+
+def default_argument_keeps_the_old_value(batches):
+    params = jnp.ones(3)
+    def callback(p=params):
+        return p.sum()
+    for batch in batches:
+        params = update(params, batch)  # JXM104
+    return callback()
+
+
+def generator_keeps_its_iterable(batches):
+    params = jnp.ones(3)
+    doubled = (p * 2 for p in [params])
+    params = update(params, batches)  # JXM104
+    return list(doubled)
