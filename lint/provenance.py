@@ -163,6 +163,10 @@ class Provenance:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
             if maybe or (qualified is None and key[0] in ctx.module_functions):
                 return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared)]
+        if method is not None and qualified is None:
+            # obj.method(...): may return the object's own arrays (``self.get_state()``,
+            # ``state.replace(step=0)`` shares every leaf it does not replace).
+            return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
     def _shared_sources(self, call: cst.Call, after: Point) -> tuple[str, ...]:

@@ -241,3 +241,22 @@ def test_values_that_may_share_buffers_are_never_high():
     for name, body in cases.items():
         confidences = {c for p, code, c in _proposals(header + textwrap.dedent(body)) if code == "JXM001"}
         assert "high" not in confidences, name
+
+
+def test_a_method_result_may_be_its_objects_own_arrays():
+    body = """
+        class Trainer:
+            def fit(self, batches):
+                state = self.get_state()
+                for b in batches:
+                    state = step(state, b)
+                return state
+
+        def replaced(old, batches):
+            state = old.replace(step=0)
+            for b in batches:
+                state = step(state, b)
+            return state
+    """
+    confidences = {c for p, code, c in _proposals(STEP + textwrap.dedent(body)) if code == "JXM001"}
+    assert confidences == {"medium"}
