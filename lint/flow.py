@@ -641,7 +641,7 @@ class FlowBuilder:
         if expr is None:
             return
         if isinstance(expr, cst.Name):
-            if expr.value not in skip:
+            if expr.value not in skip and ref_key(expr) is not None:  # not None/True/False
                 events.append(Event(READ, (ident(expr.value),), expr))
             return
         if isinstance(expr, (cst.Attribute, cst.Subscript)):

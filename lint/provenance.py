@@ -41,7 +41,9 @@ DERIVED = "derived"
 UNKNOWN = "unknown"
 
 _MAX_DEPTH = 4
-# ``model.init(rng, x)`` (flax linen), ``tx.init(params)`` (optax): new state.
+# ``model.init(rng, x)`` (flax linen) makes new variables.  ``tx.init(params)``
+# (optax, one argument) may keep ``params`` itself in the state (lookahead,
+# schedule-free): it is a library call that may share buffers with its argument.
 _FRESH_METHODS = frozenset({"init", "init_with_output"})
 # ``model.apply`` passed along is a function, not the model's arrays.
 _FUNCTION_ATTRIBUTES = frozenset({"apply", "__call__"})
@@ -155,8 +157,8 @@ class Provenance:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if method == "copy" and not call.args:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
-        if method in _FRESH_METHODS:
-            return [Origin(FRESH, line, text)]
+        if method in _FRESH_METHODS and len(call.args) > 1:
+            return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
         shared = self._shared_sources(call, after)
         key = ref_key(call.func)
         if key is not None:
@@ -174,16 +176,28 @@ class Provenance:
         its result and are still held after the donating call."""
         reasons: list[str] = []
         for name in sorted(_names_in(call)):
-            key = (name,)
-            owner = self.owner_of(key)
-            if owner == "param":
-                reasons.append(f"`{name}`, which the caller may still hold")
-            elif owner == "local" and self.writes_of(key):
-                reads = self.flow.search(after, key).reads
-                if reads:
-                    read_line = self.ctx.positions[reads[0].node].start.line
-                    reasons.append(f"`{name}`, read again at line {read_line}")
+            for key, via in self._aliases((name,)):
+                owner = self.owner_of(key)
+                named = f"`{key[0]}`" + (f" (through `{via}`)" if via else "")
+                if owner == "param":
+                    reasons.append(f"{named}, which the caller may still hold")
+                elif owner == "local" and self.writes_of(key):
+                    reads = self.flow.search(after, key).reads
+                    if reads:
+                        read_line = self.ctx.positions[reads[0].node].start.line
+                        reasons.append(f"{named}, read again at line {read_line}")
         return tuple(reasons)
+
+    def _aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
+        """``key`` and the names it was copied from (``params = initial_params``),
+        each with the name it was reached through."""
+        out = [(key, "")]
+        for event in self.writes_of(key):
+            if event.origin_kind == "value" and event.origin is not None:
+                source = ref_key(event.origin)
+                if source is not None and len(source) == 1 and source != key:
+                    out.append((source, key[0]))
+        return out
 
 
 def _names_in(call: cst.Call) -> set[str]:

@@ -12,6 +12,7 @@ import unicodedata
 import libcst as cst
 
 RefKey = tuple[str, ...]
+_CONSTANTS = frozenset({"None", "True", "False"})
 
 
 def ident(name: str) -> str:
@@ -22,6 +23,8 @@ def ident(name: str) -> str:
 def ref_key(expr: cst.BaseExpression) -> RefKey | None:
     """The key of ``expr`` when it is a plain name/attribute/literal-subscript chain."""
     if isinstance(expr, cst.Name):
+        if expr.value in _CONSTANTS:
+            return None  # None, True, False are values, not variables
         return (ident(expr.value),)
     if isinstance(expr, cst.Attribute):
         base = ref_key(expr.value)

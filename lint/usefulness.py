@@ -17,7 +17,8 @@ Per parameter the verdict is one of:
   operations): donating it frees nothing and prints "Some donated buffers
   were not usable";
 * ``scalar``: its default or annotation says it is a Python number, string
-  or ``None``: it has no device buffer;
+  or ``None``, or it is named as static structure (``graphdef``,
+  ``treedef``): it has no device buffer;
 * ``prng``: it is only used as a PRNG key (``jax.random.*``): a few bytes.
 
 The analysis is flow-insensitive over the body (a name's value is the
@@ -47,6 +48,7 @@ SCALAR = "scalar"
 PRNG = "prng"
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "None"})
+_STATIC_STRUCTURE_NAMES = frozenset({"graphdef", "graph_def", "treedef", "tree_def"})
 _Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
 _EMPTY: _Flow = (frozenset(), frozenset())
 
@@ -118,6 +120,8 @@ class _Body:
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
             return _maybe(_union(receiver, *arg_flows))
+        if _is_constructor_like(call):
+            return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         return _maybe(_union(self.expr(call.func), *arg_flows))
 
     def _note_uses(self, call: cst.Call, qualified: str | None, args) -> None:
@@ -148,10 +152,18 @@ def _targets(target) -> list[str]:
     return []
 
 
+def _is_constructor_like(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name in ("dict", "tuple", "list") or (name[:1].isupper() and not name.isupper())
+
+
 def _is_scalar_param(param: cst.Param) -> bool:
     annotation = param.annotation.annotation if param.annotation is not None else None
     if isinstance(annotation, cst.Name) and annotation.value in _SCALAR_ANNOTATIONS:
         return True
+    if param.name.value in _STATIC_STRUCTURE_NAMES:
+        return True  # nnx.split's GraphDef, a jax treedef: structure, no arrays
     default = param.default
     if isinstance(default, cst.UnaryOperation):
         default = default.expression
@@ -197,8 +209,10 @@ def _statement(body: _Body, small) -> _Flow:
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
         for target in targets:
             for name in _targets(target):
+                # A rebinding replaces the name's value (in source order; loops get a
+                # second pass): ``state = nnx.call(state).inc()`` is no longer the parameter.
                 previous = body.names.get(name, _EMPTY) if isinstance(small, cst.AugAssign) else _EMPTY
-                body.names[name] = _union(body.names.get(name, _EMPTY), previous, value)
+                body.names[name] = _union(previous, value)
         return _EMPTY
     if isinstance(small, cst.Expr):
         body.expr(small.value)  # records uses (PRNG keys, receivers)

@@ -260,3 +260,25 @@ def test_a_method_result_may_be_its_objects_own_arrays():
     """
     confidences = {c for p, code, c in _proposals(STEP + textwrap.dedent(body)) if code == "JXM001"}
     assert confidences == {"medium"}
+
+
+def test_optimizer_state_may_hold_the_params_it_was_made_from():
+    body = """
+        def train(opt, initial_params, batches):
+            params = initial_params
+            state = opt.init(params)
+            for b in batches:
+                params, state = step2(params, state)
+            return initial_params
+    """
+    step2 = "\n@jax.jit\ndef step2(p, s):\n    return p - 1, jax.tree_util.tree_map(lambda x: x * 0.9, s)\n"
+    proposals = _proposals(STEP + step2 + textwrap.dedent(body))
+    assert ("s", "JXM001", "high") not in proposals and ("p", "JXM001", "high") not in proposals
+    linen = """
+        def train(model, rng, x, batches):
+            params = model.init(rng, x)
+            for b in batches:
+                params = step(params, b)
+            return rng, x
+    """
+    assert ("state", "JXM001", "high") in _proposals(STEP + textwrap.dedent(linen))

@@ -97,3 +97,13 @@ def generator_keeps_its_iterable(batches):
     doubled = (p * 2 for p in [params])
     params = update(params, batches)  # JXM104
     return list(doubled)
+
+
+def none_is_a_value_not_a_variable(trees):
+    total = None
+    for tree in trees:
+        if total is None:
+            total = jax.tree_util.tree_map(jnp.array, tree)
+        else:
+            total = update(total, tree)
+    return total
