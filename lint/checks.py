@@ -65,8 +65,9 @@ class Index:
     """Definitions of a run, addressable the ways calls reach them."""
 
     def __init__(self, all_facts: list[FileFacts]) -> None:
-        self.local: dict[tuple[str, str, tuple], tuple[str, JitDefinition]] = {}
-        self.qualified: dict[str, tuple[str, JitDefinition]] = {}
+        # One name may be bound to several definitions (``f = jax.pmap(g) if multi else jax.jit(g)``).
+        self.local: dict[tuple[str, str, tuple], list[tuple[str, JitDefinition]]] = defaultdict(list)
+        self.qualified: dict[str, list[tuple[str, JitDefinition]]] = defaultdict(list)
         self.referenced: dict[str, set[str]] = {}  # path -> names its code passes around as values
         self.referenced_anywhere: set[str] = set()
         # Plain project functions (not jitted): where they are, and why their result may share buffers.
@@ -83,24 +84,24 @@ class Index:
                 for module in facts.module_names:
                     self.qualified_functions.setdefault(f"{module}.{name}", why)
             for d in facts.definitions:
-                self.local[(facts.path, d.scope, d.callee)] = (facts.path, d)
+                self.local[(facts.path, d.scope, d.callee)].append((facts.path, d))
                 if d.scope == MODULE_SCOPE and len(d.callee) == 1:
                     for module in facts.module_names:
-                        self.qualified.setdefault(f"{module}.{d.callee[0]}", (facts.path, d))
+                        self.qualified[f"{module}.{d.callee[0]}"].append((facts.path, d))
 
-    def resolve(self, path: str, call: CallFacts) -> tuple[str, JitDefinition] | None:
-        """The definition a call reaches, if any is known."""
+    def resolve(self, path: str, call: CallFacts) -> list[tuple[str, JitDefinition]]:
+        """The definitions a call may reach (several when a name is bound on branches)."""
         if call.callee[0] == "self":
             if call.class_scope is None:
-                return None
-            return self.local.get((path, call.class_scope, call.callee))
+                return []
+            return self.local.get((path, call.class_scope, call.callee), [])
         for scope in call.scopes:
             found = self.local.get((path, scope, call.callee))
-            if found is not None:
+            if found:
                 return found
         if call.qualified is not None:
-            return self.qualified.get(call.qualified.lstrip("."))
-        return None
+            return self.qualified.get(call.qualified.lstrip("."), [])
+        return []
 
 
     def passed_around(self, path: str, name: str) -> bool:
@@ -116,7 +117,7 @@ class Index:
         for a plain project function, or ``("unknown", None)``."""
         probe = CallFacts(0, 0, 0, 0, origin.callee, scopes[0], scopes, class_scope, origin.qualified,
                           (), (), False, False, origin.text)
-        if self.resolve(path, probe) is not None:
+        if self.resolve(path, probe):
             return "jitted", None
         if len(origin.callee) == 1 and (path, origin.callee[0]) in self.functions:
             return "function", self.functions[(path, origin.callee[0])]
@@ -132,29 +133,30 @@ def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall
         for call in facts.calls:
             if call.traced:
                 continue  # donation inside a traced function is a no-op
-            found = index.resolve(facts.path, call)
-            if found is None:
-                continue
-            def_path, definition = found
-            shift = definition.shift if call.callee[0] == "self" else 0
-            names = tuple(name for name, _ in call.keywords)
-            mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
-            resolved = ResolvedCall(facts.path, call, definition, def_path, shift, mapping.resolved)
-            args = resolved.args
-            if definition.signature is None and not call.has_star:
-                # No signature (``jax.pmap(make_step(...), donate_argnums=(0, 1))``): positional
-                # donation still names the first arguments of every call.
-                resolved.by_index = dict(enumerate(call.positional))
-                out.append(resolved)
-                continue
-            for index_, number in mapping.by_index.items():
-                resolved.by_index[index_] = args[number]
-                if number >= len(call.positional):
-                    resolved.keyword_of[index_] = names[number - len(call.positional)]
-            for name, number in mapping.by_name.items():
-                resolved.by_name[name] = args[number]
-            out.append(resolved)
+            for def_path, definition in index.resolve(facts.path, call):
+                out.append(_resolved(facts.path, call, def_path, definition))
     return out
+
+
+def _resolved(path: str, call: CallFacts, def_path: str, definition: JitDefinition) -> ResolvedCall:
+    """``call`` mapped onto ``definition``'s parameters."""
+    shift = definition.shift if call.callee[0] == "self" else 0
+    names = tuple(name for name, _ in call.keywords)
+    mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
+    resolved = ResolvedCall(path, call, definition, def_path, shift, mapping.resolved)
+    if definition.signature is None and not call.has_star:
+        # No signature (``jax.pmap(make_step(...), donate_argnums=(0, 1))``): positional
+        # donation still names the first arguments of every call.
+        resolved.by_index = dict(enumerate(call.positional))
+        return resolved
+    args = resolved.args
+    for index, number in mapping.by_index.items():
+        resolved.by_index[index] = args[number]
+        if number >= len(call.positional):
+            resolved.keyword_of[index] = names[number - len(call.positional)]
+    for name, number in mapping.by_name.items():
+        resolved.by_name[name] = args[number]
+    return resolved
 
 
 def _span(line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> Span:

@@ -65,3 +65,13 @@ def keys_of_a_donated_dict_survive():
     state = {"x": jnp.ones(3)}
     new = step(state)
     return new, list(state.keys()), len(state)
+
+
+def one_name_bound_on_two_branches(multi):
+    if multi:
+        step = jax.pmap(lambda s: s + 1, donate_argnums=(0,))
+    else:
+        step = jax.jit(lambda s: s + 1)
+    state = jnp.ones(3)
+    new = step(state)
+    return new, state  # JXM101
