@@ -22,7 +22,7 @@ from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Findi
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
-from jaxmem.lint.usefulness import MAYBE, NONE, PRNG, SCALAR
+from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import map_arguments
@@ -288,6 +288,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
                 evidence=[where], **common,
             )
     for use in arg.alias_reads:
+        if d.keeps_module_args:
+            break  # the alias is the same Module, written back by nnx
         out.add(
             "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
             f"`{use.text}` refers to the value of `{subject}`, which was donated to `{d.function}` at line "
@@ -394,6 +396,39 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text, doubts=tuple(reasons))
 
 
+def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
+                    name: str, out: Reporter, partial_view: bool) -> None:
+    """JXM001 for an ``nnx.jit`` parameter its body updates in place (a Module or
+    Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
+    evidence = []
+    for rc in calls:
+        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
+            return  # a temporary, a *args call or a shared buffer: nothing to prove here
+        evidence.append(Evidence(f"`{arg.text}` is updated in place and written back by nnx at the call at "
+                                 f"{rc.path}:{rc.call.line}", rc.path, rc.call.line))
+    if not evidence:
+        return
+    confidence, why = Confidence.HIGH, ""
+    doubts = []
+    if definition.public:
+        doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
+    if partial_view:
+        doubts.append("only this file was analysed: calls in other files are not seen")
+    if doubts:
+        confidence, why = Confidence.MEDIUM, f": {doubts[0]}"
+    kw = "donate_argnames" if index is None else "donate_argnums"
+    spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
+    out.add(
+        "JXM001", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),
+        f"`{definition.function}` does not donate `{name}`, which it updates in place and nnx writes back: "
+        f"add {spelled} to reuse its memory ({confidence.value} confidence{why})",
+        confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
+        evidence=evidence + [Evidence(d, def_path, definition.line) for d in doubts],
+        fix=DonationFix(definition.line, index, name),
+    )
+
+
 def _useless_param(definition: JitDefinition, name: str) -> str | None:
     """Why no output of the jitted body can take parameter ``name``'s buffers, if so."""
     verdict = definition.output_verdict(name)
@@ -447,6 +482,9 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                 if not (spec.static_names and param.name in spec.static_names):
                     candidates.append((None, param.name))
     for index, name in candidates:
+        if definition.keeps_module_args and definition.output_verdict(name) == MUTATED:
+            _propose_module(definition, def_path, calls, index, name, out, partial_view)
+            continue
         verdicts: list[tuple[ResolvedCall, _Verdict]] = []
         blocked = None
         for rc in calls:

@@ -19,7 +19,10 @@ Per parameter the verdict is one of:
 * ``scalar``: its default or annotation says it is a Python number, string
   or ``None``, or it is named as static structure (``graphdef``,
   ``treedef``): it has no device buffer;
-* ``prng``: it is only used as a PRNG key (``jax.random.*``): a few bytes.
+* ``prng``: it is only used as a PRNG key (``jax.random.*``): a few bytes;
+* ``mutated``: the body updates it in place (``model.count[...] += 1``,
+  ``optimizer.update(model, grads)``, ``nnx.update(model, ...)``), which
+  only an object (an nnx Module) allows: ``nnx.jit`` writes it back.
 
 The analysis is flow-insensitive over the body (a name's value is the
 union of all its assignments), which over-approximates what reaches an
@@ -46,9 +49,12 @@ MAYBE = "maybe"
 NONE = "none"
 SCALAR = "scalar"
 PRNG = "prng"
+MUTATED = "mutated"
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "None"})
 _STATIC_STRUCTURE_NAMES = frozenset({"graphdef", "graph_def", "treedef", "tree_def"})
+_MUTATING_METHODS = frozenset({"update"})  # nnx.Optimizer.update(model, grads)
+_MUTATING_FUNCTIONS = frozenset({"flax.nnx.update"})
 _Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
 _EMPTY: _Flow = (frozenset(), frozenset())
 
@@ -70,6 +76,7 @@ class _Body:
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
         self.receivers: set[str] = set()
+        self.mutated: set[str] = set()
 
     def expr(self, node) -> _Flow:
         """Which parameters' shapes the value of ``node`` may carry."""
@@ -124,7 +131,19 @@ class _Body:
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         return _maybe(_union(self.expr(call.func), *arg_flows))
 
+    def note_mutation(self, target) -> None:
+        """``model.count[...] = ...``: an in-place update of what ``model`` names."""
+        base = target
+        while isinstance(base, (cst.Attribute, cst.Subscript)):
+            base = base.value
+        if base is not target and isinstance(base, cst.Name):
+            self.mutated.add(base.value)
+
     def _note_uses(self, call: cst.Call, qualified: str | None, args) -> None:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MUTATING_METHODS:
+            self.note_mutation(cst.Attribute(call.func.value, call.func.attr))
+        if qualified in _MUTATING_FUNCTIONS and args and isinstance(args[0], cst.Name):
+            self.mutated.add(args[0].value)
         is_prng = qualified is not None and qualified.startswith(PRNG_CONSUMERS_PREFIX)
         for arg in args:
             if isinstance(arg, cst.Name) and arg.value in self.names:
@@ -191,6 +210,8 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -
             verdicts[name] = SCALAR
         elif body.prng_uses.get(name) and not body.other_uses.get(name):
             verdicts[name] = PRNG
+        elif name in body.mutated and name not in returned[0]:
+            verdicts[name] = MUTATED
         elif name in returned[0]:
             verdicts[name] = PRESERVED
         elif name in returned[1]:
@@ -208,6 +229,7 @@ def _statement(body: _Body, small) -> _Flow:
         value = body.expr(small.value)
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
         for target in targets:
+            body.note_mutation(target)
             for name in _targets(target):
                 # A rebinding replaces the name's value (in source order; loops get a
                 # second pass): ``state = nnx.call(state).inc()`` is no longer the parameter.

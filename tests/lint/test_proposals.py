@@ -282,3 +282,29 @@ def test_optimizer_state_may_hold_the_params_it_was_made_from():
             return rng, x
     """
     assert ("state", "JXM001", "high") in _proposals(STEP + textwrap.dedent(linen))
+
+
+def test_nnx_modules_updated_in_place_are_proposed_without_rebinding():
+    source = """
+    from flax import nnx
+
+    @nnx.jit
+    def train_step(model, optimizer, batch):
+        grads = nnx.grad(lambda m: m(batch).mean())(model)
+        optimizer.update(model, grads)
+        return 0.0
+
+    def train(batches):
+        model = Model(nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, tx)
+        for batch in batches:
+            alias = model
+            loss = train_step(model, optimizer, batch)
+            print(alias, model)
+        return model
+    """
+    (result,) = _run({"m.py": source}).values()
+    found = {(f.code, f.parameter_name, f.confidence.value) for f in result.findings}
+    assert ("JXM001", "optimizer", "high") in found
+    assert not any(code == "JXM001" and name in ("model", "batch") for code, name, _ in found)
+    assert not any(code == "JXM101" for code, _, _ in found)
