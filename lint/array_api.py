@@ -58,7 +58,9 @@ SHAPE_PRESERVING = frozenset(
 )
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
-SHAPE_PRESERVING_METHODS = frozenset({"apply_gradients", "replace", "_replace", "update", "at", "set", "add"})
+SHAPE_PRESERVING_METHODS = frozenset(
+    {"apply_gradients", "apply_updates", "replace", "_replace", "update", "at", "set", "add"}
+)
 
 # Calls whose result does not have their operand's shape or dtype.
 SHAPE_CHANGING = frozenset(
