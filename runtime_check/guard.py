@@ -37,9 +37,10 @@ def assert_donated(fn: Callable, *example_args, donate_argnums=None, donate_argn
     :class:`DonationNotUsableError` (an ``AssertionError``) naming the other
     unused leaves and why; returns the report otherwise.
     """
-    from jaxmem.runtime_check.targets import resolve_target
+    from jaxmem.runtime_check.targets import resolve_target, split_bound
     from jaxmem.runtime_check.verifier import verify_target
 
+    fn, example_args = split_bound(fn, example_args)
     target = resolve_target(fn, donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                             static_argnums=static_argnums, static_argnames=static_argnames, wrapper=wrapper)
     report = verify_target(target, example_args, example_kwargs, backend=backend)

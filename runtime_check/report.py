@@ -15,6 +15,7 @@ SHARDING_MISMATCH = "sharding-mismatch"
 PRUNED_UNUSED = "pruned-unused"
 DEBUG_NANS = "debug-nans"
 NOT_DONATED = "not-donated"
+DONATED_TWICE = "donated-twice"
 UNKNOWN = "unknown"
 
 
@@ -88,6 +89,8 @@ class VerifyReport:
     notes: list[str] = field(default_factory=list)
     signature: str | None = None
     donation_sources: dict = field(default_factory=dict)
+    per_device_of: int | None = None  # jax.pmap: figures and leaf sizes are per device of this many
+    donation_label: str | None = None  # the donation when it is not by position (eqx.filter_jit modes)
 
     @property
     def predicted_saving(self) -> int | None:
@@ -185,8 +188,9 @@ def render_report(report: VerifyReport) -> str:
         spec.append(f"donate_argnums={report.donate_argnums}")
     if report.donate_argnames:
         spec.append(f"donate_argnames={report.donate_argnames}")
-    lines.append(f"  donation: {', '.join(spec) or 'none'}")
-    header = ("compiled memory", "without donation", "with donation")
+    lines.append(f"  donation: {report.donation_label or ', '.join(spec) or 'none'}")
+    scope = f" (per device, of {report.per_device_of})" if report.per_device_of else ""
+    header = (f"compiled memory{scope}", "without donation", "with donation")
     lines += ["  " + row for row in _table(_figure_rows(report), header)]
     lines.append(
         f"  predicted saving: {format_bytes(report.predicted_saving)} "
