@@ -24,7 +24,8 @@ _OPTION_KEYS = ("static_argnums", "static_argnames", "donate_argnums", "donate_a
                 "keep_unused", "axis_name", "in_axes", "static_broadcasted_argnums")
 
 
-def _is_library_path(path: str) -> bool:
+def is_library_path(path: str) -> bool:
+    """Whether ``path`` is an installed library (or not a file): its jits are not the user's."""
     normalized = path.replace("\\", "/")
     return "/site-packages/" in normalized or "/dist-packages/" in normalized or path.startswith("<")
 
@@ -54,7 +55,7 @@ class SignatureRecorder:
 
     def wrap(self, transformed, definition: JitDefinition):
         """What the patched ``jax.jit`` returns: the real function, with calls recorded."""
-        if _is_library_path(definition.path):
+        if is_library_path(definition.path):
             return transformed
         return TransformedProxy(transformed, definition, self._around_call)
 
