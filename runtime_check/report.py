@@ -153,6 +153,21 @@ class VerifyReport:
         """A readable multi-line report with sizes in human units."""
         return render_report(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "VerifyReport":
+        """Rebuild a report from :meth:`to_dict` (as stored in a record file)."""
+        fields = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        fields["with_donation"] = MemoryFigures(**data["with_donation"])
+        fields["without_donation"] = MemoryFigures(**data["without_donation"])
+        fields["leaves"] = [LeafDonation(**{**leaf, "shape": tuple(leaf["shape"])}) for leaf in data["leaves"]]
+        fields["donate_argnums"] = tuple(data.get("donate_argnums") or ())
+        fields["donate_argnames"] = tuple(data.get("donate_argnames") or ())
+        measurement = data.get("measurement")
+        if measurement is not None:
+            measurement = {k: v for k, v in measurement.items() if k != "measured_saving"}
+            fields["measurement"] = Measurement(**measurement)
+        return cls(**fields)
+
 
 def _figure_rows(report: VerifyReport) -> list[tuple[str, str, str]]:
     names = [

@@ -160,6 +160,7 @@ def resolve_target(fn, *, donate_argnums=None, donate_argnames=None, static_argn
     An explicit ``donate_argnums``/``donate_argnames`` replaces the donation
     a jitted function declares; without them the declared one is verified.
     """
+    fn = getattr(fn, "__jaxmem_transformed__", fn)  # a function jaxmem record/run wrapped
     if wrapper is not None:
         return _require_donation(_wrapper_target(fn, wrapper, donate_argnums, donate_argnames,
                                                  static_argnums, static_argnames), fn)
@@ -263,4 +264,5 @@ def split_bound(fn, args: tuple) -> tuple[Any, tuple]:
 
 
 def _is_transformed(fn) -> bool:
+    fn = getattr(fn, "__jaxmem_transformed__", fn)
     return is_jitted(fn) or library_kind(fn) is not None or pmap_options(fn) is not None

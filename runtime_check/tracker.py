@@ -223,11 +223,12 @@ def _donation_of(transformed, definition: JitDefinition) -> tuple[frozenset, fro
     """``(positions, names)`` the transformed function donates; None when it cannot be read."""
     if _DONATION_KEY in definition.options:  # read once per function, kept with its definition
         return definition.options[_DONATION_KEY]
+    from jaxmem.runtime_check.library_jits import inner_jit, library_kind
     from jaxmem.runtime_check.targets import is_jitted, pmap_options
 
     donation = None
-    if is_jitted(transformed):
-        info = transformed._jit_info
+    if is_jitted(transformed) or library_kind(transformed) == "nnx":  # nnx.jit keeps the user's positions
+        info = (transformed if is_jitted(transformed) else inner_jit(transformed))._jit_info
         donation = (frozenset(info.donate_argnums), frozenset(info.donate_argnames))
     else:
         options = pmap_options(transformed)
