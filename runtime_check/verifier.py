@@ -80,10 +80,11 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
         notes.append("jax's record of pruned arguments was not available; assumed none were pruned")
     if jax.config.jax_debug_nans:
         notes.append("jax_debug_nans is on: JAX does not donate anything while it is set")
-    devices = _pmap_device_count(target, arg_leaves)
+    devices = _spread(target, arg_leaves)
     if devices is not None:
-        notes.append(f"jax.pmap over {devices} device(s): the compiled memory figures and the leaf sizes are "
-                     "per device; leaf types are global (the mapped axis included)")
+        how = "jax.pmap" if target.kind == "pmap" else "sharded"
+        notes.append(f"{how} over {devices} device(s): the compiled memory figures and the leaf sizes are "
+                     "per device; leaf types are global")
     location = _definition_location(target.function)
     return VerifyReport(
         function=target.qualname, definition_path=location[0], definition_line=location[1],
@@ -162,7 +163,7 @@ def _user_view(target: Target, leaves: list[ArgLeaf], built: _Compiled) -> list[
             renamed.append(leaf)
         leaves = renamed
     if target.kind != "pmap":
-        return leaves
+        return [replace(leaf, nbytes=_shard_bytes(leaf)) for leaf in leaves]
     import jax
 
     # jax.pmap's args_info marks donation per flattened leaf index, not per argument; pmap
@@ -186,6 +187,34 @@ def _per_device_bytes(leaf: ArgLeaf, axis: int | None) -> int:
     if axis is None or not leaf.shape or leaf.shape[axis] == 0:
         return leaf.nbytes
     return leaf.nbytes // leaf.shape[axis]
+
+
+def _shard_bytes(leaf: ArgLeaf) -> int:
+    """Bytes of one device's shard: XLA's memory figures for a sharded program are per device."""
+    shard_shape = getattr(leaf.sharding, "shard_shape", None)
+    if shard_shape is None or _device_count(leaf.sharding) <= 1:
+        return leaf.nbytes
+    try:
+        shape = shard_shape(leaf.shape)
+    except Exception:  # noqa: BLE001 - a sharding that cannot split this shape: keep the global size
+        return leaf.nbytes
+    return leaf.nbytes // max(1, _element_count(leaf.shape)) * _element_count(shape)
+
+
+def _device_count(sharding) -> int:
+    try:
+        return len(sharding.device_set)
+    except Exception:  # noqa: BLE001
+        return 1
+
+
+def _spread(target: Target, leaves: list[ArgLeaf]) -> int | None:
+    """Over how many devices the figures are split (pmap's devices, or the widest sharding); None: one."""
+    devices = _pmap_device_count(target, leaves)
+    if devices is not None:
+        return devices
+    widest = max((_device_count(leaf.sharding) for leaf in leaves if leaf.sharding is not None), default=1)
+    return widest if widest > 1 else None
 
 
 def _pmap_device_count(target: Target, leaves: list[ArgLeaf]) -> int | None:
