@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from jaxmem.runtime_check.hlo_aliases import ModuleDonations, parse_module_donations
+from jaxmem.runtime_check.hlo_copies import entry_parameter_names, extra_copies
 from jaxmem.runtime_check.leaves import (
     ArgLeaf, OutLeaf, argument_leaves, hlo_parameter_numbers, output_leaves, parameter_names,
 )
@@ -63,7 +64,8 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
         built = _compile(target, args, kwargs)
         platform = _platform(built.compiled, backend or jax.default_backend())
 
-    module = parse_module_donations(built.compiled.as_text())
+    module_text = built.compiled.as_text()
+    module = parse_module_donations(module_text)
     arg_leaves = argument_leaves(built.compiled, built.function, built.positional_count, built.static_argnums)
     parameters, exact = hlo_parameter_numbers(built.lowered, len(arg_leaves))
     arg_leaves = _user_view(target, arg_leaves, built)
@@ -86,10 +88,13 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
         notes.append(f"{how} over {devices} device(s): the compiled memory figures and the leaf sizes are "
                      "per device; leaf types are global")
     location = _definition_location(target.function)
+    with_figures, without_figures = _figures(built.compiled), _figures(built.baseline)
+    names = {number: arg_leaves[flat].path for flat, number in parameters.items()} if not tuple_args else {}
+    gap = saving_gap(leaves, with_figures, without_figures, module_text, built.baseline.as_text(), names)
     return VerifyReport(
         function=target.qualname, definition_path=location[0], definition_line=location[1],
         backend=platform, donate_argnums=target.donate_argnums, donate_argnames=target.donate_argnames,
-        with_donation=_figures(built.compiled), without_donation=_figures(built.baseline), leaves=leaves,
+        with_donation=with_figures, without_donation=without_figures, leaves=leaves, saving_gap=gap,
         notes=notes, signature=_signature_text(arg_leaves), per_device_of=devices,
         donation_label=target.donation_label,
     )
@@ -234,6 +239,34 @@ def _requested(target: Target, leaves: list[ArgLeaf], built: _Compiled) -> list[
     names = set(target.donate_argnames)
     nums = set(target.donate_argnums)
     return [leaf.parameter in names or (leaf.parameter_index in nums) for leaf in leaves]
+
+
+def saving_gap(leaves: list[LeafDonation], with_donation: MemoryFigures, without_donation: MemoryFigures,
+               with_text: str, without_text: str, parameter_paths: dict[int, str]) -> dict | None:
+    """Why the donation saves less than the bytes it reuses, from the two compiled modules.
+
+    None when XLA's temporaries did not grow.  Otherwise the reused bytes, the
+    saving, both temporaries figures and the copies only the donated module
+    makes (a donated buffer overwritten while its old value is still read is
+    copied first), each named after the leaf it copies where it is a parameter.
+    """
+    grown = (with_donation.temp_bytes or 0) - (without_donation.temp_bytes or 0)
+    if grown <= 0:
+        return None
+    entry_names = entry_parameter_names(with_text)
+    copies = []
+    for copy in extra_copies(with_text, without_text):
+        number = entry_names.index(copy.operand) if copy.operand in entry_names else None
+        what = (f"parameter `{parameter_paths[number]}`" if number in parameter_paths
+                else "an intermediate value" if number is None else f"parameter {number}")
+        copies.append({"of": what, "operand": copy.operand, "type": copy.type_text, "bytes": copy.nbytes})
+    before, after = without_donation.peak_bytes, with_donation.peak_bytes
+    return {
+        "reused_bytes": sum(leaf.nbytes for leaf in leaves if leaf.aliased),
+        "saving_bytes": None if before is None or after is None else before - after,
+        "temp_bytes_without": without_donation.temp_bytes, "temp_bytes_with": with_donation.temp_bytes,
+        "extra_copies": copies, "extra_copy_bytes": sum(copy["bytes"] for copy in copies),
+    }
 
 
 def repeated_buffers(leaves: list[ArgLeaf], values: list, wanted: list[bool]) -> dict[int, LeafDonation]:
