@@ -45,6 +45,11 @@ def assert_donated(fn: Callable, *example_args, donate_argnums=None, donate_argn
                             static_argnums=static_argnums, static_argnames=static_argnames, wrapper=wrapper)
     report = verify_target(target, example_args, example_kwargs, backend=backend)
     allowed = set(allow_unused)
+    unknown = sorted(allowed - {leaf.path for leaf in report.leaves})
+    if unknown:
+        known = ", ".join(leaf.path for leaf in report.leaves[:8]) + (", ..." if len(report.leaves) > 8 else "")
+        raise ValueError(f"allow_unused names {', '.join(map(repr, unknown))}, which is not a donated leaf of "
+                         f"{report.function}; use the leaf paths of the report: {known}")
     failing = [leaf for leaf in report.unusable if leaf.path not in allowed]
     if failing:
         raise DonationNotUsableError(report, failing)
