@@ -128,3 +128,22 @@ def test_jaxmem_run_runs_an_optax_training_loop(write_file, run_commands):
     done = run_commands("run", "--", "python", "train.py")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("loss ")
+
+
+def test_nnx_and_equinox_donations_are_named():
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+    with pytest.raises(DonatedArrayUsedError, match=r"`kernel` \(read at .*parameter `m.kernel.value`"):
+        with track_donations():
+            model = nnx.Linear(4, 3, rngs=nnx.Rngs(0))
+            step = nnx.jit(lambda m, x: m(x).sum(), donate_argnums=0)
+            kernel = model.kernel[...]
+            step(model, jnp.ones((2, 4)))
+            kernel.sum()  # noqa: JXM101 - the read the tracker must explain
+    with pytest.raises(DonatedArrayUsedError, match=r"`weight` \(read at .*parameter `m.weight`"):
+        with track_donations():
+            linear = eqx.nn.Linear(4, 3, key=jax.random.PRNGKey(0))
+            double = eqx.filter_jit(lambda m: jax.tree.map(lambda p: p * 2, m), donate="all")
+            weight = linear.weight
+            double(linear)
+            weight.sum()
