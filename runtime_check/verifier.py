@@ -241,18 +241,25 @@ def _requested(target: Target, leaves: list[ArgLeaf], built: _Compiled) -> list[
     return [leaf.parameter in names or (leaf.parameter_index in nums) for leaf in leaves]
 
 
+GAP_SHOWN_FROM = 0.01  # temporaries growth, as a share of the reused bytes, worth explaining
+
+
 def saving_gap(leaves: list[LeafDonation], with_donation: MemoryFigures, without_donation: MemoryFigures,
                with_text: str, without_text: str, parameter_paths: dict[int, str]) -> dict | None:
     """Why the donation saves less than the bytes it reuses, from the two compiled modules.
 
-    None when XLA's temporaries did not grow.  Otherwise the reused bytes, the
+    None when XLA's temporaries did not grow (or by less than 1% of the reused
+    bytes while the saving is whole).  Otherwise the reused bytes, the
     saving, both temporaries figures and the copies only the donated module
     makes (a donated buffer overwritten while its old value is still read is
     copied first), each named after the leaf it copies where it is a parameter.
     """
     grown = (with_donation.temp_bytes or 0) - (without_donation.temp_bytes or 0)
-    if grown <= 0:
-        return None
+    reused = sum(leaf.nbytes for leaf in leaves if leaf.aliased)
+    before, after = without_donation.peak_bytes, with_donation.peak_bytes
+    saving = None if before is None or after is None else before - after
+    if grown <= 0 or (grown < GAP_SHOWN_FROM * reused and (saving is None or saving >= reused)):
+        return None  # no growth worth a line: a few bytes of scalars do not explain anything
     entry_names = entry_parameter_names(with_text)
     copies = []
     for copy in extra_copies(with_text, without_text):
@@ -260,10 +267,8 @@ def saving_gap(leaves: list[LeafDonation], with_donation: MemoryFigures, without
         what = (f"parameter `{parameter_paths[number]}`" if number in parameter_paths
                 else "an intermediate value" if number is None else f"parameter {number}")
         copies.append({"of": what, "operand": copy.operand, "type": copy.type_text, "bytes": copy.nbytes})
-    before, after = without_donation.peak_bytes, with_donation.peak_bytes
     return {
-        "reused_bytes": sum(leaf.nbytes for leaf in leaves if leaf.aliased),
-        "saving_bytes": None if before is None or after is None else before - after,
+        "reused_bytes": reused, "saving_bytes": saving,
         "temp_bytes_without": without_donation.temp_bytes, "temp_bytes_with": with_donation.temp_bytes,
         "extra_copies": copies, "extra_copy_bytes": sum(copy["bytes"] for copy in copies),
     }
