@@ -194,10 +194,12 @@ def _require_donation(target: Target, fn) -> Target:
 
 
 def _is_pmap_wrapper(wrapper) -> bool:
+    """Whether ``wrapper`` is ``jax.pmap`` or a partial of it (patched by record/run or not)."""
     import jax
 
-    return getattr(wrapper, "func", wrapper) is getattr(jax.pmap, "__jaxmem_original__", jax.pmap) or \
-        getattr(wrapper, "func", wrapper) is jax.pmap
+    transform = getattr(wrapper, "func", wrapper)
+    original = getattr(jax.pmap, "__jaxmem_original__", jax.pmap)
+    return getattr(transform, "__jaxmem_original__", transform) is original
 
 
 def _wrapper_target(fn, wrapper, donate_argnums, donate_argnames, static_argnums, static_argnames) -> Target:

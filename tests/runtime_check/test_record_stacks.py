@@ -55,6 +55,11 @@ STACKS = """
             return state * 2
 
 
+    @functools.partial(jax.jit, static_argnums=0, donate_argnums=1)
+    def activate(kind, x):
+        return jax.nn.relu(x) if kind == "relu" else x
+
+
     @functools.partial(jax.jit, donate_argnums=0)
     def pair_step(pair):
         return jax.tree.map(lambda a: a + 1, pair)
@@ -77,6 +82,7 @@ STACKS = """
             opt_state = eqx_step(linear, opt_state)
         trainer = Trainer()
         value = trainer._step(jnp.ones(3))
+        activate("relu", jnp.ones(3))
         shared = jnp.ones(3)
         try:
             pair_step({"a": shared, "b": shared})
@@ -142,6 +148,14 @@ def test_eqx_step_is_verified(verified):
 def test_method_jitted_in_init_is_verified(verified):
     _, data, _ = verified
     assert _report(data, "Trainer._impl")["ok"]
+
+
+def test_static_argument_at_position_zero_is_recorded_as_a_value(verified):
+    _, data, record_text = verified
+    entry = next(e for e in json.loads(record_text)["functions"] if e["qualname"] == "activate")
+    assert entry["signatures"][0]["args"][0] == {"static": "relu", "repr": "'relu'"}
+    report = _report(data, "activate")
+    assert report["ok"] and [leaf["path"] for leaf in report["leaves"]] == ["x"]
 
 
 def test_same_buffer_twice_fails_verification(verified):
