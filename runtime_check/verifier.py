@@ -77,6 +77,8 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
     context = _AliasContext(module, parameters, tuple_args, out_leaves, arg_leaves, wanted)
     leaves = [repeated.get(leaf.flat_index) or context.judge(leaf)
               for leaf, asked in zip(arg_leaves, wanted) if asked]
+    if target.kind == "nnx":
+        leaves = _nnx_output_names(leaves, arg_leaves)
     notes = []
     if not exact:
         notes.append("jax's record of pruned arguments was not available; assumed none were pruned")
@@ -176,6 +178,21 @@ def _user_view(target: Target, leaves: list[ArgLeaf], built: _Compiled) -> list[
     donating = not jax.config.jax_debug_nans
     return [replace(leaf, donated=donating and not leaf.keyword and leaf.parameter_index in target.donate_argnums,
                     nbytes=_per_device_bytes(leaf, _mapped_axis(target.in_axes, leaf)))
+            for leaf in leaves]
+
+
+def _nnx_output_names(leaves: list[LeafDonation], arguments: list[ArgLeaf]) -> list[LeafDonation]:
+    """Name nnx's state outputs after the inputs they update.
+
+    nnx.jit's inner function returns ``(args_out, kwargs_out, out)`` where
+    ``args_out`` repeats each module argument's state in the argument's own
+    structure, so ``result[0][0].states[0][1]`` is the new value of the leaf
+    at ``[0][0].states[0][1]`` of the arguments (``model.kernel``).
+    """
+    import jax
+
+    by_output = {"result" + jax.tree_util.keystr(arg.key_path): arg.path for arg in arguments}
+    return [replace(leaf, output=f"{by_output[leaf.output]} (its new value)") if leaf.output in by_output else leaf
             for leaf in leaves]
 
 

@@ -39,6 +39,8 @@ def test_nnx_jit_module_and_optimizer_are_verified_leaf_by_leaf(donation):
     report = verify(step, model, optimizer, jnp.ones((2, 4)))
     assert report.ok
     assert "model.kernel" in paths(report) and "optimizer.opt_state[0].mu.kernel" in paths(report)
+    kernel = next(leaf for leaf in report.leaves if leaf.path == "model.kernel")
+    assert kernel.output == "model.kernel (its new value)"
     assert report.predicted_saving == report.donated_bytes == (4 * 3 * 4 + 3 * 4) * 3 + 4 + 4  # params, mu, nu, count, step
     # the check compiles only: the model is untouched and the step still runs
     assert float(step(model, optimizer, jnp.ones((2, 4)))) > 0
