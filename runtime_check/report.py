@@ -16,6 +16,7 @@ PRUNED_UNUSED = "pruned-unused"
 DEBUG_NANS = "debug-nans"
 NOT_DONATED = "not-donated"
 DONATED_TWICE = "donated-twice"
+INPUT_RESHARDED = "input-resharded"
 UNKNOWN = "unknown"
 
 

@@ -21,7 +21,7 @@ from jaxmem.runtime_check.leaves import (
 )
 from jaxmem.runtime_check.library_jits import inner_call, library_kind, user_leaf_names
 from jaxmem.runtime_check.report import (
-    DEBUG_NANS, DONATED_TWICE, ELEMENT_COUNT_ONLY, NO_MATCHING_OUTPUT, NOT_DONATED, OUTPUTS_TAKEN, PRUNED_UNUSED,
+    DEBUG_NANS, DONATED_TWICE, ELEMENT_COUNT_ONLY, INPUT_RESHARDED, NO_MATCHING_OUTPUT, NOT_DONATED, OUTPUTS_TAKEN, PRUNED_UNUSED,
     SHARDING_MISMATCH, UNKNOWN, LeafDonation, MemoryFigures, VerifyReport,
 )
 from jaxmem.runtime_check.targets import Target, jit_target, resolve_target, split_bound
@@ -75,7 +75,8 @@ def verify_target(target: Target, args: tuple, kwargs: dict, backend: str | None
     wanted = _requested(target, arg_leaves, built)
     repeated = repeated_buffers(arg_leaves, built.dynamic_leaves, wanted)
     context = _AliasContext(module, parameters, tuple_args, out_leaves, arg_leaves, wanted)
-    leaves = [repeated.get(leaf.flat_index) or context.judge(leaf)
+    moved = resharded_inputs(arg_leaves, built.dynamic_leaves)
+    leaves = [repeated.get(leaf.flat_index) or _unless_moved(context.judge(leaf), moved.get(leaf.flat_index))
               for leaf, asked in zip(arg_leaves, wanted) if asked]
     if target.kind == "nnx":
         leaves = _nnx_output_names(leaves, arg_leaves)
@@ -289,6 +290,40 @@ def saving_gap(leaves: list[LeafDonation], with_donation: MemoryFigures, without
         "temp_bytes_without": without_donation.temp_bytes, "temp_bytes_with": with_donation.temp_bytes,
         "extra_copies": copies, "extra_copy_bytes": sum(copy["bytes"] for copy in copies),
     }
+
+
+def resharded_inputs(leaves: list[ArgLeaf], values: list) -> dict[int, str]:
+    """``{flat index: reason}`` for concrete arrays placed differently from what the program takes.
+
+    jax then copies the array to the program's input sharding before the call
+    and donates the copy: the caller's array is neither reused nor deleted
+    (a pmap over arrays made on one device, a jit with ``in_shardings``).
+    """
+    import jax
+
+    if len(values) != len(leaves):
+        return {}
+    moved = {}
+    for leaf, value in zip(leaves, values):
+        if not isinstance(value, jax.Array) or leaf.sharding is None:
+            continue
+        try:
+            same = value.sharding.is_equivalent_to(leaf.sharding, len(value.shape))
+        except Exception:  # noqa: BLE001 - shardings that cannot be compared are left to the aliases
+            continue
+        if not same:
+            moved[leaf.flat_index] = (
+                f"the array passed is placed as {value.sharding} but the compiled program takes "
+                f"{leaf.sharding}, so jax first copies it and the donation frees that copy: your array "
+                "stays allocated and is not deleted; place it with jax.device_put(x, <that sharding>) or "
+                "pass the previous step's output")
+    return moved
+
+
+def _unless_moved(result: LeafDonation, reason: str | None) -> LeafDonation:
+    if reason is None or not result.aliased:
+        return result
+    return replace(result, aliased=False, output=None, reason_code=INPUT_RESHARDED, reason=reason)
 
 
 def repeated_buffers(leaves: list[ArgLeaf], values: list, wanted: list[bool]) -> dict[int, LeafDonation]:

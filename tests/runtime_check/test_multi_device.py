@@ -41,7 +41,7 @@ PROGRAM = """
         w = jax.device_put(jnp.ones((8, 4)), SHARDED)
         gather_step(w)
         w = sharded_step(jax.device_put(jnp.ones((8, 4)), SHARDED))
-        params = {"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))}
+        params = jax.pmap(lambda p: p)({"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))})  # spread over devices
         params = pmap_step(params, jnp.ones((4, 2)))
         return params
 
@@ -76,13 +76,18 @@ def test_verify_reads_shardings_and_pmap_pytrees_on_four_devices(program_dir):
         w = jax.device_put(jnp.ones((8, 4)), program.SHARDED)
         gather = verify(program.gather_step, w)
         sharded = verify(program.sharded_step, jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=program.SHARDED))
-        pmapped = verify(program.pmap_step, {"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))}, jnp.ones((4, 2)))
+        params = {"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))}
+        pmapped = verify(program.pmap_step, jax.pmap(lambda p: p)(params), jnp.ones((4, 2)))
+        unplaced = verify(program.pmap_step, params, jnp.ones((4, 2)))
+        copied = verify(program.sharded_step, jnp.ones((8, 4)))  # made on one device, moved by in_shardings
         print(json.dumps({
             "gather": [leaf.reason_code for leaf in gather.leaves], "gather_size": gather.leaves[0].nbytes,
             "gather_per_device_of": gather.per_device_of, "sharded_ok": sharded.ok,
             "pmap": {leaf.path: [leaf.aliased, leaf.nbytes] for leaf in pmapped.leaves},
             "pmap_per_device_of": pmapped.per_device_of,
             "pmap_saving": pmapped.predicted_saving,
+            "unplaced": sorted({leaf.reason_code for leaf in unplaced.leaves}),
+            "copied": [leaf.reason_code for leaf in copied.leaves],
         }))
     """, program_dir)
     assert result["gather"] == ["sharding-mismatch"]
@@ -90,6 +95,8 @@ def test_verify_reads_shardings_and_pmap_pytrees_on_four_devices(program_dir):
     assert result["sharded_ok"] is True
     assert result["pmap"] == {"params['b']": [True, 3 * 4], "params['w']": [True, 9 * 4]}
     assert result["pmap_per_device_of"] == 4 and result["pmap_saving"] == 12 * 4
+    # arrays made on one device are copied onto the devices first: the donation frees the copy only
+    assert result["unplaced"] == ["input-resharded"] and result["copied"] == ["input-resharded"]
 
 
 def test_record_keeps_shardings_and_pmap_pytrees(program_dir):
@@ -105,6 +112,23 @@ def test_record_keeps_shardings_and_pmap_pytrees(program_dir):
     assert [leaf["reason_code"] for leaf in reports["gather_step"]["leaves"]] == ["sharding-mismatch"]
     assert reports["sharded_step"]["ok"]
     assert reports["pmap_step"]["ok"] and len(reports["pmap_step"]["leaves"]) == 2
+
+
+def test_donating_an_array_placed_elsewhere_does_not_delete_it(program_dir):
+    # What input-resharded stands for, on the real program: the caller's array survives the call.
+    result = _python("""
+        import json, sys
+        import jax, jax.numpy as jnp
+        sys.path.insert(0, ".")
+        import program
+
+        unplaced = {"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))}
+        program.pmap_step(unplaced, jnp.ones((4, 2)))
+        placed = jax.pmap(lambda p: p)({"w": jnp.ones((4, 3, 3)), "b": jnp.ones((4, 3))})
+        program.pmap_step(placed, jnp.ones((4, 2)))
+        print(json.dumps({"unplaced": unplaced["w"].is_deleted(), "placed": placed["w"].is_deleted()}))
+    """, program_dir)
+    assert result == {"unplaced": False, "placed": True}
 
 
 def test_jaxmem_run_names_a_pmap_donation(tmp_path):
