@@ -149,7 +149,8 @@ def nnx_functional_step(sizes, state, batch):
     return nnx.state((model, optimizer)), loss
 
 
-def _nnx_case(shape: dict):
+def nnx_inputs(shape: dict):
+    """The measured nnx step and its abstract inputs; extras compare it with the ``nnx.jit`` step as written."""
     from flax import nnx
 
     from jaxmem.runtime_check import verify
@@ -157,35 +158,30 @@ def _nnx_case(shape: dict):
     sizes = (shape["layers"], shape["width"])
     model, optimizer = nnx.eval_shape(lambda: _nnx_model_and_optimizer(*sizes))
     batch = jax.ShapeDtypeStruct((shape["batch"], shape["width"]), jnp.float32)
-    step = nnx.jit(nnx_loss_and_update, donate_argnums=(0, 1))
-    as_written = verify(step, model, optimizer, batch)
+    as_written = verify(nnx.jit(nnx_loss_and_update, donate_argnums=(0, 1)), model, optimizer, batch)
     _, state = nnx.split((model, optimizer))
-    measured = verify(nnx_functional_step, sizes, state, batch, static_argnums=0, donate_argnums=1, measure=True)
-    return measured, {"nnx_jit_predicted_saving_bytes": as_written.predicted_saving,
-                      "nnx_jit_all_leaves_reused": as_written.ok,
-                      "nnx_jit_matches_functional": as_written.predicted_saving == measured.predicted_saving}
+    extra = {"nnx_jit_predicted_saving_bytes": as_written.predicted_saving,
+             "nnx_jit_all_leaves_reused": as_written.ok}
+    return nnx_functional_step, (sizes, state, batch), {"static_argnums": 0, "donate_argnums": 1}, extra
 
 
-def _mlp_case(shape: dict):
-    from jaxmem.runtime_check import verify
-
+def mlp_inputs(shape: dict):
+    """The jax.numpy MLP + Adam step and its abstract inputs."""
     params = init_params(shape["layers"], shape["width"])
     batch = jax.ShapeDtypeStruct((shape["batch"], shape["width"]), jnp.float32)
-    return verify(train_step, params, init_adam(params), batch, donate_argnums=(0, 1), measure=True), {}
+    return train_step, (params, init_adam(params), batch), {"donate_argnums": (0, 1)}, {}
 
 
-def _pmap_case(shape: dict):
-    from jaxmem.runtime_check import verify
-
+def pmap_inputs(shape: dict):
+    """The pmapped step and its abstract inputs, stacked over every local device."""
     devices = jax.local_device_count()
     stacked = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct((devices, *s.shape), s.dtype), tree)
     params = init_params(shape["layers"], shape["width"])
     batch = jax.ShapeDtypeStruct((devices, shape["batch"], shape["width"]), jnp.float32)
-    report = verify(pmapped_train_step, stacked(params), stacked(init_adam(params)), batch, measure=True)
-    return report, {"devices": devices}
+    return pmapped_train_step, (stacked(params), stacked(init_adam(params)), batch), {}, {"devices": devices}
 
 
-CASES = {"mlp_adam": _mlp_case, "nnx_optax": _nnx_case, "pmap_mlp_adam": _pmap_case}
+CASES = {"mlp_adam": mlp_inputs, "nnx_optax": nnx_inputs, "pmap_mlp_adam": pmap_inputs}
 
 
 def _slug(text: str) -> str:
@@ -194,8 +190,13 @@ def _slug(text: str) -> str:
 
 def run_case(name: str, shape: dict) -> dict:
     """Verify and measure one case at ``shape``; return its result document."""
+    from jaxmem.runtime_check import verify
+
     started = time.time()
-    report, extra = CASES[name](shape)
+    fn, args, options, extra = CASES[name](shape)
+    report = verify(fn, *args, measure=True, **options)
+    if "nnx_jit_predicted_saving_bytes" in extra:
+        extra["nnx_jit_matches_functional"] = extra["nnx_jit_predicted_saving_bytes"] == report.predicted_saving
     measured = report.measurement
     predicted = report.predicted_saving
     saving = measured.measured_saving if measured else None
