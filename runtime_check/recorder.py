@@ -31,6 +31,7 @@ from jaxmem.runtime_check.signatures import encode_static, encode_value
 RECORD_FORMAT = "jaxmem-record"
 RECORD_VERSION = 2  # 2: no pickled values; signatures carry the report verified while recording
 VERIFIED_SIGNATURES = 5
+_ANALYSES: dict[str, dict] = {}
 _OPTION_KEYS = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
                 "keep_unused", "axis_name", "in_axes", "static_broadcasted_argnums", "donate")
 
@@ -145,8 +146,10 @@ def _verify_call(entry: dict, transformed, args, kwargs) -> dict:
         fn, args = split_bound(transformed, tuple(args))
         proposals = []
         if library_kind(fn) != "eqx":
-            analysis, _ = proposed_donations(entry["definition_path"])
-            proposals = analysis.get(entry["definition_line"], [])
+            path = entry["definition_path"]
+            if path not in _ANALYSES:  # one static analysis per file, however many signatures
+                _ANALYSES[path] = proposed_donations(path)[0]
+            proposals = _ANALYSES[path].get(entry["definition_line"], [])
         nums, names, sources = declared_and_proposed(entry, plain_function(fn), proposals)
         proposed = any(source != "declared" for source in sources.values())
         if not nums and not names and library_kind(fn) != "eqx":
