@@ -151,7 +151,7 @@ class _LoaderThen(importlib.abc.Loader):
 
 @contextmanager
 def patched_transforms(wrap: Callable):
-    """Within the block ``jax.jit``, ``jax.pmap``, ``nnx.jit`` and ``eqx.filter_jit`` return ``wrap(result, definition)``.
+    """In the block ``jax.jit``, ``jax.pmap``, ``nnx.jit``, ``eqx.filter_jit`` return ``wrap(result, definition)``.
 
     flax and equinox are patched when already imported, else as soon as the
     program imports them.

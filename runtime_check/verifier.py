@@ -21,7 +21,8 @@ from jaxmem.runtime_check.leaves import (
 )
 from jaxmem.runtime_check.library_jits import inner_call, library_kind, user_leaf_names
 from jaxmem.runtime_check.report import (
-    DEBUG_NANS, DONATED_TWICE, ELEMENT_COUNT_ONLY, INPUT_RESHARDED, NO_MATCHING_OUTPUT, NOT_DONATED, OUTPUTS_TAKEN, PRUNED_UNUSED,
+    DEBUG_NANS, DONATED_TWICE, ELEMENT_COUNT_ONLY, INPUT_RESHARDED, NO_MATCHING_OUTPUT, NOT_DONATED, OUTPUTS_TAKEN,
+    PRUNED_UNUSED,
     SHARDING_MISMATCH, UNKNOWN, LeafDonation, MemoryFigures, VerifyReport,
 )
 from jaxmem.runtime_check.targets import Target, jit_target, resolve_target, split_bound

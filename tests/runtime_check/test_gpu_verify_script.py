@@ -44,7 +44,8 @@ def test_pmap_case_measures_in_worker_processes(tmp_path):
         "    fn, args, options, _ = gpu_verify.CASES[name](gpu_verify.SMALL)\n"
         "    target = resolve_target(fn, **options)\n"
         "    report = verify_target(target, args, {})\n"
-        "    print(name, measure_target(target, args, {}, report, require_memory_stats=False).donated_inputs_deleted)\n")
+        "    measured = measure_target(target, args, {}, report, require_memory_stats=False)\n"
+        "    print(name, measured.donated_inputs_deleted)\n")
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, "-c", code, os.path.join(REPO, "benchmarks")], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
