@@ -47,6 +47,12 @@ def test_nnx_jit_module_and_optimizer_are_verified_leaf_by_leaf(donation):
     assert float(step(model, optimizer, jnp.ones((2, 4)))) > 0
 
 
+def test_nnx_jit_in_tree_mode():
+    model, optimizer = nnx_model_and_optimizer()
+    report = verify(nnx.jit(nnx_train_step, donate_argnums=(0, 1), graph=False), model, optimizer, jnp.ones((2, 4)))
+    assert report.ok and "optimizer.opt_state[0].nu.bias" in paths(report)
+
+
 def test_nnx_jit_through_the_wrapper_argument():
     model, optimizer = nnx_model_and_optimizer()
     report = verify(nnx_train_step, model, optimizer, jnp.ones((2, 4)), wrapper=nnx.jit,
