@@ -33,13 +33,19 @@ def register(subparsers) -> None:
     verify.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     verify.add_argument("--output", default=None, metavar="REPORT",
                         help="also write the JSON report here (input of `jaxmem-fix --verified`)")
-    verify.add_argument("--backend", default=None, help="jax backend to compile for (default: jax's default)")
+    verify.add_argument("--backend", default=None,
+                        help="jax backend to compile for (default: jax's default; with --record, signatures "
+                             "that can be rebuilt from the record are compiled again for it)")
     verify.set_defaults(handler=run_verify)
 
     record = subparsers.add_parser(
         "record", help="run a program and record the signatures of its jitted calls",
-        description="Run `python script.py ARGS` with jax.jit wrapped and write the abstract "
-                    "signature (shapes, dtypes, shardings, static values) of every jitted call.")
+        description="Run `python script.py ARGS` (this runs your program, as python would) with "
+                    "jax.jit, jax.pmap, nnx.jit and eqx.filter_jit wrapped; write the abstract signature "
+                    "(shapes, dtypes, shardings, static values) of every jitted call and verify each "
+                    "new signature's donation on its real arguments while the program runs. The record "
+                    "is plain JSON (nothing pickled): reading it with `jaxmem verify --record` runs no code, "
+                    "except with --backend, which imports the recorded modules to compile them again.")
     record.add_argument("--out", default=DEFAULT_RECORD, metavar="FILE",
                         help=f"where to write the record (default: {DEFAULT_RECORD})")
     record.add_argument("command", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
@@ -102,7 +108,7 @@ def run_verify(args) -> int:
             from jaxmem.runtime_check.runs import verify_record
 
             record = load_record(args.record)
-            outcome = _with_backend(args.backend, lambda: verify_record(record))
+            outcome = _with_backend(args.backend, lambda: verify_record(record, args.backend))
         else:
             config = args.config or DEFAULT_CONFIG
             if args.config is None and not os.path.exists(config):
@@ -171,6 +177,8 @@ def render_run(outcome) -> str:
     blocks.append(f"{len(outcome.reports)} verification(s) of {len(largest)} function(s), {unusable} donated "
                   f"leaf(s) not reused, {failed} failed; predicted saving {format_bytes(sum(largest.values()))} "
                   "(largest signature of each function)")
+    if not outcome.reports:
+        blocks.append("FAILED: nothing was verified (see above why); a run that checks nothing does not pass")
     return "\n\n".join(blocks)
 
 

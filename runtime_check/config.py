@@ -134,14 +134,21 @@ def parse_entry(raw: Any, where: str) -> VerifyEntry:
     backend = raw.get("backend")
     if backend is not None and not isinstance(backend, str):
         raise ConfigError(f"{where}.backend: expected a backend name such as 'cpu' or 'gpu'")
+    static_argnums = _int_tuple(raw.get("static_argnums"), f"{where}.static_argnums")
+    static_argnames = _str_tuple(raw.get("static_argnames"), f"{where}.static_argnames")
+    static_positions = {i % len(args) for i in static_argnums or ()} if args else set()
+    # Static arguments are values, not shapes: a string there ('relu') stays a string.
+    parsed_args = tuple(item if i in static_positions else _shapes(item, f"{where}.args[{i}]")
+                        for i, item in enumerate(args))
+    parsed_kwargs = {key: item if key in (static_argnames or ()) else _shapes(item, f"{where}.kwargs.{key}")
+                     for key, item in kwargs.items()}
     return VerifyEntry(
         function=function,
         example_args=_reference(raw["example_args"], f"{where}.example_args") if has_factory else None,
-        args=tuple(_shapes(args, f"{where}.args")), kwargs=_shapes(kwargs, f"{where}.kwargs"),
+        args=parsed_args, kwargs=parsed_kwargs,
         donate_argnums=_int_tuple(raw.get("donate_argnums"), f"{where}.donate_argnums"),
         donate_argnames=_str_tuple(raw.get("donate_argnames"), f"{where}.donate_argnames"),
-        static_argnums=_int_tuple(raw.get("static_argnums"), f"{where}.static_argnums"),
-        static_argnames=_str_tuple(raw.get("static_argnames"), f"{where}.static_argnames"),
+        static_argnums=static_argnums, static_argnames=static_argnames,
         backend=backend,
     )
 

@@ -37,13 +37,19 @@ def assert_donated(fn: Callable, *example_args, donate_argnums=None, donate_argn
     :class:`DonationNotUsableError` (an ``AssertionError``) naming the other
     unused leaves and why; returns the report otherwise.
     """
-    from jaxmem.runtime_check.targets import resolve_target
+    from jaxmem.runtime_check.targets import resolve_target, split_bound
     from jaxmem.runtime_check.verifier import verify_target
 
+    fn, example_args = split_bound(fn, example_args)
     target = resolve_target(fn, donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                             static_argnums=static_argnums, static_argnames=static_argnames, wrapper=wrapper)
     report = verify_target(target, example_args, example_kwargs, backend=backend)
     allowed = set(allow_unused)
+    unknown = sorted(allowed - {leaf.path for leaf in report.leaves})
+    if unknown:
+        known = ", ".join(leaf.path for leaf in report.leaves[:8]) + (", ..." if len(report.leaves) > 8 else "")
+        raise ValueError(f"allow_unused names {', '.join(map(repr, unknown))}, which is not a donated leaf of "
+                         f"{report.function}; use the leaf paths of the report: {known}")
     failing = [leaf for leaf in report.unusable if leaf.path not in allowed]
     if failing:
         raise DonationNotUsableError(report, failing)

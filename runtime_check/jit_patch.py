@@ -15,6 +15,7 @@ that is how a decoration is told apart from a wrapping call.
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import linecache
 import re
 import sys
@@ -35,7 +36,7 @@ class JitDefinition:
     qualname: str
     module: str
     code_path: str | None
-    transform: str  # "jit" or "pmap"
+    transform: str  # "jit", "pmap", "nnx.jit" or "eqx.filter_jit"
     options: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -112,18 +113,76 @@ def _patched(original: Callable, transform: str, wrap: Callable) -> Callable:
     return transform_and_wrap
 
 
+# (module, attribute, transform name): the library transforms patched beside jax's own.
+_LIBRARY_TRANSFORMS = (("flax.nnx", "jit", "nnx.jit"), ("equinox", "filter_jit", "eqx.filter_jit"))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` right after one module is first imported (flax and equinox
+    take seconds to import, so they are patched when the program imports them)."""
+
+    def __init__(self, name: str, then: Callable):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _LoaderThen(spec.loader, self.then)
+                return spec
+        return None
+
+
+class _LoaderThen(importlib.abc.Loader):
+    def __init__(self, loader, then: Callable):
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.then(module)
+
+
 @contextmanager
 def patched_transforms(wrap: Callable):
-    """Within the block ``jax.jit(f, ...)`` and ``jax.pmap(f, ...)`` return ``wrap(result, definition)``."""
+    """In the block ``jax.jit``, ``jax.pmap``, ``nnx.jit``, ``eqx.filter_jit`` return ``wrap(result, definition)``.
+
+    flax and equinox are patched when already imported, else as soon as the
+    program imports them.
+    """
     import jax
 
-    saved = {"jit": jax.jit, "pmap": jax.pmap}
-    jax.jit = _patched(saved["jit"], "jit", wrap)
-    jax.pmap = _patched(saved["pmap"], "pmap", wrap)
+    saved = []
+
+    def patch(module, attribute: str, transform: str) -> None:
+        original = getattr(module, attribute, None)
+        if callable(original):
+            saved.append((module, attribute, original))
+            setattr(module, attribute, _patched(original, transform, wrap))
+
+    patch(jax, "jit", "jit")
+    patch(jax, "pmap", "pmap")
+    hooks = []
+    for module_name, attribute, transform in _LIBRARY_TRANSFORMS:
+        if module_name in sys.modules:
+            patch(sys.modules[module_name], attribute, transform)
+        else:
+            hooks.append(_AfterImport(module_name, lambda module, a=attribute, t=transform: patch(module, a, t)))
+    sys.meta_path[:0] = hooks
     try:
         yield
     finally:
-        jax.jit, jax.pmap = saved["jit"], saved["pmap"]
+        for hook in hooks:
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+        for module, attribute, original in reversed(saved):
+            setattr(module, attribute, original)
 
 
 class TransformedProxy:
@@ -135,6 +194,7 @@ class TransformedProxy:
 
     def __init__(self, transformed, definition: JitDefinition, around_call: Callable):
         self.__wrapped__ = transformed
+        self.__jaxmem_transformed__ = transformed
         self._jaxmem_definition = definition
         self._jaxmem_around_call = around_call
         functools.update_wrapper(self, transformed, updated=())

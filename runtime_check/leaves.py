@@ -37,6 +37,7 @@ class ArgLeaf:
     nbytes: int
     donated: bool
     sharding: Any
+    keyword: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def argument_leaves(compiled, fn, positional_count: int, static_argnums) -> list
             flat_index=flat_index, key_path=key_path, parameter=name, parameter_index=index,
             path=name + jax.tree_util.keystr(rest), shape=tuple(aval.shape), dtype=str(aval.dtype),
             nbytes=_nbytes(aval.shape, aval.dtype), donated=bool(info.donated),
-            sharding=shardings.get(key_path),
+            sharding=shardings.get(key_path), keyword=group != 0,
         ))
     return leaves
 

@@ -58,6 +58,10 @@ def _abstract(value, statics_ok: bool):
 
 def build_spec(target: Target, args, kwargs, backend: str | None) -> tuple[dict | None, str | None]:
     """A picklable description a worker process can rebuild the target and inputs from."""
+    if target.kind in ("nnx", "eqx"):
+        return None, (f"measuring a {target.kind} jit object is not supported: its modules cannot be rebuilt "
+                      "in a worker process; measure the functional form instead (nnx.split/nnx.merge or "
+                      "eqx.partition/eqx.combine inside a module-level jax.jit)")
     reference, problem = _function_reference(target.function)
     if problem:
         return None, problem

@@ -29,12 +29,26 @@ def _load_target(spec: dict):
         wrapper=spec["wrapper"])
 
 
-def _fresh(value):
-    """Concrete arrays (ones) for every ShapeDtypeStruct leaf; values do not change memory use."""
+def _fresh(dynamic, compiled):
+    """Concrete arrays (ones) for every ShapeDtypeStruct leaf, created where the program takes them.
+
+    Values do not change the program's memory.  Each input is made directly in
+    the compiled input sharding: an array made elsewhere would be copied
+    before the call and only the copy donated (pmap, jit with in_shardings).
+    """
     import jax
     import jax.numpy as jnp
 
-    return jax.tree.map(lambda s: jnp.ones(s.shape, s.dtype) if isinstance(s, jax.ShapeDtypeStruct) else s, value)
+    shardings = dict(jax.tree_util.tree_flatten_with_path(compiled.input_shardings)[0])
+
+    def make(path, value):
+        if not isinstance(value, jax.ShapeDtypeStruct):
+            return value
+        sharding = shardings.get(path)
+        return jnp.ones(value.shape, value.dtype, device=sharding) if sharding is not None else \
+            jnp.ones(value.shape, value.dtype)
+
+    return jax.tree_util.tree_map_with_path(make, dynamic)
 
 
 def measure(spec: dict, variant: str) -> dict:
@@ -51,13 +65,17 @@ def measure(spec: dict, variant: str) -> dict:
                 target.build(donate).lower(*spec["args"], **spec["kwargs"]).compile()
             return {}
         compiled = target.build(variant == "with").lower(*spec["args"], **spec["kwargs"]).compile()
-        args = [value if i in static else _fresh(value) for i, value in enumerate(spec["args"])]
-        kwargs = {k: v if k in target.static_argnames else _fresh(v) for k, v in spec["kwargs"].items()}
-        jax.block_until_ready((args, kwargs))
-        dynamic = [value for i, value in enumerate(args) if i not in static]
-        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in target.static_argnames}
-        donated = [leaf for leaf, info in zip(jax.tree.leaves((dynamic, dynamic_kwargs)),
-                                              jax.tree.leaves(compiled.args_info)) if info.donated]
+        dynamic = tuple(value for i, value in enumerate(spec["args"]) if i not in static)
+        dynamic_kwargs = {k: v for k, v in spec["kwargs"].items() if k not in target.static_argnames}
+        dynamic, dynamic_kwargs = _fresh((dynamic, dynamic_kwargs), compiled)
+        jax.block_until_ready((dynamic, dynamic_kwargs))
+        if target.kind == "pmap":  # pmap's args_info flags one leaf per argument; it donates them all
+            positions = [i for i in range(len(spec["args"])) if i not in static]
+            donated = [leaf for position, value in zip(positions, dynamic)
+                       if position in target.donate_argnums for leaf in jax.tree.leaves(value)]
+        else:
+            donated = [leaf for leaf, info in zip(jax.tree.leaves((dynamic, dynamic_kwargs)),
+                                                  jax.tree.leaves(compiled.args_info)) if info.donated]
         before = device.memory_stats()
         result = compiled(*dynamic, **dynamic_kwargs)
         jax.block_until_ready(result)

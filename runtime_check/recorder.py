@@ -1,11 +1,20 @@
 """``jaxmem record``: run a program with jit wrapped and write its call signatures.
 
 The record file (JSON, ``"format": "jaxmem-record"``) holds one entry per
-jitted definition, keyed like the static analysis keys it: definition file
-and line (the ``def`` line for decorated functions, the ``jax.jit(...)``
-line for wrapped ones), plus the function's ``co_firstlineno``, module and
-qualname, the transform's options, and each distinct abstract signature
-(shapes, dtypes, shardings, static values) with its call count.
+jitted definition (``jax.jit``, ``jax.pmap``, ``nnx.jit``,
+``eqx.filter_jit``), keyed like the static analysis keys it: definition
+file and line (the decorator line for decorated functions, the
+``jax.jit(...)`` line for wrapped ones), plus the function's
+``co_firstlineno``, module and qualname, the transform's options, and each
+distinct abstract signature (shapes, dtypes, shardings, static values) with
+its call count.
+
+Each new signature (up to :data:`VERIFIED_SIGNATURES` per function) is also
+verified while the program runs, on the real arguments: that is the only
+place where custom pytrees (a flax ``TrainState``), nnx and equinox modules,
+bound methods, shardings and the identity of arrays (the same buffer passed
+twice) are all known.  The report goes into the record; ``jaxmem verify
+--record`` prints it.  Nothing in a record is pickled.
 """
 
 from __future__ import annotations
@@ -13,18 +22,22 @@ from __future__ import annotations
 import json
 import os
 import platform
+import warnings
 from contextlib import contextmanager
 
 from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
 from jaxmem.runtime_check.signatures import encode_static, encode_value
 
 RECORD_FORMAT = "jaxmem-record"
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: no pickled values; signatures carry the report verified while recording
+VERIFIED_SIGNATURES = 5
+_ANALYSES: dict[str, dict] = {}
 _OPTION_KEYS = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-                "keep_unused", "axis_name", "in_axes", "static_broadcasted_argnums")
+                "keep_unused", "axis_name", "in_axes", "static_broadcasted_argnums", "donate")
 
 
-def _is_library_path(path: str) -> bool:
+def is_library_path(path: str) -> bool:
+    """Whether ``path`` is an installed library (or not a file): its jits are not the user's."""
     normalized = path.replace("\\", "/")
     return "/site-packages/" in normalized or "/dist-packages/" in normalized or path.startswith("<")
 
@@ -54,13 +67,13 @@ class SignatureRecorder:
 
     def wrap(self, transformed, definition: JitDefinition):
         """What the patched ``jax.jit`` returns: the real function, with calls recorded."""
-        if _is_library_path(definition.path):
+        if is_library_path(definition.path):
             return transformed
         return TransformedProxy(transformed, definition, self._around_call)
 
     def _around_call(self, transformed, definition: JitDefinition, args, kwargs, caller):
         try:
-            self._record(definition, args, kwargs)
+            self._record(transformed, definition, args, kwargs)
         except Exception as error:  # noqa: BLE001 - recording must never break the program
             entry = self._entry(definition)
             entry.setdefault("errors", []).append(f"{type(error).__name__}: {error}")
@@ -78,19 +91,24 @@ class SignatureRecorder:
             }
         return entry
 
-    def _record(self, definition: JitDefinition, args, kwargs) -> None:
+    def _record(self, transformed, definition: JitDefinition, args, kwargs) -> None:
         entry = self._entry(definition)
         static_nums, static_names = _static_positions(definition, len(args))
         encoded_args = [encode_static(value) if index in static_nums else encode_value(value)
                         for index, value in enumerate(args)]
         encoded_kwargs = {key: encode_static(value) if key in static_names else encode_value(value)
                           for key, value in kwargs.items()}
-        signature = {"args": encoded_args, "kwargs": encoded_kwargs}
+        repeated = _repeated_arrays(args, kwargs)
         for known in entry["signatures"]:
-            if known["args"] == encoded_args and known["kwargs"] == encoded_kwargs:
+            if (known["args"] == encoded_args and known["kwargs"] == encoded_kwargs
+                    and known.get("repeated", False) == repeated):
                 known["calls"] += 1
                 return
-        signature["calls"] = 1
+        signature = {"args": encoded_args, "kwargs": encoded_kwargs, "calls": 1}
+        if repeated:
+            signature["repeated"] = True
+        if len(entry["signatures"]) < VERIFIED_SIGNATURES:
+            signature.update(_verify_call(entry, transformed, args, kwargs))
         entry["signatures"].append(signature)
 
     def to_json(self, argv: list[str]) -> dict:
@@ -104,9 +122,55 @@ class SignatureRecorder:
         }
 
 
+def _repeated_arrays(args, kwargs) -> bool:
+    """Whether one array object is passed more than once (it cannot then be donated)."""
+    import jax
+
+    seen = set()
+    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        if isinstance(leaf, jax.Array):
+            if id(leaf) in seen:
+                return True
+            seen.add(id(leaf))
+    return False
+
+
+def _verify_call(entry: dict, transformed, args, kwargs) -> dict:
+    """``{"report": ...}`` for one call verified on its real arguments, or ``{"verify_error": ...}``."""
+    from jaxmem.runtime_check.runs import declared_and_proposed
+    from jaxmem.runtime_check.sources import plain_function, proposed_donations
+    from jaxmem.runtime_check.targets import library_kind, resolve_target, split_bound
+    from jaxmem.runtime_check.verifier import verify_target
+
+    try:
+        fn, args = split_bound(transformed, tuple(args))
+        proposals = []
+        if library_kind(fn) != "eqx":
+            path = entry["definition_path"]
+            if path not in _ANALYSES:  # one static analysis per file, however many signatures
+                _ANALYSES[path] = proposed_donations(path)[0]
+            proposals = _ANALYSES[path].get(entry["definition_line"], [])
+        nums, names, sources = declared_and_proposed(entry, plain_function(fn), proposals)
+        proposed = any(source != "declared" for source in sources.values())
+        if not nums and not names and library_kind(fn) != "eqx":
+            return {"skipped": "donates nothing and the static analysis proposes no donation"}
+        target = resolve_target(fn, donate_argnums=(nums or None) if proposed else None,
+                                donate_argnames=(names or None) if proposed else None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = verify_target(target, args, dict(kwargs))
+        report.donation_sources = dict(sources)
+        return {"report": report.to_dict()}
+    except Exception as error:  # noqa: BLE001 - reported by `jaxmem verify --record`
+        return {"verify_error": f"{type(error).__name__}: {error}"}
+
+
 def _static_positions(definition: JitDefinition, arg_count: int) -> tuple[set[int], set[str]]:
     options = definition.options
-    nums = options.get("static_argnums") or options.get("static_broadcasted_argnums") or ()
+    nums = options.get("static_argnums")
+    if nums is None:  # 0 is a position, not "none"
+        nums = options.get("static_broadcasted_argnums")
+    nums = () if nums is None else nums
     names = options.get("static_argnames") or ()
     nums = {nums} if isinstance(nums, int) else set(nums)
     names = {names} if isinstance(names, str) else set(names)

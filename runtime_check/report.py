@@ -15,6 +15,8 @@ SHARDING_MISMATCH = "sharding-mismatch"
 PRUNED_UNUSED = "pruned-unused"
 DEBUG_NANS = "debug-nans"
 NOT_DONATED = "not-donated"
+DONATED_TWICE = "donated-twice"
+INPUT_RESHARDED = "input-resharded"
 UNKNOWN = "unknown"
 
 
@@ -88,6 +90,9 @@ class VerifyReport:
     notes: list[str] = field(default_factory=list)
     signature: str | None = None
     donation_sources: dict = field(default_factory=dict)
+    per_device_of: int | None = None  # jax.pmap: figures and leaf sizes are per device of this many
+    donation_label: str | None = None  # the donation when it is not by position (eqx.filter_jit modes)
+    saving_gap: dict | None = None  # why XLA's temporaries grew with donation (see verifier.saving_gap)
 
     @property
     def predicted_saving(self) -> int | None:
@@ -150,6 +155,21 @@ class VerifyReport:
         """A readable multi-line report with sizes in human units."""
         return render_report(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "VerifyReport":
+        """Rebuild a report from :meth:`to_dict` (as stored in a record file)."""
+        fields = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        fields["with_donation"] = MemoryFigures(**data["with_donation"])
+        fields["without_donation"] = MemoryFigures(**data["without_donation"])
+        fields["leaves"] = [LeafDonation(**{**leaf, "shape": tuple(leaf["shape"])}) for leaf in data["leaves"]]
+        fields["donate_argnums"] = tuple(data.get("donate_argnums") or ())
+        fields["donate_argnames"] = tuple(data.get("donate_argnames") or ())
+        measurement = data.get("measurement")
+        if measurement is not None:
+            measurement = {k: v for k, v in measurement.items() if k != "measured_saving"}
+            fields["measurement"] = Measurement(**measurement)
+        return cls(**fields)
+
 
 def _figure_rows(report: VerifyReport) -> list[tuple[str, str, str]]:
     names = [
@@ -185,13 +205,15 @@ def render_report(report: VerifyReport) -> str:
         spec.append(f"donate_argnums={report.donate_argnums}")
     if report.donate_argnames:
         spec.append(f"donate_argnames={report.donate_argnames}")
-    lines.append(f"  donation: {', '.join(spec) or 'none'}")
-    header = ("compiled memory", "without donation", "with donation")
+    lines.append(f"  donation: {report.donation_label or ', '.join(spec) or 'none'}")
+    scope = f" (per device, of {report.per_device_of})" if report.per_device_of else ""
+    header = (f"compiled memory{scope}", "without donation", "with donation")
     lines += ["  " + row for row in _table(_figure_rows(report), header)]
     lines.append(
         f"  predicted saving: {format_bytes(report.predicted_saving)} "
         f"(donated {format_bytes(report.donated_bytes)} in {len(report.leaves)} leaves)"
     )
+    lines.extend("  " + text for text in _gap_lines(report))
     leaf_rows = [
         (leaf.path, leaf.type_text, format_bytes(leaf.nbytes),
          f"yes -> {leaf.output}" if leaf.aliased else "NO")
@@ -205,6 +227,32 @@ def render_report(report: VerifyReport) -> str:
         lines.extend("  " + text for text in _measurement_lines(report))
     lines.extend(f"  note: {note}" for note in report.notes)
     return "\n".join(lines)
+
+
+def _gap_lines(report: VerifyReport) -> list[str]:
+    gap = report.saving_gap
+    if not gap:
+        return []
+    temps = (f"XLA's temporaries grow from {format_bytes(gap['temp_bytes_without'])} to "
+             f"{format_bytes(gap['temp_bytes_with'])} with donation")
+    saving, reused = gap["saving_bytes"], gap["reused_bytes"]
+    if saving is not None and saving < reused:
+        lines = [f"saving gap: the donation reuses {format_bytes(reused)} but saves {format_bytes(saving)} "
+                 f"({format_bytes(reused - saving)} less): {temps}"]
+    else:
+        lines = [f"temporaries: {temps} (the peak still drops by the reused bytes)"]
+    copies = gap["extra_copies"]
+    if copies:
+        shown = ", ".join(f"{copy['of']} {copy['type']} ({format_bytes(copy['bytes'])})" for copy in copies[:4])
+        more = f", and {len(copies) - 4} more" if len(copies) > 4 else ""
+        lines.append(f"  cause: {len(copies)} copy instruction(s) only the donated program makes "
+                     f"({format_bytes(gap['extra_copy_bytes'])}): {shown}{more}. An output is written into a donated "
+                     "buffer whose old value is still needed (e.g. outputs that swap their inputs, or an "
+                     "input read after its replacement is computed), so XLA copies it first")
+    else:
+        lines.append("  cause: the compiled module shows no extra copy; XLA scheduled buffers differently "
+                     "(longer live ranges) to write outputs in place")
+    return lines
 
 
 def _measurement_lines(report: VerifyReport) -> list[str]:

@@ -37,8 +37,8 @@ class VerifyRun:
 
     @property
     def ok(self) -> bool:
-        """True when every donation was reused and nothing failed."""
-        return all(r.ok for r in self.reports) and not any(p.failed for p in self.problems)
+        """True when something was verified, every donation was reused and nothing failed."""
+        return bool(self.reports) and all(r.ok for r in self.reports) and not any(p.failed for p in self.problems)
 
     def to_dict(self) -> dict:
         """The JSON form (``jaxmem verify --format json``; input of ``jaxmem-fix --verified``)."""
@@ -91,7 +91,7 @@ def _entry_inputs(entry: VerifyEntry) -> tuple[tuple, dict]:
                     "positional arguments or {'args': (...), 'kwargs': {...}}")
 
 
-def _donation(entry: dict, fn, proposals) -> tuple[tuple[int, ...], tuple[str, ...], dict]:
+def declared_and_proposed(entry: dict, fn, proposals) -> tuple[tuple[int, ...], tuple[str, ...], dict]:
     """The declared donation plus the analysis' proposals, normalised like jax.jit does."""
     from jaxmem.runtime_check.leaves import parameter_names
 
@@ -119,73 +119,113 @@ def _donation(entry: dict, fn, proposals) -> tuple[tuple[int, ...], tuple[str, .
     return tuple(sorted(nums)), tuple(sorted(names)), sources
 
 
-def verify_record(record: dict) -> VerifyRun:
-    """Verify every function of a record file with its declared and proposed donation."""
+def verify_record(record: dict, backend: str | None = None) -> VerifyRun:
+    """The verification of every function of a record file, with its declared and proposed donation.
+
+    Each signature was verified while the program ran (see :mod:`recorder`);
+    with ``backend`` the signatures that can be rebuilt from the record are
+    compiled again for that backend.  A record without functions is a
+    ``ValueError``: nothing ran that could be verified.
+    """
+    functions = record.get("functions", [])
+    if not functions:
+        command = " ".join(record.get("argv", [])) or "the program"
+        raise ValueError(
+            f"the record holds no jitted calls: `{command}` called no jax.jit, jax.pmap, nnx.jit or "
+            "eqx.filter_jit function defined in your own files; run it so that it reaches a training step")
     run = VerifyRun()
     ensure_import_path(record.get("cwd", ""))
-    analyses: dict[str, dict] = {}
-    for entry in record.get("functions", []):
+    for entry in functions:
         location = f"{entry['definition_path']}:{entry['definition_line']}"
-        name = entry["qualname"]
-        path = entry["definition_path"]
-        if path not in analyses:
-            analyses[path], note = proposed_donations(path)
-            if note and note not in run.notes:
-                run.notes.append(note)
-        try:
-            fn = plain_function(load_function(entry["module"], name, entry.get("code_path")))
-        except Exception as error:  # noqa: BLE001
-            run.problems.append(Problem(name, location, f"cannot load the function: {error}"))
-            continue
-        nums, names, sources = _donation(entry, fn, analyses[path].get(entry["definition_line"], []))
-        if not nums and not names:
-            run.problems.append(Problem(name, location, "donates nothing and the static analysis proposes "
-                                        "no donation: nothing to verify", failed=False))
-            continue
-        _verify_signatures(run, entry, fn, nums, names, sources, location)
+        for error in entry.get("errors", []):
+            run.problems.append(Problem(entry["qualname"], location, f"recording failed: {error}"))
+        signatures = entry.get("signatures", [])
+        if len(signatures) > MAX_SIGNATURES_PER_FUNCTION:
+            run.notes.append(f"{entry['qualname']} ({location}): verified the first "
+                             f"{MAX_SIGNATURES_PER_FUNCTION} of {len(signatures)} recorded signatures")
+        for signature in signatures[:MAX_SIGNATURES_PER_FUNCTION]:
+            _add_recorded(run, entry, signature, location, backend)
     return run
 
 
-def _verify_signatures(run: VerifyRun, entry: dict, fn, nums, names, sources, location) -> None:
-    options = entry.get("options", {})
-    signatures = entry.get("signatures", [])
-    if len(signatures) > MAX_SIGNATURES_PER_FUNCTION:
-        run.notes.append(f"{entry['qualname']} ({location}): verified the first {MAX_SIGNATURES_PER_FUNCTION} "
-                         f"of {len(signatures)} recorded signatures")
-    for signature in signatures[:MAX_SIGNATURES_PER_FUNCTION]:
-        text = ", ".join([*map(describe, signature["args"]),
-                          *(f"{k}={describe(v)}" for k, v in signature["kwargs"].items())])
-        try:
-            args = [decode_value(value) for value in signature["args"]]
-            kwargs = {key: decode_value(value) for key, value in signature["kwargs"].items()}
-            spec = {"donate_argnums": nums or None, "donate_argnames": names or None}
-            if entry.get("transform") == "pmap":
-                import jax
-
-                spec["wrapper"] = functools.partial(
-                    jax.pmap, axis_name=options.get("axis_name"), in_axes=options.get("in_axes", 0),
-                    static_broadcasted_argnums=tuple(_as_tuple(options.get("static_broadcasted_argnums"))))
-                spec["donate_argnames"] = None
-            else:
-                spec["static_argnums"] = options.get("static_argnums")
-                spec["static_argnames"] = options.get("static_argnames")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                report = _verify(fn, args, kwargs, **spec)
-        except UnrestorableArgument as error:
-            run.problems.append(Problem(entry["qualname"], location, f"({text}): {error}"))
-            continue
-        except Exception as error:  # noqa: BLE001
-            run.problems.append(Problem(entry["qualname"], location,
-                                        f"({text}): verification failed: {type(error).__name__}: {error}"))
-            continue
-        module = entry.get("module")
-        report.function = entry["qualname"] if module in (None, "__main__") else f"{module}.{entry['qualname']}"
-        report.definition_path = entry["definition_path"]
-        report.definition_line = entry["definition_line"]
-        report.signature = f"{text}  [{signature.get('calls', 1)} call(s)]"
-        report.donation_sources = dict(sources)
+def _add_recorded(run: VerifyRun, entry: dict, signature: dict, location: str, backend: str | None) -> None:
+    text = ", ".join([*map(describe, signature["args"]),
+                      *(f"{k}={describe(v)}" for k, v in signature["kwargs"].items())])
+    name = entry["qualname"]
+    if backend is not None and _rebuildable(signature):
+        _verify_signatures(run, entry, signature, text, location, backend)
+        return
+    if "report" in signature:
+        report = VerifyReport.from_dict(signature["report"])
+        _label(report, entry, signature, text)
+        if backend is not None:
+            report.notes.append(f"verified on {report.backend} while recording: these arguments cannot be "
+                                f"rebuilt for --backend {backend}; record on that backend instead")
         run.reports.append(report)
+    elif "verify_error" in signature:
+        run.problems.append(Problem(name, location, f"({text}): verification failed: {signature['verify_error']}"))
+    elif "skipped" in signature:
+        run.problems.append(Problem(name, location, signature["skipped"], failed=False))
+    else:
+        run.problems.append(Problem(name, location, f"({text}): the record holds no verification for this "
+                                    "signature; record it again with this jaxmem"))
+
+
+def _rebuildable(signature: dict) -> bool:
+    if signature.get("repeated"):
+        return False
+    try:
+        for value in [*signature["args"], *signature["kwargs"].values()]:
+            decode_value(value)
+    except UnrestorableArgument:
+        return False
+    return True
+
+
+def _label(report: VerifyReport, entry: dict, signature: dict, text: str) -> None:
+    module = entry.get("module")
+    report.function = entry["qualname"] if module in (None, "__main__") else f"{module}.{entry['qualname']}"
+    report.definition_path = entry["definition_path"]
+    report.definition_line = entry["definition_line"]
+    report.signature = f"{text}  [{signature.get('calls', 1)} call(s)]"
+
+
+def _verify_signatures(run: VerifyRun, entry: dict, signature: dict, text: str, location: str,
+                       backend: str) -> None:
+    """Compile one recorded signature again, rebuilt from the record, for ``backend``."""
+    name = entry["qualname"]
+    try:
+        fn = plain_function(load_function(entry["module"], name, entry.get("code_path")))
+        path = entry["definition_path"]
+        proposals, _ = proposed_donations(path)
+        nums, names, sources = declared_and_proposed(entry, fn, proposals.get(entry["definition_line"], []))
+        if not nums and not names:
+            run.problems.append(Problem(name, location, "donates nothing and the static analysis proposes "
+                                        "no donation: nothing to verify", failed=False))
+            return
+        options = entry.get("options", {})
+        args = [decode_value(value) for value in signature["args"]]
+        kwargs = {key: decode_value(value) for key, value in signature["kwargs"].items()}
+        spec = {"donate_argnums": nums or None, "donate_argnames": names or None, "backend": backend}
+        if entry.get("transform") == "pmap":
+            import jax
+
+            spec["wrapper"] = functools.partial(
+                jax.pmap, axis_name=options.get("axis_name"), in_axes=options.get("in_axes", 0),
+                static_broadcasted_argnums=tuple(_as_tuple(options.get("static_broadcasted_argnums"))))
+            spec["donate_argnames"] = None
+        else:
+            spec["static_argnums"] = options.get("static_argnums")
+            spec["static_argnames"] = options.get("static_argnames")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = _verify(fn, args, kwargs, **spec)
+    except Exception as error:  # noqa: BLE001
+        run.problems.append(Problem(name, location, f"({text}): verification failed: {type(error).__name__}: {error}"))
+        return
+    _label(report, entry, signature, text)
+    report.donation_sources = dict(sources)
+    run.reports.append(report)
 
 
 def relative(path: str) -> str:

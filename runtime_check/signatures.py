@@ -1,22 +1,25 @@
 """Abstract call signatures as JSON: encode real arguments, decode to ShapeDtypeStructs.
 
 A record file must be readable by people and by ``jaxmem verify`` in another
-process.  Standard containers (dict, list, tuple, None, namedtuples) are
-written as JSON; other registered pytree nodes (flax/equinox dataclasses)
-fall back to a pickled tree structure, so a record file is as trusted as the
-code it was recorded from.  Shardings are written as text for the report
-and not restored: verification uses the default device placement.
+process, and loading it must not run code: nothing is pickled.  Standard
+containers (dict, list, tuple, None, namedtuples) and JSON-able static
+values are written so they can be rebuilt; other pytree nodes (a flax
+``TrainState``, equinox and nnx modules) are written as their tree
+structure's text and their leaves' avals, and static values that are not
+plain data as their ``repr``: those cannot be rebuilt, which is why
+``jaxmem record`` also verifies each signature while the program runs.
+Shardings are written as text.
 """
 
 from __future__ import annotations
 
-import base64
 import importlib
 import json
-import pickle
+import re
 from typing import Any
 
 _JSON_SCALARS = (bool, int, float, str, type(None))
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def encode_array(leaf) -> dict:
@@ -53,19 +56,30 @@ def encode_value(value) -> Any:
                 "fields": {name: encode_value(getattr(value, name)) for name in value._fields}}
     leaves, treedef = jax.tree_util.tree_flatten(value)
     if treedef.num_nodes == 1 and treedef.num_leaves == 1:
+        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            return {"object": f"{type(value).__module__}.{type(value).__qualname__}", "repr": _short_repr(value)}
         return encode_array(value)
-    return {"pytree": base64.b64encode(pickle.dumps(treedef)).decode("ascii"),
-            "leaves": [encode_array(leaf) for leaf in leaves]}
+    return {"pytree": _short_repr(treedef), "type": f"{type(value).__module__}.{type(value).__qualname__}",
+            "leaves": [_encode_leaf(leaf) for leaf in leaves]}
+
+
+def _encode_leaf(leaf) -> dict:
+    try:
+        return encode_array(leaf)
+    except TypeError:  # not an array-like leaf (an opaque object inside a custom node)
+        return {"object": f"{type(leaf).__module__}.{type(leaf).__qualname__}"}
+
+
+def _short_repr(value, limit: int = 300) -> str:
+    text = _ADDRESS.sub("", repr(value))  # object addresses would make equal signatures differ
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def encode_static(value) -> dict:
-    """Encode a static argument: JSON when it is plain data, else pickled."""
+    """Encode a static argument: its value when it is plain data, else only its ``repr``."""
     if _is_plain(value):
         return {"static": value, "repr": repr(value)}
-    try:
-        return {"static_pickle": base64.b64encode(pickle.dumps(value)).decode("ascii"), "repr": repr(value)}
-    except Exception:  # noqa: BLE001 - any unpicklable value is reported, not fatal
-        return {"static_unavailable": True, "repr": repr(value)}
+    return {"static_unavailable": True, "repr": _short_repr(value)}
 
 
 def _is_plain(value) -> bool:
@@ -107,15 +121,16 @@ def decode_value(data) -> Any:
         cls = _import_attribute(data["namedtuple"])
         return cls(**{name: decode_value(item) for name, item in data["fields"].items()})
     if "pytree" in data:
-        treedef = pickle.loads(base64.b64decode(data["pytree"]))
-        return jax.tree_util.tree_unflatten(treedef, [decode_value(leaf) for leaf in data["leaves"]])
+        raise UnrestorableArgument(f"a {data.get('type', 'custom pytree')} argument cannot be rebuilt from "
+                                   "the record (only its structure and avals are written)")
+    if "object" in data:
+        raise UnrestorableArgument(f"a {data['object']} argument cannot be rebuilt from the record")
     if "static" in data:
         value = data["static"]
         return tuple(value) if isinstance(value, list) else value
-    if "static_pickle" in data:
-        return pickle.loads(base64.b64decode(data["static_pickle"]))
     if data.get("static_unavailable"):
-        raise UnrestorableArgument(f"static argument {data['repr']} could not be recorded (not picklable)")
+        raise UnrestorableArgument(f"static argument {data['repr']} is not plain data, so the record holds "
+                                   "only its repr")
     raise UnrestorableArgument(f"unknown argument encoding: {json.dumps(data)[:200]}")
 
 
@@ -136,5 +151,10 @@ def describe(data) -> str:
         name = data["namedtuple"].rpartition(":")[2]
         return f"{name}(" + ", ".join(f"{key}={describe(item)}" for key, item in data["fields"].items()) + ")"
     if "pytree" in data:
-        return "pytree(" + ", ".join(describe(leaf) for leaf in data["leaves"]) + ")"
+        name = data.get("type", "pytree").rpartition(".")[2]
+        leaves = data["leaves"]
+        shown = ", ".join(describe(leaf) for leaf in leaves[:6])
+        return f"{name}(" + shown + (f", ... {len(leaves)} leaves" if len(leaves) > 6 else "") + ")"
+    if "object" in data:
+        return data["object"].rpartition(".")[2]
     return data.get("repr", "?")

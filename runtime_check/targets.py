@@ -11,16 +11,22 @@ the donation.  What jax 0.10.2 exposes for already-transformed functions:
   ``__wrapped__``; its options live only in the closure of ``lower``
   (``infer_params``: ``axis_name``, ``in_axes``, ``donate_tuple``, ...).
 
-Anything else (``nnx.jit``, ``eqx.filter_jit`` objects) is verified by
-passing the plain function and ``wrapper=`` explicitly.
+* ``nnx.jit`` and ``eqx.filter_jit`` objects hold an inner ``jax.jit``
+  (see :mod:`jaxmem.runtime_check.library_jits`); they are verified through it.
+
+Bound methods and ``functools.partial`` objects over any of these are
+split into the function and its bound leading arguments (:func:`split_bound`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
+import types
+from dataclasses import dataclass, replace
 from typing import Any, Callable
+
+from jaxmem.runtime_check.library_jits import inner_jit, library_kind
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,9 @@ class Target:
     static_argnames: tuple[str, ...]
     build: Callable[[bool], Callable]  # build(donate) -> transformed function
     wrapper: Callable | None = None  # the transform when it is not plain jax.jit (picklable)
+    in_axes: Any = 0  # pmap only: which axis of each argument is mapped over devices
+    explicit_donation: bool = False  # donate_argnums/argnames given to verify, not declared
+    donation_label: str | None = None  # how the donation reads when it is not by position (equinox)
 
     @property
     def qualname(self) -> str:
@@ -44,6 +53,7 @@ class Target:
 
 
 def _as_tuple(value) -> tuple:
+    # 0 is a valid position: test for None, never for falsiness.
     if value is None:
         return ()
     if isinstance(value, (int, str)):
@@ -74,7 +84,8 @@ def _unspecified(sharding) -> bool:
     return type(sharding).__name__ == "UnspecifiedValue"
 
 
-def _jit_target(fn, donate_argnums, donate_argnames, static_argnums, static_argnames) -> Target:
+def jit_target(fn, donate_argnums=None, donate_argnames=None, static_argnums=None, static_argnames=None) -> Target:
+    """The target of a `jax.jit` result (its declared options unless given)."""
     import jax
 
     info = fn._jit_info
@@ -91,7 +102,9 @@ def _jit_target(fn, donate_argnums, donate_argnames, static_argnums, static_argn
     if not all(_unspecified(s) for s in info.out_shardings_leaves):
         options["out_shardings"] = jax.tree_util.tree_unflatten(
             info.out_shardings_treedef, info.out_shardings_leaves)
-    return _plain_target(fn._fun, "jit", nums, names, static_nums, static_names, options=options)
+    explicit = donate_argnums is not None or donate_argnames is not None
+    return replace(_plain_target(fn._fun, "jit", nums, names, static_nums, static_names, options=options),
+                   explicit_donation=explicit)
 
 
 def _pmap_target(fn, options: dict, donate_argnums) -> Target:
@@ -113,7 +126,8 @@ def _pmap_target(fn, options: dict, donate_argnums) -> Target:
         jax.pmap, axis_name=options["axis_name"], in_axes=options["in_axes"], out_axes=out_axes,
         static_broadcasted_argnums=statics, devices=options["devices"], backend=options["backend"],
         axis_size=options["axis_size"])
-    return Target(fn.__wrapped__, "pmap", nums, (), statics, (), build, wrapper)
+    return Target(fn.__wrapped__, "pmap", nums, (), statics, (), build, wrapper, in_axes=options["in_axes"],
+                  explicit_donation=donate_argnums is not None)
 
 
 def _plain_target(fn, kind, nums, names, static_nums, static_names, wrapper=None,
@@ -146,14 +160,15 @@ def resolve_target(fn, *, donate_argnums=None, donate_argnames=None, static_argn
     An explicit ``donate_argnums``/``donate_argnames`` replaces the donation
     a jitted function declares; without them the declared one is verified.
     """
+    fn = getattr(fn, "__jaxmem_transformed__", fn)  # a function jaxmem record/run wrapped
     if wrapper is not None:
-        inner = fn._fun if is_jitted(fn) else getattr(fn, "__wrapped__", fn)
-        return _require_donation(_plain_target(
-            inner, "custom", _as_tuple(donate_argnums), _as_tuple(donate_argnames),
-            _as_tuple(static_argnums), _as_tuple(static_argnames), wrapper=wrapper), fn)
+        return _require_donation(_wrapper_target(fn, wrapper, donate_argnums, donate_argnames,
+                                                 static_argnums, static_argnames), fn)
+    if library_kind(fn) is not None:
+        return _require_donation(_library_target(fn, donate_argnums, donate_argnames), fn)
     if is_jitted(fn):
         return _require_donation(
-            _jit_target(fn, donate_argnums, donate_argnames, static_argnums, static_argnames), fn)
+            jit_target(fn, donate_argnums, donate_argnames, static_argnums, static_argnames), fn)
     options = pmap_options(fn)
     if options is not None:
         if donate_argnames:
@@ -161,8 +176,8 @@ def resolve_target(fn, *, donate_argnums=None, donate_argnames=None, static_argn
         return _require_donation(_pmap_target(fn, options, donate_argnums), fn)
     if hasattr(fn, "lower") or not callable(fn):
         raise TypeError(
-            f"cannot verify {fn!r}: it is neither a plain function, a jax.jit nor a jax.pmap "
-            "result; pass the undecorated function and wrapper=<the transform>, "
+            f"cannot verify {fn!r}: it is neither a plain function nor the result of jax.jit, jax.pmap, "
+            "nnx.jit or eqx.filter_jit; pass the undecorated function and wrapper=<the transform>, "
             "e.g. wrapper=functools.partial(jax.pmap, axis_name='i')")
     return _require_donation(_plain_target(
         fn, "jit", _as_tuple(donate_argnums), _as_tuple(donate_argnames),
@@ -170,8 +185,86 @@ def resolve_target(fn, *, donate_argnums=None, donate_argnames=None, static_argn
 
 
 def _require_donation(target: Target, fn) -> Target:
-    if not target.donate_argnums and not target.donate_argnames:
+    nothing = target.donation_label == _EQX_DONATION[(False, False)]
+    if nothing or (not target.donate_argnums and not target.donate_argnames and target.kind != "eqx"):
         raise ValueError(
             f"nothing to verify for {getattr(fn, '__qualname__', fn)!r}: it donates no argument; "
-            "pass donate_argnums=... or donate_argnames=... to verify(...)")
+            "give the donation to check (donate_argnums=... or donate_argnames=...)")
     return target
+
+
+def _is_pmap_wrapper(wrapper) -> bool:
+    """Whether ``wrapper`` is ``jax.pmap`` or a partial of it (patched by record/run or not)."""
+    import jax
+
+    transform = getattr(wrapper, "func", wrapper)
+    original = getattr(jax.pmap, "__jaxmem_original__", jax.pmap)
+    return getattr(transform, "__jaxmem_original__", transform) is original
+
+
+def _wrapper_target(fn, wrapper, donate_argnums, donate_argnames, static_argnums, static_argnames) -> Target:
+    module = getattr(getattr(wrapper, "func", wrapper), "__module__", "") or ""
+    if module.startswith("equinox"):
+        raise TypeError(
+            "wrapper=eqx.filter_jit cannot be given donate_argnums (equinox donates by mode, "
+            "donate='all'/'all-except-first'/...); pass the eqx.filter_jit(fn, donate=...) object itself "
+            "to verify(...)")
+    inner = fn._fun if is_jitted(fn) else getattr(fn, "__wrapped__", fn)
+    inner = getattr(fn, "fun", inner) if library_kind(fn) == "nnx" else inner
+    target = _plain_target(inner, "custom", _as_tuple(donate_argnums), _as_tuple(donate_argnames),
+                           _as_tuple(static_argnums), _as_tuple(static_argnames), wrapper=wrapper)
+    if _is_pmap_wrapper(wrapper):
+        keywords = getattr(wrapper, "keywords", {}) or {}
+        return replace(target, kind="pmap", in_axes=keywords.get("in_axes", 0), explicit_donation=True)
+    return replace(target, explicit_donation=True)
+
+
+_EQX_DONATION = {
+    (True, True): "eqx.filter_jit(donate='all'): every array argument",
+    (False, True): "eqx.filter_jit(donate='all-except-first'): every array argument but the first",
+    (True, False): "eqx.filter_jit: the first argument's arrays",
+    (False, False): "eqx.filter_jit(donate='none'): nothing",
+}
+
+
+def _library_target(fn, donate_argnums, donate_argnames) -> Target:
+    """An ``nnx.jit``/``eqx.filter_jit`` object: its inner jit is compiled (see verifier)."""
+    kind = library_kind(fn)
+    inner = inner_jit(fn)
+    explicit = donate_argnums is not None or donate_argnames is not None
+    if kind == "eqx" and explicit:
+        raise TypeError("eqx.filter_jit donates by mode (donate='all', 'all-except-first', ...), not by "
+                        "position: build the eqx.filter_jit object with the donation to check and pass it "
+                        "without donate_argnums/donate_argnames")
+    info = inner._jit_info
+    nums = _as_tuple(donate_argnums) if explicit else tuple(info.donate_argnums)
+    names = _as_tuple(donate_argnames) if explicit else tuple(info.donate_argnames)
+    function = getattr(fn, "fun", None) if kind == "nnx" else getattr(fn, "__wrapped__", None)
+    label = None
+    if kind == "eqx":
+        nums, names = (), ()
+        label = _EQX_DONATION[(fn.donate_first, fn.donate_rest)]
+    return Target(function or inner._fun, kind, nums, names, (), (), lambda donate: fn,
+                  explicit_donation=explicit, donation_label=label)
+
+
+def split_bound(fn, args: tuple) -> tuple[Any, tuple]:
+    """``(function, args)`` with a bound method's instance (or a partial's arguments) moved into ``args``.
+
+    ``obj.step`` where ``step`` is a jitted method is a bound method (or a
+    ``functools.partial`` for nnx, an ``eqx.Partial`` for equinox) whose
+    function takes the instance as its first argument.
+    """
+    while True:
+        if isinstance(fn, types.MethodType) and _is_transformed(fn.__func__):
+            fn, args = fn.__func__, (fn.__self__, *args)
+        elif (hasattr(fn, "func") and isinstance(getattr(fn, "args", None), tuple)
+              and not getattr(fn, "keywords", None) and _is_transformed(fn.func)):
+            fn, args = fn.func, (*fn.args, *args)
+        else:
+            return fn, args
+
+
+def _is_transformed(fn) -> bool:
+    fn = getattr(fn, "__jaxmem_transformed__", fn)
+    return is_jitted(fn) or library_kind(fn) is not None or pmap_options(fn) is not None

@@ -105,3 +105,16 @@ def test_broken_config_exits_2_naming_the_file(write_file, run_commands):
     write_file("jaxmem.yaml", "verify: [{function: m:f}]\n")
     done = run_commands("verify")
     assert done.returncode == 2 and "jaxmem.yaml: verify[0] (m:f)" in done.stderr
+
+
+def test_string_static_arguments_stay_strings():
+    [entry] = parse_config("""
+verify:
+  - function: pkg.mod:step
+    args: ["f32[4,4]", "relu"]
+    kwargs: {mode: "train", x: "f32[2]"}
+    static_argnums: [1]
+    static_argnames: [mode]
+""", "jaxmem.yaml")
+    assert entry.args == (ShapeSpec("float32", (4, 4)), "relu")
+    assert entry.kwargs == {"mode": "train", "x": ShapeSpec("float32", (2,))}

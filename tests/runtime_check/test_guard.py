@@ -51,3 +51,10 @@ def test_pytest_fixture_fails_the_test_with_the_leaves(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert "x (float32[3], 12 B): no output has shape (3,)" in done.stdout
+    failures = done.stdout.split("short test summary")[0]
+    assert failures.count("no output has shape (3,)") == 1  # once, not once more as a chained error
+
+
+def test_allow_unused_naming_no_donated_leaf_is_an_error():
+    with pytest.raises(ValueError, match=r"allow_unused names \"s\['typo'\]\", which is not a donated leaf"):
+        assert_donated(lambda s: s["w"] * 2, {"w": jnp.ones(3)}, donate_argnums=0, allow_unused=["s['typo']"])

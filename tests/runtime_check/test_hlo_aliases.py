@@ -41,3 +41,21 @@ def test_module_without_donation_has_no_aliases():
 def test_text_that_is_not_hlo_is_rejected():
     with pytest.raises(ValueError, match="HloModule"):
         parse_module_donations("module @jit_f {}")
+
+
+def test_copies_and_entry_parameters_are_read_from_module_text():
+    from jaxmem.runtime_check.hlo_copies import entry_parameter_names, extra_copies, parse_copies
+
+    donated = """HloModule jit_swap, input_output_alias={ {0}: (1, {}, may-alias) }
+ENTRY %main.1 (a.1: f32[4,4], /*index=1*/b.1: bf16[8]) -> (f32[4,4], bf16[8]) {
+  %copy = f32[4,4]{1,0} copy(%a.1)
+  ROOT %copy.1 = bf16[8]{0} copy(%fusion.2)
+}"""
+    plain = """HloModule jit_swap
+ENTRY %main.1 (a.1: f32[4,4], b.1: bf16[8]) -> (f32[4,4], bf16[8]) {
+  ROOT %copy.1 = bf16[8]{0} copy(%fusion.7)
+}"""
+    assert entry_parameter_names(donated) == ["a.1", "b.1"]
+    assert [(c.operand, c.type_text, c.nbytes) for c in parse_copies(donated)] == [
+        ("a.1", "f32[4,4]", 64), ("fusion.2", "bf16[8]", 16)]
+    assert [c.operand for c in extra_copies(donated, plain)] == ["a.1"]

@@ -49,3 +49,27 @@ def test_importing_the_commands_does_not_import_jax(tmp_path):
     # cwd outside the checkout: "-c" puts the working directory first on sys.path.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_workers_create_inputs_where_a_pmap_takes_them(tmp_path):
+    # Inputs made on one device would be copied onto the devices and only the copies donated.
+    (tmp_path / "steps.py").write_text(
+        "import jax\n"
+        "def update(tree, batch):\n"
+        "    return jax.tree.map(lambda p: p - batch.mean(), tree)\n"
+        "pmapped = jax.pmap(update, donate_argnums=0)\n")
+    code = (
+        "import sys, jax, jax.numpy as jnp; sys.path.insert(0, '.'); import steps\n"
+        "from jaxmem.runtime_check.measure import measure_target\n"
+        "from jaxmem.runtime_check.targets import resolve_target\n"
+        "from jaxmem.runtime_check.verifier import verify_target\n"
+        "target = resolve_target(steps.pmapped)\n"
+        "args = ({'w': jax.ShapeDtypeStruct((2, 3), jnp.float32), 'b': jax.ShapeDtypeStruct((2,), jnp.float32)},"
+        " jax.ShapeDtypeStruct((2, 4), jnp.float32))\n"
+        "report = verify_target(target, args, {})\n"
+        "print(measure_target(target, args, {}, report, require_memory_stats=False).donated_inputs_deleted)\n")
+    env = {**__import__("os").environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "True"

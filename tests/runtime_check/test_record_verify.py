@@ -117,3 +117,35 @@ def test_verify_rejects_a_file_that_is_not_a_record(write_file, run_commands):
 def test_record_without_a_program_is_a_usage_error(run_commands):
     done = run_commands("record", "--out", "x.json")
     assert done.returncode == 2 and "after '--'" in done.stderr
+
+
+def test_verify_record_with_backend_compiles_rebuildable_signatures_again(recorded, run_commands):
+    done = run_commands("verify", "--record", "rec.json", "--backend", "cpu", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    reports = {report["function"]: report for report in json.loads(done.stdout)["reports"]}
+    assert reports["train_step"]["ok"] and reports["train_step"]["predicted_saving_bytes"] == 8 * 8 * 4 + 8 * 4
+    assert not any("while recording" in note for note in reports["train_step"]["notes"])
+
+
+def test_recording_errors_and_failed_verifications_fail_the_run():
+    from jaxmem.runtime_check.commands import render_run
+    from jaxmem.runtime_check.runs import verify_record
+
+    signature = {"args": [{"array": {"shape": [3], "dtype": "float32"}}], "kwargs": {}, "calls": 1,
+                 "verify_error": "TypeError: something the verifier could not handle"}
+    record = {"format": "jaxmem-record", "version": 2, "cwd": ".", "functions": [{
+        "definition_path": "/x/train.py", "definition_line": 3, "code_path": "/x/train.py",
+        "module": "__main__", "qualname": "step", "transform": "jit", "options": {"donate_argnums": 0},
+        "errors": ["ValueError: could not encode an argument"], "signatures": [signature]}]}
+    outcome = verify_record(record)
+    assert not outcome.ok and [problem.failed for problem in outcome.problems] == [True, True]
+    text = render_run(outcome)
+    assert "FAILED: recording failed: ValueError: could not encode an argument" in text
+    assert "verification failed: TypeError: something the verifier could not handle" in text
+    assert "nothing was verified" in text
+
+
+def test_records_of_the_pickling_format_are_refused(write_file, run_commands):
+    write_file("old.json", json.dumps({"format": "jaxmem-record", "version": 1, "functions": []}))
+    done = run_commands("verify", "--record", "old.json")
+    assert done.returncode == 2 and "record format version 1 is not supported" in done.stderr

@@ -151,3 +151,23 @@ def test_report_is_json_serialisable_and_renders_human_sizes():
     assert data["predicted_saving_bytes"] == 1 << 20 and data["ok"] is True
     text = report.render_text()
     assert "1.0 MiB" in text and "XLA temporaries" in text and "yes -> result" in text
+
+
+def swap(a, b):
+    return b + 1, a + 1
+
+
+def test_temporaries_growth_is_explained_by_the_copies_donation_adds():
+    report = verify(swap, jnp.ones((64, 64)), jnp.ones((64, 64)), donate_argnums=(0, 1))
+    gap = report.saving_gap
+    assert gap["temp_bytes_with"] > gap["temp_bytes_without"]
+    copied = {copy["of"] for copy in gap["extra_copies"]}
+    assert {"parameter `a`", "parameter `b`"} <= copied
+    assert gap["extra_copy_bytes"] >= 2 * 64 * 64 * 4
+    text = report.render_text()
+    assert "XLA's temporaries grow from 0 B to" in text and "parameter `a` f32[64,64] (16.0 KiB)" in text
+    assert json.loads(json.dumps(report.to_dict()))["saving_gap"]["reused_bytes"] == 2 * 64 * 64 * 4
+
+
+def test_no_gap_section_when_temporaries_do_not_grow():
+    assert verify(scale, jnp.ones((16, 16)), donate_argnums=0).saving_gap is None
