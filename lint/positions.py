@@ -55,15 +55,16 @@ class _IndexState(CodegenState):
     @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         start = len(self.tokens)
-        try:
-            yield
-        finally:
-            end = len(self.tokens)
-            if start_node is not None:
-                start = self.spans[id(start_node)][0]
-            if end_node is not None:
-                end = self.spans[id(end_node)][1]
-            self.spans[id(node)] = (start, end)
+        # No ``finally``: when codegen fails (RecursionError, Ctrl-C) the
+        # start and end nodes were never recorded, and looking them up would
+        # replace the real error with a KeyError.
+        yield
+        end = len(self.tokens)
+        if start_node is not None:
+            start = self.spans[id(start_node)][0]
+        if end_node is not None:
+            end = self.spans[id(end_node)][1]
+        self.spans[id(node)] = (start, end)
 
 
 class Positions:
