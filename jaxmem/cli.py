@@ -31,7 +31,8 @@ def main(argv=None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        return 130
+        _error("interrupted (Ctrl-C) before it finished")
+        return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``jaxmem check | head``): no traceback, and
         # keep Python from failing again when it flushes stdout at exit.
@@ -115,10 +116,21 @@ def run_check(args) -> int:
     """``jaxmem check``: analyse, render, pick the exit status."""
     from jaxmem.api import check_paths, is_internal_error
     from jaxmem.config import ConfigError, load_config
-    from jaxmem.discovery import DiscoveryError
-    from jaxmem.outputs import all_findings, render, render_statistics, use_color
+    from jaxmem.discovery import DiscoveryError, missing_paths
+    from jaxmem.outputs import all_findings, render, render_statistics, unwritable_output, use_color
 
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    missing = missing_paths(paths)
+    for path in missing:
+        _error(f"{path}: no such file or directory; check the path")
+    paths = [p for p in paths if p not in missing]
+    if not paths:
+        return EXIT_ERROR
+    if args.output_file is not None:
+        problem = unwritable_output(args.output_file)
+        if problem is not None:  # say so before the analysis, not after it
+            _error(problem)
+            return EXIT_ERROR
     try:
         settings = _apply_flags(load_config(paths, args.config).settings, args)
         show_progress = not args.quiet and sys.stderr.isatty()
@@ -150,11 +162,15 @@ def run_check(args) -> int:
         sys.stdout.write(output)
         sys.stdout.flush()
     else:
-        with open(args.output_file, "w", encoding="utf-8") as out:
-            out.write(output)
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as out:
+                out.write(output)
+        except OSError as error:
+            _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
+            return EXIT_ERROR
     if not args.quiet:
         _print_summary(findings, len(reports))
-    if any(is_internal_error(f) for f in findings):
+    if missing or any(is_internal_error(f) for f in findings):
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 

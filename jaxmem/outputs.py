@@ -28,6 +28,27 @@ FORMATS = ("text", "json", "sarif")
 BOLD, RED, CYAN, RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
 
 
+def unwritable_output(path: str) -> str | None:
+    """Why a report cannot be written to ``path`` (a missing or read-only folder), else None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"{path}: cannot write the report: folder {folder} does not exist; create it first"
+    if os.path.isdir(path):
+        return f"{path}: cannot write the report: it is a folder; name a file"
+    if not os.access(folder, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
+        return f"{path}: cannot write the report: folder {folder} is not writable"
+    return None
+
+
+def printable(text: str) -> str:
+    """``text`` with the undecodable bytes of file names (lone surrogates) as U+FFFD."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace")
+
+
 def all_findings(reports: list[FileReport]) -> list[Finding]:
     """Every finding of ``reports`` in (path, line, col, code) order."""
     return sorted((f for r in reports for f in r.findings), key=lambda f: f.sort_key)
@@ -54,13 +75,17 @@ def use_color(stream, environ=os.environ) -> bool:
 
 def render(output_format: str, reports: list[FileReport], *, color: bool = False,
            rules: dict | None = None) -> str:
-    """Render ``reports`` as ``text``, ``json`` or ``sarif``."""
+    """Render ``reports`` as ``text``, ``json`` or ``sarif``.
+
+    File names that are not valid UTF-8 are shown with U+FFFD in place of
+    their undecodable bytes, so every output is valid UTF-8 (and JSON).
+    """
     if output_format == "text":
-        return render_text(all_findings(reports), color=color)
+        return printable(render_text(all_findings(reports), color=color))
     if output_format == "json":
-        return render_json(reports)
+        return printable(render_json(reports))
     if output_format == "sarif":
-        return render_sarif(reports, available_rules() if rules is None else rules)
+        return printable(render_sarif(reports, available_rules() if rules is None else rules))
     raise ValueError(f"unknown output format {output_format!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -205,7 +230,7 @@ def _artifact(path: str, base: Path) -> dict:
         relative = absolute.relative_to(base)
     except ValueError:
         return {"uri": absolute.as_uri()}
-    return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(os.fsencode(relative.as_posix())), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
