@@ -21,7 +21,8 @@ import os
 import sys
 
 from jaxmem.options import add_run_options
-from jaxmem.outputs import printable
+from jaxmem.deep import exit_if_abandoned
+from jaxmem.messages import printable, report_internal_error
 
 EXIT_UNCHANGED, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
 FIXED_CODE = "JXM001"
@@ -67,10 +68,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("jaxmem-fix: error: interrupted (Ctrl-C); every file is either as it was or fully fixed",
               file=sys.stderr)
+        exit_if_abandoned(EXIT_ERROR)
         return EXIT_ERROR
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception as error:  # a bug in jaxmem: a message and exit 2, not a traceback and 1
+        report_internal_error("jaxmem-fix", error)
         return EXIT_ERROR
 
 

@@ -11,10 +11,11 @@ import argparse
 import dataclasses
 import os
 import sys
-import traceback
 
 import jaxmem
+from jaxmem.deep import exit_if_abandoned
 from jaxmem.findings import Confidence
+from jaxmem.messages import report_internal_error
 from jaxmem.options import add_run_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -32,6 +33,7 @@ def main(argv=None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         _error("interrupted (Ctrl-C) before it finished")
+        exit_if_abandoned(EXIT_ERROR)
         return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``jaxmem check | head``): no traceback, and
@@ -39,6 +41,9 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FINDINGS
+    except Exception as error:  # a bug in jaxmem: a message and exit 2, not a traceback and 1
+        report_internal_error("jaxmem", error)
+        return EXIT_ERROR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +122,8 @@ def run_check(args) -> int:
     from jaxmem.api import check_paths, is_internal_error
     from jaxmem.config import ConfigError, load_config
     from jaxmem.discovery import DiscoveryError, missing_paths
-    from jaxmem.outputs import all_findings, render, render_statistics, unwritable_output, use_color
+    from jaxmem.messages import unwritable_output
+    from jaxmem.outputs import all_findings, render, render_statistics, use_color
 
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
     missing = missing_paths(paths)
@@ -146,10 +152,7 @@ def run_check(args) -> int:
         _error(str(error))
         return EXIT_ERROR
     except Exception as error:  # a bug in the cross-file analysis
-        _error(f"internal error: {type(error).__name__}: {error}; please report it "
-               "to the jaxmem developers with the command that triggered it")
-        if os.environ.get("JAXMEM_DEBUG"):
-            traceback.print_exc()
+        report_internal_error("jaxmem", error)
         return EXIT_ERROR
 
     findings = all_findings(reports)

@@ -10,12 +10,14 @@ enough for a much higher limit; code deeper than even that still raises
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
 STACK_BYTES = 512 * 1024 * 1024  # address space; only the pages used cost memory
 RECURSION_LIMIT = 60_000
 TOO_DEEP = "too deeply nested for jaxmem's analysis"
+THREAD_NAME = "jaxmem-deep"
 
 _state = threading.local()
 _limit_lock = threading.Lock()
@@ -39,7 +41,7 @@ def call_deep(function, *args, **kwargs):
             outcome["error"] = error
 
     with _limit_lock:
-        thread = threading.Thread(target=target, name="jaxmem-deep", daemon=True)
+        thread = threading.Thread(target=target, name=THREAD_NAME, daemon=True)
         previous_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
         try:
@@ -58,6 +60,20 @@ def call_deep(function, *args, **kwargs):
         finally:
             del error
     return outcome.get("value")
+
+
+def exit_if_abandoned(status: int) -> None:
+    """Exit the process now with ``status`` when a large-stack thread is still running.
+
+    After Ctrl-C the main thread stops waiting, but the analysis thread
+    cannot be stopped; letting the interpreter shut down around it aborts
+    the process (SIGABRT).  Nothing is lost: files are only written from
+    the main thread, each one atomically.
+    """
+    if any(thread.name == THREAD_NAME and thread.is_alive() for thread in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def too_deep_message(error: RecursionError) -> str:

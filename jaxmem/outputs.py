@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import jaxmem
 from jaxmem.findings import Evidence, FileReport, Finding, Severity
+from jaxmem.messages import printable
 
 JSON_SCHEMA_VERSION = 1
 SARIF_VERSION = "2.1.0"
@@ -26,27 +27,6 @@ SARIF_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.I
 FORMATS = ("text", "json", "sarif")
 
 BOLD, RED, CYAN, RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
-
-
-def unwritable_output(path: str) -> str | None:
-    """Why a report cannot be written to ``path`` (a missing or read-only folder), else None."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"{path}: cannot write the report: folder {folder} does not exist; create it first"
-    if os.path.isdir(path):
-        return f"{path}: cannot write the report: it is a folder; name a file"
-    if not os.access(folder, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
-        return f"{path}: cannot write the report: folder {folder} is not writable"
-    return None
-
-
-def printable(text: str) -> str:
-    """``text`` with the undecodable bytes of file names (lone surrogates) as U+FFFD."""
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "replace")
-    return raw.decode("utf-8", "replace")
 
 
 def all_findings(reports: list[FileReport]) -> list[Finding]:
@@ -283,4 +263,4 @@ def _fingerprint(f: Finding, seen: dict[str, int]) -> str:
         identity += "\0" + f.message
     occurrence = seen.get(identity, 0)
     seen[identity] = occurrence + 1
-    return hashlib.sha256(f"{identity}\0{occurrence}".encode()).hexdigest()
+    return hashlib.sha256(f"{identity}\0{occurrence}".encode("utf-8", "surrogateescape")).hexdigest()
