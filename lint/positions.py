@@ -127,4 +127,6 @@ class Positions:
         self._index()
         start, end = self._code_spans[id(node)]
         offsets, _ = self._table()
-        return offsets[start], offsets[end]
+        # A module without a final newline drops the last token after its statements.
+        last = len(offsets) - 1
+        return offsets[min(start, last)], offsets[min(end, last)]
