@@ -11,31 +11,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 from jaxmem import api
 from jaxmem.codemod import cli as fix_cli
 
-from .conftest import write
+from .conftest import TRAIN, write
 
-ADJACENT = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
-
-    keep = jax.jit(lambda state: state * 2)
-    @jax.jit
-    def update(state, grad):
-        return state - 0.1 * grad
-
-
-    def train(steps):
-        state = jnp.ones((4,))
-        for _ in range(steps):
-            grad = jnp.ones((4,))
-            state = update(state, grad)
-        doubled = keep(state)
-        return doubled + state
-    """)
+ADJACENT = TRAIN.replace(
+    "\n\n@jax.jit\n", "\nkeep = jax.jit(lambda state: state * 2)\n@jax.jit\n"
+).replace("        state = update(state, grad)\n    return state\n",
+          "        state = update(state, grad)\n    doubled = keep(state)\n    return doubled + state\n")
+assert "keep = jax.jit" in ADJACENT and "doubled = keep(state)" in ADJACENT
 ADJACENT_FIXED = ADJACENT.replace(
     "import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom functools import partial\n"
 ).replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
