@@ -7,7 +7,10 @@ ignore / min-confidence / ``# noqa`` -> sorted.
 
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
-that file, and every other file is still checked.
+that file, and every other file is still checked.  The engine runs on a
+large-stack thread (:mod:`jaxmem.deep`), so deeply nested valid code is
+analysed; a worker process that dies is replaced, and a file that kills
+its worker even alone is a JXM900 naming the signal.
 """
 
 from __future__ import annotations
