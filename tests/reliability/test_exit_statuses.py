@@ -67,8 +67,29 @@ def test_a_record_of_the_wrong_shape_is_exit_2_naming_the_file(project, jaxmem):
     assert "calls.json" in result.stderr
 
 
+def _interrupt(project, tool, args, stdin):
+    process = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), tool), *args], cwd=project,
+                               stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # past the interpreter's start, into the command
+    if process.poll() is not None:
+        process.communicate()
+        pytest.skip("the command finished before it could be interrupted")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert "Traceback" not in out + err and "KeyError" not in out + err
+    assert "interrupted (Ctrl-C)" in err
+    assert process.returncode == 2
+
+
 @pytest.mark.parametrize("tool", ["jaxmem", "jaxmem-fix"])
-def test_ctrl_c_is_a_message_and_exit_2(project, tool):
+def test_ctrl_c_while_reading_is_a_message_and_exit_2(project, tool):
+    # Blocked reading stdin, which never ends: the interrupt always lands in the command.
+    args = ["check", "--no-cache", "-"] if tool == "jaxmem" else ["--no-cache", "-"]
+    _interrupt(project, tool, args, stdin=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("tool", ["jaxmem", "jaxmem-fix"])
+def test_ctrl_c_during_the_analysis_is_a_message_and_exit_2(project, tool):
     # A file slow enough to be interrupted mid-analysis: 500 elif branches.
     lines = ["import jax", "@jax.jit", "def step(s, b):", "    return s + b",
              "def loop(s, x):", "    if x == 0:", "        s = step(s, 0)"]
@@ -76,14 +97,7 @@ def test_ctrl_c_is_a_message_and_exit_2(project, tool):
         lines += [f"    elif x == {number}:", f"        s = step(s, {number})"]
     write(project, "slow.py", "\n".join(lines) + "\n    return s\n")
     args = ["check", "--no-cache", "slow.py"] if tool == "jaxmem" else ["--no-cache", "slow.py"]
-    process = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), tool), *args], cwd=project,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
-    assert "Traceback" not in out + err and "KeyError" not in out + err
-    assert process.returncode == 2
-    assert "interrupted (Ctrl-C)" in err
+    _interrupt(project, tool, args, stdin=subprocess.DEVNULL)
 
 
 def test_select_does_not_hide_a_file_that_could_not_be_read(project, jaxmem):
