@@ -7,6 +7,13 @@ codemod command (:mod:`jaxmem.codemod.command`) runs the same edits under
 ``python -m libcst.tool codemod``.  Nothing here imports jax.
 """
 
-from jaxmem.codemod.edits import AppliedEdit, EditResult, SkippedFix, add_donations
-
 __all__ = ["AppliedEdit", "EditResult", "SkippedFix", "add_donations"]
+
+
+def __getattr__(name: str):
+    # Imported on first use: ``jaxmem-fix`` starts (and handles Ctrl-C) before libcst loads.
+    if name in __all__:
+        from jaxmem.codemod import edits
+
+        return getattr(edits, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,10 +2,13 @@
 
 Runs the analysis over the given paths, applies its high-confidence fixes
 (``--unsafe-fixes``: medium too; low never) with :func:`add_donations`, and
-writes each changed file atomically.  Exit status, as pre-commit fixers
-use it: 0 nothing changed, 1 files were (or, with ``--diff``/``--check``,
-would be) changed, 2 on an error (bad config, a file that does not parse,
-an internal error); the other files are still fixed.
+writes each changed file atomically, only if it still holds the bytes that
+were analysed.  Exit status, as pre-commit fixers use it: 0 nothing
+changed and every file was fixable, 1 files were (or, with
+``--diff``/``--check``, would be) changed or a file could not be fixed (it
+does not parse, cannot be read, changed during the run, is read-only; said
+on stderr), 2 on a usage, configuration or internal error.  The other
+files are still fixed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import os
 import sys
 
 from jaxmem.options import add_run_options
+from jaxmem.deep import exit_if_abandoned
+from jaxmem.messages import printable, report_internal_error
 
 EXIT_UNCHANGED, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
 FIXED_CODE = "JXM001"
@@ -29,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxmem-fix",
         description="Add missed buffer donations (JXM001) to jitted definitions, keeping the "
-        "formatting. Exit 0 when nothing changed, 1 when files were (or would be) changed, 2 on error.",
+        "formatting. Exit 0 when nothing changed, 1 when files were (or would be) changed or a file "
+        "could not be fixed (it does not parse, cannot be read, changed during the run or is read-only: "
+        "said on stderr, the other files are still fixed), 2 on a usage, configuration or internal error.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders to fix (default: .); - reads stdin and writes the result to stdout")
@@ -59,10 +66,16 @@ def main(argv=None) -> int:
     try:
         return _Fixer(args).run()
     except KeyboardInterrupt:
-        return 130
+        print("jaxmem-fix: error: interrupted (Ctrl-C); every file is either as it was or fully fixed",
+              file=sys.stderr)
+        exit_if_abandoned(EXIT_ERROR)
+        return EXIT_ERROR
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception as error:  # a bug in jaxmem: a message and exit 2, not a traceback and 1
+        report_internal_error("jaxmem-fix", error)
         return EXIT_ERROR
 
 
@@ -76,6 +89,7 @@ class _Fixer:
         # stdout carries the fixed text or the diff in those modes; talk on stderr.
         self.messages = sys.stderr if (self.reads_stdin or args.diff) else sys.stdout
         self.error = False
+        self.unfixable = False
         self.changed_files = 0
         self.edit_count = 0
         self.refused_count = 0
@@ -85,11 +99,17 @@ class _Fixer:
 
     def say(self, line: str) -> None:
         if not self.args.quiet:
-            print(line, file=self.messages)
+            print(printable(line), file=self.messages)
 
     def fail(self, line: str) -> None:
+        """Report an error of jaxmem itself or of its input (exit 2)."""
         self.error = True
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
+
+    def cannot_fix(self, line: str) -> None:
+        """Report a file left untouched because of the file itself (exit 1)."""
+        self.unfixable = True
+        print(printable(line), file=sys.stderr)
 
     # -- run -----------------------------------------------------------------
 
@@ -98,9 +118,15 @@ class _Fixer:
         from jaxmem.codemod.project import project_jax_lower_bound
         from jaxmem.codemod.verified import VerifiedReportError, load_verified
         from jaxmem.config import ConfigError, load_config
-        from jaxmem.discovery import DiscoveryError
+        from jaxmem.discovery import DiscoveryError, missing_paths
         from jaxmem.findings import Confidence
 
+        missing = missing_paths(self.paths)
+        for path in missing:
+            self.fail(f"jaxmem-fix: error: {path}: no such file or directory; check the path")
+        self.paths = [p for p in self.paths if p not in missing]
+        if not self.paths:
+            return EXIT_ERROR
         try:
             config = load_config(self.paths, self.args.config)
             self.verified = load_verified(self.args.verified) if self.args.verified else None
@@ -125,6 +151,7 @@ class _Fixer:
             print(f"jaxmem-fix: {error}", file=sys.stderr)
             return EXIT_ERROR
         self.run_paths = [r.path for r in reports]
+        self.analysed = {r.path: r.digest for r in reports}
         per_file = self.collect(reports)
         for path in sorted(per_file, key=str):
             self.fix_file(path, per_file[path])
@@ -133,16 +160,19 @@ class _Fixer:
         self.summary()
         if self.error:
             return EXIT_ERROR
-        return EXIT_CHANGED if self.changed_files else EXIT_UNCHANGED
+        return EXIT_CHANGED if self.changed_files or self.unfixable else EXIT_UNCHANGED
 
     def collect(self, reports) -> dict[str, list]:
         """Group applicable fixes by the file of their definition; report the rest."""
+        from jaxmem.api import is_internal_error
+
         per_file: dict[str, list] = {}
         for report in reports:
             for finding in report.findings:
                 if finding.code == PARSE_ERROR_CODE:
-                    self.fail(f"{finding.path}:{finding.span.line}:{finding.span.col + 1}: error: "
-                              f"{finding.message}; file left untouched")
+                    report_problem = self.fail if is_internal_error(finding) else self.cannot_fix
+                    report_problem(f"{finding.path}:{finding.span.line}:{finding.span.col + 1}: error: "
+                                   f"{finding.message}; file left untouched")
                     continue
                 if finding.code != FIXED_CODE or finding.fix is None:
                     continue
@@ -169,6 +199,7 @@ class _Fixer:
         """``argnums``/``argnames``: what the files of this run use more (read once, lazily)."""
         if self._project_style is None:
             from jaxmem.codemod.project import donation_style_of
+            from jaxmem.sources import UnreadableFile, read_regular_file
 
             def texts():
                 for path in self.run_paths:
@@ -176,10 +207,10 @@ class _Fixer:
                         yield self.stdin_data.decode("utf-8", errors="replace")
                         continue
                     try:
-                        with open(path, encoding="utf-8", errors="replace") as handle:
-                            yield handle.read()
-                    except OSError:
+                        data = read_regular_file(path, self.settings.max_file_size)
+                    except UnreadableFile:
                         continue
+                    yield data.decode("utf-8", errors="replace")
 
             self._project_style = donation_style_of(texts()) or ""
         return self._project_style or None
@@ -188,37 +219,57 @@ class _Fixer:
         """Apply ``fixes`` to ``path`` (or stdin) and write, diff or only count the result."""
         from jaxmem.codemod import textfile
         from jaxmem.codemod.edits import add_donations
+        from jaxmem.deep import call_deep, too_deep_message
+        from jaxmem.sources import digest
 
         is_stdin = self.reads_stdin and path == self.stdin_name
         try:
-            source = textfile.decode(path, self.stdin_data) if is_stdin else textfile.read(path)
+            source = textfile.decode(path, self.stdin_data) if is_stdin else textfile.read(
+                path, self.settings.max_file_size)
         except textfile.SourceError as error:
-            self.fail(f"jaxmem-fix: {error}")
+            self.cannot_fix(f"jaxmem-fix: {error}")
             return
-        result = add_donations(
-            source.text, fixes, style=self.style, jax_version=self.jax_version,
-            extra_wrappers=self.settings.extra_wrappers, project_style=self.project_style,
-        )
+        if not is_stdin and digest(source.data) != self.analysed.get(path):
+            # The fixes name lines of the analysed text; on other text they
+            # could land on another function.
+            self.cannot_fix(f"jaxmem-fix: {path}: changed since it was analysed (an editor or another "
+                            "jaxmem-fix run?); left untouched, run jaxmem-fix again")
+            return
+        try:
+            result = call_deep(
+                add_donations, source.text, fixes, style=self.style, jax_version=self.jax_version,
+                extra_wrappers=self.settings.extra_wrappers, project_style=self.project_style,
+            )
+        except RecursionError as error:
+            self.cannot_fix(f"jaxmem-fix: {path}: {too_deep_message(error)}; left untouched")
+            return
+        if result.error:
+            report_problem = self.fail if result.error.startswith("internal error") else self.cannot_fix
+            report_problem(f"{path}: error: {result.error}")
+        if is_stdin and not self.args.diff and not self.args.check:
+            sys.stdout.buffer.write(source.encode(result.source) if result.changed else source.data)
+        if result.changed and not (self.args.diff or self.args.check or is_stdin):
+            try:
+                textfile.replace_if_unchanged(path, source.data, source.encode(result.source))
+            except textfile.SourceError as error:
+                self.cannot_fix(f"jaxmem-fix: {error}")
+                return
+            except OSError as error:
+                self.cannot_fix(f"jaxmem-fix: {path}: cannot write the fixed file: "
+                                f"{error.strerror or error}; left untouched")
+                return
+        # Said only once the file really holds it.
         for edit in result.edits:
             self.say(f"{path}:{edit.describe()}")
         for skipped in result.skipped:
             self.say(f"{path}:{skipped.describe()}")
-        if result.error:
-            self.fail(f"{path}: error: {result.error}")
         self.refused_count += len(result.skipped)
-        if is_stdin and not self.args.diff and not self.args.check:
-            sys.stdout.buffer.write(source.encode(result.source) if result.changed else source.data)
         if not result.changed:
             return
         self.changed_files += 1
         self.edit_count += len(result.edits)
         if self.args.diff:
             sys.stdout.write(unified_diff(path, source.text, result.source))
-        elif not self.args.check and not is_stdin:
-            try:
-                textfile.write_atomic(path, source.encode(result.source))
-            except OSError as error:
-                self.fail(f"jaxmem-fix: {path}: cannot write the fixed file: {error.strerror or error}")
 
     def summary(self) -> None:
         if not (self.edit_count or self.refused_count):

@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
-
 from jaxmem.codemod import rewrite
+from jaxmem.codemod.splice import CannotSplice, replace_in_tree, splice
 from jaxmem.codemod.planning import ARGNAMES, ARGNUMS, EQUINOX, SitePlan, parameter_label, plan_site
 from jaxmem.codemod.spelling import partial_spelling, preferred_quote
 from jaxmem.findings import DonationFix
 from jaxmem.lint import constants
-from jaxmem.lint.definitions import DECORATOR, DefinitionSite, parse_definitions
+from jaxmem.lint.definitions import DECORATOR, DefinitionSite, find_definitions, parse_definitions
+from jaxmem.lint.positions import Positions
 
 BOM = "\ufeff"
 # The decorator factory ``@jax.jit(donate_argnums=...)`` exists since jax 0.8.1.
@@ -134,7 +133,9 @@ def add_donations(
     bom = BOM if source.startswith(BOM) else ""
     text = source[len(bom):]
     try:
-        module, sites = parse_definitions(text, extra_wrappers=tuple(extra_wrappers))
+        module = cst.parse_module(text)
+        positions = Positions(module)  # shared with the splicing below: one code generation
+        sites = find_definitions(module, positions, extra_wrappers=tuple(extra_wrappers))
     except cst.ParserSyntaxError as error:
         result.error = f"cannot parse line {error.raw_line}: {error.message}; file left untouched"
         return result
@@ -146,21 +147,24 @@ def add_donations(
         if callable(project_style):
             project_style = project_style()
         style = file_style(sites) or project_style or ARGNUMS
-    editor = _FileEditor(module, sites, style, parse_version(jax_version))
+    editor = _FileEditor(module, sites, style, parse_version(jax_version), text)
     for line, line_fixes in _by_line(fixes).items():
         editor.apply_line(line, line_fixes)
     result.skipped = editor.skipped
     if not editor.replacements:
         return result
 
-    new_module = module.visit(_Replace(editor.replacements))
-    if editor.imports:
-        context = CodemodContext()
-        for module_name, obj in editor.imports:
-            AddImportsVisitor.add_needed_import(context, module_name, obj)
-        new_module = AddImportsVisitor(context).transform_module(new_module)
-    new_text = new_module.code
-    problem = _check_output(new_text, sites, editor.plans, extra_wrappers)
+    keep_lines = {site.definition.line for site in sites}
+    try:
+        spliced = splice(module, positions, text, editor.nodes, editor.replacements, editor.imports, keep_lines)
+        new_text, checked = spliced.text, spliced.checked
+    except CannotSplice:
+        new_text = checked = replace_in_tree(module, editor.replacements, editor.imports)
+    # The checked text holds every jitted definition of the file (a fraction
+    # of it), so a fast check; when its context is too thin, check it all.
+    problem = _check_output(checked, sites, editor.plans, extra_wrappers)
+    if problem is not None and checked is not new_text:
+        problem = _check_output(new_text, sites, editor.plans, extra_wrappers)
     if problem is not None:
         result.error = f"internal error: {problem}; file left untouched, please report this to the jaxmem developers"
         return result
@@ -184,12 +188,21 @@ def _spec_node(site: DefinitionSite) -> cst.CSTNode:
 class _FileEditor:
     """Plans the edits of one file and collects the node replacements."""
 
-    def __init__(self, module: cst.Module, sites: list[DefinitionSite], style: str, jax_version) -> None:
+    def __init__(self, module: cst.Module, sites: list[DefinitionSite], style: str, jax_version,
+                 text: str | None = None) -> None:
         self.module = module
+        self.text = text
         self.sites = sites
         self.style = style
         self.jax_version = jax_version
         self.replacements: dict[int, Callable[[cst.CSTNode], cst.CSTNode]] = {}
+        self.nodes: dict[int, cst.CSTNode] = {}
+        # Site numbers by line, and by edited node: looked up once per fix, not scanned.
+        self._numbers_by_line: dict[int, list[int]] = {}
+        self._numbers_by_node: dict[int, list[int]] = {}
+        for number, site in enumerate(sites):
+            self._numbers_by_line.setdefault(site.definition.line, []).append(number)
+            self._numbers_by_node.setdefault(id(_spec_node(site)), []).append(number)
         self.imports: set[tuple[str, str | None]] = set()
         self.plans: list[tuple[int, SitePlan]] = []
         self.edits: list[AppliedEdit] = []
@@ -200,15 +213,14 @@ class _FileEditor:
     @property
     def quote(self) -> str:
         if self._quote is None:
-            self._quote = preferred_quote(self.module)
+            self._quote = preferred_quote(self.module, self.text)
         return self._quote
 
     def sites_at(self, line: int) -> list[tuple[int, DefinitionSite]]:
         """Sites defined on ``line``, one per edited node (a factory's sites share one)."""
         found: dict[int, tuple[int, DefinitionSite]] = {}
-        for number, site in enumerate(self.sites):
-            if site.definition.line == line:
-                found.setdefault(id(_spec_node(site)), (number, site))
+        for number in self._numbers_by_line.get(line, ()):
+            found.setdefault(id(_spec_node(self.sites[number])), (number, self.sites[number]))
         return list(found.values())
 
     def skip(self, line: int, site: DefinitionSite | None, fixes: Sequence[DonationFix], reason: str) -> None:
@@ -238,8 +250,9 @@ class _FileEditor:
             return
         node = _spec_node(site)
         self.replacements[id(node)] = edit
+        self.nodes[id(node)] = node
         # A factory's one jit call defines every name bound from it.
-        self.plans.extend((n, plan) for n, other in enumerate(self.sites) if _spec_node(other) is node)
+        self.plans.extend((n, plan) for n in self._numbers_by_node[id(node)])
         self.edits.append(
             AppliedEdit(
                 line,
@@ -261,7 +274,7 @@ class _FileEditor:
         if self._uses_factory(site):
             return lambda decorator: rewrite.decorator_as_factory(decorator, plan.edits, quote)
         if self._partial is None:
-            self._partial = partial_spelling(self.module) or False
+            self._partial = partial_spelling(self.module, self.text) or False
         if self._partial is False:
             return "the names `partial` and `functools` are both taken in this file; add the donation by hand"
         spelling = self._partial
@@ -302,18 +315,6 @@ def _describe(module: cst.Module, node: cst.CSTNode, plan: SitePlan) -> str:
     return ", ".join(parts)
 
 
-class _Replace(cst.CSTTransformer):
-    """Replaces planned nodes (by identity) with their edited form."""
-
-    def __init__(self, replacements: dict[int, Callable[[cst.CSTNode], cst.CSTNode]]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        edit = self.replacements.get(id(original_node))
-        return updated_node if edit is None else edit(updated_node)
-
-
 def _check_output(new_text: str, old_sites, plans, extra_wrappers) -> str | None:
     """Why the edited text is wrong, or None: it must parse, keep every other
     definition as it was, and donate exactly what was planned."""
@@ -330,7 +331,9 @@ def _check_output(new_text: str, old_sites, plans, extra_wrappers) -> str | None
             if (before.indices, before.names) != (after.indices, after.names):
                 return f"the definition on line {old.definition.line} changed although it was not edited"
             continue
-        if not before.indices <= after.indices or not before.names <= after.names:
+        if after.indices is None or after.names is None:
+            return f"the spec on line {old.definition.line} can no longer be evaluated"
+        if not (before.indices or frozenset()) <= after.indices or not (before.names or frozenset()) <= after.names:
             return f"the definition on line {old.definition.line} lost a donation"
         for fix in planned[number].donated:
             by_index = fix.index is not None and fix.index in after.indices

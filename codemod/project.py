@@ -20,7 +20,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
+from jaxmem.sources import UnreadableFile, read_regular_file
+
 Version = tuple[int, ...]
+MAX_REQUIREMENTS_BYTES = 1024 * 1024
 
 _REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)")
 _LOWER_BOUND = re.compile(r"(>=|==|~=|>|\^|===)\s*v?(?P<version>\d+(?:\.\d+)*)")
@@ -58,19 +61,20 @@ def _lowest(bounds: Iterable[Version | None]) -> Version | None:
 
 
 def _pyproject_requirements(path: Path) -> list[str]:
+    text = _read_text(path)
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
+        document = tomllib.loads(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:
         return []
-    project = document.get("project", {})
-    requirements = list(project.get("dependencies", []) or [])
-    for extra in (project.get("optional-dependencies", {}) or {}).values():
-        requirements += list(extra or [])
-    poetry = document.get("tool", {}).get("poetry", {})
-    groups = [g.get("dependencies", {}) for g in poetry.get("group", {}).values()]
-    for table in (poetry.get("dependencies", {}), *groups):
-        for name, spec in (table or {}).items():
+    # Any shape is possible in a file we do not own: take only what has the expected one.
+    project = _table(document.get("project"))
+    requirements = _list(project.get("dependencies"))
+    for extra in _table(project.get("optional-dependencies")).values():
+        requirements += _list(extra)
+    poetry = _table(_table(document.get("tool")).get("poetry"))
+    groups = [_table(_table(g).get("dependencies")) for g in _table(poetry.get("group")).values()]
+    for table in (_table(poetry.get("dependencies")), *groups):
+        for name, spec in table.items():
             if isinstance(spec, dict):
                 spec = spec.get("version", "")
             if isinstance(spec, str):
@@ -78,14 +82,27 @@ def _pyproject_requirements(path: Path) -> list[str]:
     return [r for r in requirements if isinstance(r, str)]
 
 
+def _table(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return list(value) if isinstance(value, list) else []
+
+
 def _requirements_files(root: Path) -> list[str]:
     lines: list[str] = []
     for path in sorted(root.glob("requirements*.txt")):
-        try:
-            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
+        lines += (_read_text(path) or "").splitlines()
     return lines
+
+
+def _read_text(path: Path) -> str | None:
+    """A small regular file's text (undecodable bytes replaced); None when absent or unreadable."""
+    try:
+        return read_regular_file(str(path), MAX_REQUIREMENTS_BYTES).decode("utf-8", errors="replace")
+    except UnreadableFile:
+        return None
 
 
 def project_jax_lower_bound(root: str | Path) -> Version | None:

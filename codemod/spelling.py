@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from jaxmem.lint.imports import ImportTable
+from jaxmem.lint.walk import descendants
 
 
 @dataclass(frozen=True)
@@ -40,22 +41,21 @@ def _module_level_imports(module: cst.Module) -> ImportTable:
     return table
 
 
-class _NamesUsed(cst.CSTVisitor):
+def _names_used(module: cst.Module) -> set[str]:
     """Every identifier used as a name (not as an attribute) anywhere in the module."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
+    names: set[str] = set()
+    attributes: set[int] = set()
+    for node in descendants(module):
+        if isinstance(node, cst.Attribute):
+            attributes.add(id(node.attr))
+        elif isinstance(node, cst.Name) and id(node) not in attributes:
+            names.add(node.value)
+    return names
 
 
-def partial_spelling(module: cst.Module) -> PartialSpelling | None:
-    """How to write ``functools.partial`` in ``module``; None when every spelling is taken."""
+def partial_spelling(module: cst.Module, text: str | None = None) -> PartialSpelling | None:
+    """How to write ``functools.partial`` in ``module`` (whose code is ``text``, when given);
+    None when every spelling is taken."""
     imports = _module_level_imports(module)
     for local, target in sorted(imports.names.items()):
         if target == "functools.partial":
@@ -63,26 +63,23 @@ def partial_spelling(module: cst.Module) -> PartialSpelling | None:
     for local, target in sorted(imports.names.items()):
         if target == "functools":
             return PartialSpelling(cst.Attribute(cst.Name(local), cst.Name("partial")))
-    used = _NamesUsed()
-    module.visit(used)
-    if "partial" not in used.names:
+    # Most files never spell either word: then no walk over the whole tree is needed.
+    mentioned = text is None or "partial" in text or "functools" in text
+    used = _names_used(module) if mentioned else set()
+    if "partial" not in used:
         return PartialSpelling(cst.Name("partial"), ("functools", "partial"))
-    if "functools" not in used.names:
+    if "functools" not in used:
         return PartialSpelling(cst.Attribute(cst.Name("functools"), cst.Name("partial")), ("functools", None))
     return None
 
 
-class _Quotes(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.counts: Counter = Counter()
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.quote in ('"', "'"):
-            self.counts[node.quote] += 1
-
-
-def preferred_quote(module: cst.Module) -> str:
-    """The quote character most strings in ``module`` use (``"`` on a tie)."""
-    quotes = _Quotes()
-    module.visit(quotes)
-    return "'" if quotes.counts["'"] > quotes.counts['"'] else '"'
+def preferred_quote(module: cst.Module, text: str | None = None) -> str:
+    """The quote character most strings in ``module`` (whose code is ``text``, when given)
+    use (``"`` on a tie)."""
+    if text is not None and "'" not in text:
+        return '"'  # no single-quoted string: no walk over the whole tree
+    counts: Counter = Counter(
+        node.quote for node in descendants(module)
+        if isinstance(node, cst.SimpleString) and node.quote in ('"', "'")
+    )
+    return "'" if counts["'"] > counts['"'] else '"'

@@ -7,12 +7,18 @@ ignore / min-confidence / ``# noqa`` -> sorted.
 
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
-that file, and every other file is still checked.
+that file, and every other file is still checked.  The engine runs on a
+large-stack thread (:mod:`jaxmem.deep`), so deeply nested valid code is
+analysed; a worker process that dies is replaced, and a file that kills
+its worker even alone is a JXM900 naming the signal.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
 import os
+import signal
 from pathlib import Path
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -21,8 +27,10 @@ from dataclasses import dataclass, field
 
 from jaxmem.cache import FactsCache
 from jaxmem.config import load_config
+from jaxmem.deep import call_deep, too_deep_message
 from jaxmem.discovery import STDIN, discover
 from jaxmem.findings import FileReport, Finding
+from jaxmem.nesting import nesting_error, python_syntax_error
 from jaxmem.noqa import NoqaMap, is_suppressed, parse_noqa
 from jaxmem.settings import Settings
 from jaxmem.sources import PARSE_ERROR_CODE, parse_error_finding, read_source
@@ -69,7 +77,9 @@ def check_paths(
 
     sources = []
     for path in files + context:
-        source = read_source(path, stdin_filename=stdin_filename, stdin=stdin)
+        source = read_source(path, stdin_filename=stdin_filename, stdin=stdin,
+                             max_bytes=settings.max_file_size)
+        run.digests[source.path] = source.digest
         if source.problem is not None:
             if path not in run.context:
                 run.order.append(source.path)
@@ -144,14 +154,79 @@ def internal_error_finding(path: str, error: BaseException) -> Finding:
     )
 
 
+def ignore_interrupts() -> None:
+    """Worker initializer: Ctrl-C is the parent's to handle (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def isolated_facts_or_error(path: str, text: str, settings: Settings, hints=frozenset()):
+    """:func:`facts_or_error` in a process of its own; a JXM900 finding naming
+    the cause when that process dies."""
+    context = multiprocessing.get_context()
+    receiver, sender = context.Pipe(duplex=False)
+    worker = context.Process(target=_send_facts, args=(sender, path, text, settings, hints))
+    worker.start()
+    sender.close()
+    try:
+        outcome = receiver.recv()
+    except EOFError:
+        outcome = None
+    finally:
+        receiver.close()
+        worker.join()
+    if outcome is not None:
+        return outcome
+    return "error", parse_error_finding(path, worker_death_message(worker.exitcode))
+
+
+def worker_death_message(exitcode: int | None) -> str:
+    """Why a file has no analysis when the process analysing it died."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        cause = f"was killed by {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")
+    else:
+        cause = f"exited with status {exitcode}"
+    return (f"not analysed: the worker process analysing this file {cause}, also when "
+            "retried alone; check it with --jobs 1 to see the error in the main process")
+
+
+def _send_facts(sender, path, text, settings, hints) -> None:
+    ignore_interrupts()
+    sender.send(facts_or_error(path, text, settings, hints))
+    sender.close()
+
+
 def facts_or_error(path: str, text: str, settings: Settings, hints=frozenset()):
     """``("facts", facts)`` or ``("error", finding)``; runs in worker processes."""
     from jaxmem.lint import engine
 
+    too_deep = nesting_error(text)
+    if too_deep is not None:  # libcst would crash the process on it
+        line, col, message = too_deep
+        return "error", parse_error_finding(path, message, line, col)
     try:
-        return "facts", engine.facts_for_file(path, text, settings, hints)
+        facts = call_deep(engine.facts_for_file, path, text, settings, hints)
+    except RecursionError as error:
+        return "error", parse_error_finding(path, too_deep_message(error))
     except Exception as error:  # a bug on one file must not stop the run
         return "error", internal_error_finding(path, error)
+    return "facts", _with_python_error_position(facts, text)
+
+
+def _with_python_error_position(facts, text: str):
+    """``facts`` with a parse error placed where CPython places it.
+
+    libcst reports tokenizer errors (a ``TabError``, an unterminated string)
+    at 1:1; CPython names the line.  Files CPython accepts keep libcst's
+    verdict (libcst may lag new syntax).
+    """
+    if facts.parse_error is None:
+        return facts
+    error = python_syntax_error(text)
+    return facts if error is None else dataclasses.replace(facts, parse_error=error)
 
 
 @dataclass
@@ -166,6 +241,7 @@ class _Run:
     problems: dict = field(default_factory=dict)
     noqa: dict[str, NoqaMap] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)
     done: int = 0
     context: set = field(default_factory=set)  # analysed for their calls, not reported
 
@@ -181,26 +257,37 @@ class _Run:
         """Run the engine on every ``(path, text, digest, cacheable)`` in ``pending``."""
         workers = (os.cpu_count() or 1) if jobs <= 0 else jobs
         workers = min(workers, len(pending))
-        remaining = list(pending)
-        if workers > 1:
-            remaining = self._compute_in_pool(remaining, workers, hints)
-        for item in remaining:
-            self.store(item, facts_or_error(item[0], item[1], self.settings, hints))
+        if workers <= 1:
+            for item in pending:
+                self.store(item, facts_or_error(item[0], item[1], self.settings, hints))
+            return
+        left = self._compute_in_pool(pending, workers, hints)
+        if left:
+            # A worker died (killed, out of memory) and took the pool with it;
+            # the files it had not finished get a pool of their own once more.
+            left = self._compute_in_pool(left, workers, hints)
+        for item in left:
+            # Still failing: each file alone, so one that kills its worker is
+            # named and the others are analysed.
+            self.store(item, isolated_facts_or_error(item[0], item[1], self.settings, hints))
 
     def _compute_in_pool(self, pending: list, workers: int, hints: frozenset) -> list:
-        """Analyse in worker processes; returns what is left if the pool broke."""
+        """Analyse in worker processes; returns the items not analysed if a worker died."""
         left = {item[0]: item for item in pending}
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts)
         try:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = {
-                    pool.submit(facts_or_error, path, text, self.settings, hints): path
-                    for path, text, _, _ in pending
-                }
-                for future in as_completed(futures):
-                    item = left.pop(futures[future])
-                    self.store(item, future.result())
+            futures = {
+                pool.submit(facts_or_error, path, text, self.settings, hints): path
+                for path, text, _, _ in pending
+            }
+            for future in as_completed(futures):
+                outcome = future.result()  # raises BrokenProcessPool when a worker died
+                self.store(left.pop(futures[future]), outcome)
         except BrokenProcessPool:
-            pass  # a worker died (out of memory?); finish in this process
+            pass
+        finally:
+            # On Ctrl-C, do not wait for the queued files.
+            pool.shutdown(wait=True, cancel_futures=True)
         return list(left.values())
 
     def store(self, item, outcome) -> None:
@@ -224,15 +311,22 @@ class _Run:
         """Join all facts into reports, add the problems, filter, sort."""
         from jaxmem.lint import engine
 
-        reports: dict[str, FileReport] = {path: FileReport(path) for path in self.facts}
+        def report_of(path: str) -> FileReport:
+            if path not in reports:
+                reports[path] = FileReport(path, digest=self.digests.get(path))
+            return reports[path]
+
+        reports: dict[str, FileReport] = {}
+        for path in self.facts:
+            report_of(path)
         if self.facts:
             in_order = [self.facts[path] for path in self.order if path in self.facts]
             for report in engine.report(in_order, self.settings):
-                merged = reports.setdefault(report.path, FileReport(report.path))
+                merged = report_of(report.path)
                 merged.findings.extend(report.findings)
                 merged.refusals.extend(report.refusals)
         for path, finding in self.problems.items():
-            reports.setdefault(path, FileReport(path)).findings.append(finding)
+            report_of(path).findings.append(finding)
         for report in reports.values():
             noqa = self.noqa.get(report.path, {})
             report.findings = sorted(
@@ -244,6 +338,11 @@ class _Run:
     def _wanted(self, finding: Finding) -> bool:
         if is_internal_error(finding):
             return True
+        if finding.code == PARSE_ERROR_CODE:
+            # A file that was not analysed is never hidden by --select: only an
+            # explicit --ignore JXM900 (or JXM9, JXM90) silences it.
+            return not any(PARSE_ERROR_CODE.startswith(p) and len(p) > len("JXM")
+                           for p in self.settings.ignore)
         return (
             self.settings.wants(finding.code)
             and finding.confidence.rank >= self.settings.min_confidence.rank

@@ -3,23 +3,30 @@
 An entry is keyed by the file's path and content (sha256), the jaxmem
 version, a stamp of the analysis code itself (so an editable install never
 serves facts computed by older code) and ``Settings.fingerprint()``.
-Entries are pickles written atomically; an unreadable or corrupt entry is a
-miss, and a cache folder that cannot be written silently disables caching.
+Entries are JSON written atomically (:mod:`jaxmem.factcodec`: reading one
+back can build only jaxmem's own plain data, never run code); an entry that
+is unreadable, not a regular file, not JSON, of another format or key, or
+not a file's facts is a miss.  A cache folder that cannot be written
+silently disables caching.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import jaxmem
+from jaxmem.factcodec import DecodeError, decode, encode
 from jaxmem.settings import Settings
+from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
+ENTRY_FORMAT = "jaxmem-facts-1"
+MAX_ENTRY_BYTES = 256 * 1024 * 1024
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by jaxmem.\n"
@@ -44,43 +51,68 @@ class FactsCache:
 
     def get(self, path: str, content_digest: str):
         """The cached facts, or ``None`` when there is no usable entry."""
-        entry = self.folder / self.key(path, content_digest)
+        key = self.key(path, content_digest)
         try:
-            with open(entry, "rb") as handle:
-                return pickle.load(handle)
-        except FileNotFoundError:
-            return None
-        except Exception:  # a truncated or foreign pickle is simply a miss
-            return None
+            data = read_regular_file(str(self.folder / key), MAX_ENTRY_BYTES)
+            entry = json.loads(data)
+            if not (isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT
+                    and entry.get("key") == key):
+                return None
+            facts = decode(entry.get("facts"))
+        except (UnreadableFile, ValueError, DecodeError, RecursionError):
+            return None  # missing, special, truncated, foreign or crafted: a miss
+        return facts if _is_facts_of(facts, path) else None
 
     def put(self, path: str, content_digest: str, facts) -> None:
-        """Store ``facts``; failures (read-only disk, unpicklable facts) are ignored."""
+        """Store ``facts``; failures (read-only disk, facts that are not plain data) are ignored."""
         if not self.writable:
             return
+        key = self.key(path, content_digest)
+        try:
+            data = json.dumps({"format": ENTRY_FORMAT, "key": key, "facts": encode(facts)},
+                              separators=(",", ":")).encode("utf-8")
+        except (TypeError, ValueError, RecursionError):
+            return  # not plain data: this file is simply not cached
         try:
             self._prepare()
             handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
             try:
                 with os.fdopen(handle, "wb") as out:
-                    pickle.dump(facts, out, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(temporary, self.folder / self.key(path, content_digest))
+                    out.write(data)
+                os.replace(temporary, self.folder / key)
             except BaseException:
                 os.unlink(temporary)
                 raise
-        except Exception:  # noqa: BLE001 - caching is best effort
+        except OSError:  # read-only or full disk: caching is best effort
             self.writable = False
 
     def _prepare(self) -> None:
         top = self.folder.parent
-        if self.folder.is_dir():
+        if self.folder.is_dir() and not self.folder.is_symlink():
             return
+        if top.is_symlink() or self.folder.is_symlink():
+            # A repository could point the cache anywhere: write nothing there.
+            raise OSError(f"{self.folder} is a symbolic link")
         self.folder.mkdir(parents=True, exist_ok=True)
-        tag = top / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text(CACHEDIR_TAG)
-        ignore = top / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by jaxmem automatically.\n*\n")
+        _create_once(top / "CACHEDIR.TAG", CACHEDIR_TAG)
+        _create_once(top / ".gitignore", "# Created by jaxmem automatically.\n*\n")
+
+
+def _create_once(path: Path, text: str) -> None:
+    """Write ``text`` to a new file at ``path``; never follow a link or touch an existing file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def _is_facts_of(facts, path: str) -> bool:
+    """Whether ``facts`` is what the engine computes for ``path``."""
+    from jaxmem.lint.facts import FileFacts
+
+    return isinstance(facts, FileFacts) and facts.path == path
 
 
 @lru_cache(maxsize=1)

@@ -11,10 +11,11 @@ import argparse
 import dataclasses
 import os
 import sys
-import traceback
 
 import jaxmem
+from jaxmem.deep import exit_if_abandoned
 from jaxmem.findings import Confidence
+from jaxmem.messages import report_internal_error
 from jaxmem.options import add_run_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -31,13 +32,18 @@ def main(argv=None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        return 130
+        _error("interrupted (Ctrl-C) before it finished")
+        exit_if_abandoned(EXIT_ERROR)
+        return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``jaxmem check | head``): no traceback, and
         # keep Python from failing again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FINDINGS
+    except Exception as error:  # a bug in jaxmem: a message and exit 2, not a traceback and 1
+        report_internal_error("jaxmem", error)
+        return EXIT_ERROR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,10 +121,22 @@ def run_check(args) -> int:
     """``jaxmem check``: analyse, render, pick the exit status."""
     from jaxmem.api import check_paths, is_internal_error
     from jaxmem.config import ConfigError, load_config
-    from jaxmem.discovery import DiscoveryError
+    from jaxmem.discovery import DiscoveryError, missing_paths
+    from jaxmem.messages import unwritable_output
     from jaxmem.outputs import all_findings, render, render_statistics, use_color
 
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    missing = missing_paths(paths)
+    for path in missing:
+        _error(f"{path}: no such file or directory; check the path")
+    paths = [p for p in paths if p not in missing]
+    if not paths:
+        return EXIT_ERROR
+    if args.output_file is not None:
+        problem = unwritable_output(args.output_file)
+        if problem is not None:  # say so before the analysis, not after it
+            _error(problem)
+            return EXIT_ERROR
     try:
         settings = _apply_flags(load_config(paths, args.config).settings, args)
         show_progress = not args.quiet and sys.stderr.isatty()
@@ -134,10 +152,7 @@ def run_check(args) -> int:
         _error(str(error))
         return EXIT_ERROR
     except Exception as error:  # a bug in the cross-file analysis
-        _error(f"internal error: {type(error).__name__}: {error}; please report it "
-               "to the jaxmem developers with the command that triggered it")
-        if os.environ.get("JAXMEM_DEBUG"):
-            traceback.print_exc()
+        report_internal_error("jaxmem", error)
         return EXIT_ERROR
 
     findings = all_findings(reports)
@@ -150,11 +165,15 @@ def run_check(args) -> int:
         sys.stdout.write(output)
         sys.stdout.flush()
     else:
-        with open(args.output_file, "w", encoding="utf-8") as out:
-            out.write(output)
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as out:
+                out.write(output)
+        except OSError as error:
+            _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
+            return EXIT_ERROR
     if not args.quiet:
         _print_summary(findings, len(reports))
-    if any(is_internal_error(f) for f in findings):
+    if missing or any(is_internal_error(f) for f in findings):
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 

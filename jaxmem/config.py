@@ -17,6 +17,7 @@ from pathlib import Path
 
 from jaxmem.findings import Confidence
 from jaxmem.settings import Settings
+from jaxmem.sources import UnreadableFile, read_regular_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,6 +25,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 TABLE = "tool.jaxmem"
+MAX_CONFIG_BYTES = 1024 * 1024
 
 CODE_PREFIX = re.compile(r"^JXM[0-9]{0,3}$")
 DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -92,7 +94,7 @@ def find_config(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` with ``[tool.jaxmem]``."""
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "jaxmem" in _read_toml(candidate).get("tool", {}):
+        if candidate.is_file() and _has_table(_read_toml(candidate), candidate):
             return candidate
     return None
 
@@ -116,6 +118,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
         "extra-wrappers": ("extra_wrappers", _dotted_names),
         "donation-style": ("donation_style", _donation_style),
         "jax-version": ("jax_version", _jax_version),
+        "max-file-size": ("max_file_size", _byte_count),
     }
     values = {}
     for key, value in table.items():
@@ -152,12 +155,27 @@ def parse_confidence(value, source: str, key: str) -> Confidence:
 
 def _read_toml(path: Path) -> dict:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
+        data = read_regular_file(str(path), MAX_CONFIG_BYTES)
+    except UnreadableFile as error:
+        raise ConfigError(f"{path}: {error}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}); "
+            "TOML files must be UTF-8, save it as UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+
+
+def _has_table(document: dict, path: Path) -> bool:
+    """Whether ``document`` has a ``[tool.jaxmem]`` table; a ``tool`` that is not a table is an error."""
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table ([tool.jaxmem], [tool.other], ...), "
+                          f"not {type(tool).__name__} {tool!r}")
+    return "jaxmem" in tool
 
 
 def _read_table(path: Path, explicit: bool) -> dict:
@@ -167,9 +185,8 @@ def _read_table(path: Path, explicit: bool) -> dict:
     keys at its top level (a dedicated ``jaxmem.toml``).
     """
     document = _read_toml(path)
-    tool = document.get("tool", {})
-    if isinstance(tool, dict) and "jaxmem" in tool:
-        table = tool["jaxmem"]
+    if _has_table(document, path):
+        table = document["tool"]["jaxmem"]
     elif explicit and path.name != "pyproject.toml":
         table = document
     else:
@@ -221,5 +238,14 @@ def _jax_version(value, path: Path, key: str) -> str:
         raise ConfigError(
             f"{path}: [{TABLE}] {key}: {value!r} is not a version; "
             "use a string such as \"0.4.30\""
+        )
+    return value
+
+
+def _byte_count(value, path: Path, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key}: {value!r} is not a size; use a positive number of bytes, "
+            "e.g. 20_000_000"
         )
     return value

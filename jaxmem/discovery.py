@@ -30,6 +30,9 @@ SKIPPED_DIRS = frozenset({
     ".jaxmem_cache", ".venv", "venv",
 })
 SKIPPED_DIR_GLOBS = ("*.egg-info",)
+# A repository's own config can name commands git runs (core.fsmonitor runs
+# on every index read); a checked repository must never run code through us.
+SAFE_GIT = ("git", "-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null")
 STDIN = "-"
 
 
@@ -69,7 +72,24 @@ def discover(
                 files.append(os.path.normpath(raw))
         else:
             raise DiscoveryError(f"{raw}: no such file or directory")
-    return list(dict.fromkeys(files))
+    return _unique_files(files)
+
+
+def _unique_files(files: list[str]) -> list[str]:
+    """``files`` without a second spelling of the same file (``a.py`` and ``/abs/a.py``)."""
+    seen: set[str] = set()
+    unique = []
+    for path in files:
+        key = path if path == STDIN else os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
+
+
+def missing_paths(paths) -> list[str]:
+    """The command-line ``paths`` that do not exist (``-`` always does)."""
+    return [str(p) for p in paths if str(p) != STDIN and not os.path.lexists(str(p))]
 
 
 class ExcludeMatcher:
@@ -132,22 +152,27 @@ def _drop_git_ignored(top: str, files: list[str]) -> list[str]:
         return files
     try:
         toplevel = subprocess.run(
-            ["git", "-C", top, "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, check=False,
+            [*SAFE_GIT, "-C", top, "rev-parse", "--show-toplevel"],
+            capture_output=True, check=False, env=_git_environment(), stdin=subprocess.DEVNULL,
         )
         if toplevel.returncode != 0:
             return files
         absolute = [os.path.abspath(f) for f in files]
         result = subprocess.run(
-            ["git", "check-ignore", "--stdin", "-z"],
-            cwd=toplevel.stdout.strip(),
-            input="\0".join(absolute) + "\0",
-            capture_output=True, text=True, check=False,
+            [*SAFE_GIT, "check-ignore", "--stdin", "-z"],
+            cwd=os.fsdecode(toplevel.stdout.strip()),
+            input=b"\0".join(os.fsencode(a) for a in absolute) + b"\0",
+            capture_output=True, check=False, env=_git_environment(),
         )
     except OSError:
         return files
     # 0: some paths ignored, 1: none ignored, anything else: git could not tell.
     if result.returncode != 0:
         return files
-    ignored = {p for p in result.stdout.split("\0") if p}
+    ignored = {os.fsdecode(p) for p in result.stdout.split(b"\0") if p}
     return [f for f, a in zip(files, absolute) if a not in ignored]
+
+
+def _git_environment() -> dict:
+    """The environment for git: no pager, no prompt, no optional index writes."""
+    return dict(os.environ, GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")

@@ -101,8 +101,13 @@ class Refusal:
 
 @dataclass
 class FileReport:
-    """Everything the analysis says about one file."""
+    """Everything the analysis says about one file.
+
+    ``digest`` is the sha256 of the bytes that were analysed (None when
+    unknown): an edit based on this report is valid only for those bytes.
+    """
 
     path: str
     findings: list[Finding] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
+    digest: str | None = None

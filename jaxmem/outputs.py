@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import jaxmem
 from jaxmem.findings import Evidence, FileReport, Finding, Severity
+from jaxmem.messages import printable
 
 JSON_SCHEMA_VERSION = 1
 SARIF_VERSION = "2.1.0"
@@ -54,13 +55,17 @@ def use_color(stream, environ=os.environ) -> bool:
 
 def render(output_format: str, reports: list[FileReport], *, color: bool = False,
            rules: dict | None = None) -> str:
-    """Render ``reports`` as ``text``, ``json`` or ``sarif``."""
+    """Render ``reports`` as ``text``, ``json`` or ``sarif``.
+
+    File names that are not valid UTF-8 are shown with U+FFFD in place of
+    their undecodable bytes, so every output is valid UTF-8 (and JSON).
+    """
     if output_format == "text":
-        return render_text(all_findings(reports), color=color)
+        return printable(render_text(all_findings(reports), color=color))
     if output_format == "json":
-        return render_json(reports)
+        return printable(render_json(reports))
     if output_format == "sarif":
-        return render_sarif(reports, available_rules() if rules is None else rules)
+        return printable(render_sarif(reports, available_rules() if rules is None else rules))
     raise ValueError(f"unknown output format {output_format!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -205,7 +210,7 @@ def _artifact(path: str, base: Path) -> dict:
         relative = absolute.relative_to(base)
     except ValueError:
         return {"uri": absolute.as_uri()}
-    return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(os.fsencode(relative.as_posix())), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
@@ -258,4 +263,4 @@ def _fingerprint(f: Finding, seen: dict[str, int]) -> str:
         identity += "\0" + f.message
     occurrence = seen.get(identity, 0)
     seen[identity] = occurrence + 1
-    return hashlib.sha256(f"{identity}\0{occurrence}".encode()).hexdigest()
+    return hashlib.sha256(f"{identity}\0{occurrence}".encode("utf-8", "surrogateescape")).hexdigest()

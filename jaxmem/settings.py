@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from jaxmem.findings import Confidence
 
+# Larger files are reported, not read: a hostile "huge.py" cannot exhaust memory.
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -19,6 +22,8 @@ class Settings:
     ``jax_version`` is the oldest jax the project supports (``"0.4.30"``),
     or ``None`` for "the installed one"; the codemod uses it to pick
     spellings that version understands.
+    ``max_file_size`` is the largest file, in bytes, that is read at all
+    (it changes which files are read, not what is found in them).
     """
 
     select: tuple[str, ...] = ("JXM",)
@@ -28,6 +33,7 @@ class Settings:
     extra_wrappers: tuple[str, ...] = ()
     donation_style: str = "auto"
     jax_version: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""

@@ -1,6 +1,6 @@
 """Read a source file's bytes into text the way Python itself would.
 
-The encoding comes from the BOM or the PEP 263 cookie
+Only regular files are read, up to ``max-file-size`` bytes.  The encoding comes from the BOM or the PEP 263 cookie
 (``tokenize.detect_encoding``); line endings are kept as they are (libcst
 round-trips CRLF).  Nothing here raises for a bad file: an unreadable,
 undecodable or binary file becomes a JXM900 finding naming the problem.
@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import stat
 import sys
 import tokenize
 from dataclasses import dataclass
 
 from jaxmem.findings import Confidence, Finding, Severity, Span
+from jaxmem.settings import DEFAULT_MAX_FILE_SIZE
 
 PARSE_ERROR_CODE = "JXM900"
 STDIN = "-"
@@ -36,17 +39,66 @@ class Source:
     problem: Finding | None = None
 
 
-def read_source(path: str, *, stdin_filename: str | None = None, stdin=None) -> Source:
+class UnreadableFile(Exception):
+    """A file jaxmem will not or cannot read; the message says why and what to do."""
+
+
+def read_regular_file(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``max_bytes``.
+
+    A FIFO would block forever and a device (``/dev/zero``) never ends, so
+    the file is opened without blocking and checked on the open descriptor
+    (no race with a swap in between).  Raises :class:`UnreadableFile`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise UnreadableFile(f"cannot read file: {error.strerror or error}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile(
+                f"not a regular file ({_kind(info.st_mode)}); jaxmem reads only regular files"
+            )
+        if info.st_size > max_bytes:
+            raise UnreadableFile(_too_big(info.st_size, max_bytes))
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, max(max_bytes + 1 - total, 1))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:  # it grew while being read
+                raise UnreadableFile(_too_big(total, max_bytes))
+        return b"".join(chunks)
+    except OSError as error:
+        raise UnreadableFile(f"cannot read file: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    return (f"file is larger than max-file-size ({size:,} > {max_bytes:,} bytes) and was not read; "
+            "raise max-file-size in [tool.jaxmem] to check it")
+
+
+def read_source(path: str, *, stdin_filename: str | None = None, stdin=None,
+                max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> Source:
     """Read ``path`` (``-`` reads stdin, reported as ``stdin_filename``)."""
     if path == STDIN:
         stream = stdin if stdin is not None else sys.stdin.buffer
         return decode_source(stdin_filename or STDIN_DISPLAY_NAME, stream.read())
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        reason = error.strerror or str(error)
-        return _problem(path, b"", f"cannot read file: {reason}", 1, 0)
+        data = read_regular_file(path, max_bytes)
+    except UnreadableFile as error:
+        return _problem(path, b"", str(error), 1, 0)
     return decode_source(path, data)
 
 

@@ -42,6 +42,7 @@ class _IndexState(CodegenState):
     def __init__(self, module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.spans: dict[int, tuple[int, int]] = {}
+        self.code_spans: dict[int, tuple[int, int]] = {}
         self._stack: list[int] = []
 
     def before_codegen(self, node) -> None:
@@ -51,19 +52,21 @@ class _IndexState(CodegenState):
         start = self._stack.pop()
         if type(node) not in _UNTRACKED:
             self.spans.setdefault(id(node), (start, len(self.tokens)))
+            self.code_spans[id(node)] = (start, len(self.tokens))
 
     @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         start = len(self.tokens)
-        try:
-            yield
-        finally:
-            end = len(self.tokens)
-            if start_node is not None:
-                start = self.spans[id(start_node)][0]
-            if end_node is not None:
-                end = self.spans[id(end_node)][1]
-            self.spans[id(node)] = (start, end)
+        # No ``finally``: when codegen fails (RecursionError, Ctrl-C) the
+        # start and end nodes were never recorded, and looking them up would
+        # replace the real error with a KeyError.
+        yield
+        end = len(self.tokens)
+        if start_node is not None:
+            start = self.spans[id(start_node)][0]
+        if end_node is not None:
+            end = self.spans[id(end_node)][1]
+        self.spans[id(node)] = (start, end)
 
 
 class Positions:
@@ -72,6 +75,7 @@ class Positions:
     def __init__(self, module: cst.Module) -> None:
         self._module = module  # keeps the nodes (and their ids) alive
         self._spans: dict[int, tuple[int, int]] | None = None
+        self._code_spans: dict[int, tuple[int, int]] = {}
         self._tokens: list[str] = []
         self._newline_at: list[int] | None = None
 
@@ -80,7 +84,7 @@ class Positions:
         if self._spans is None:
             state = _IndexState(self._module)
             self._module._codegen(state)
-            self._spans, self._tokens = state.spans, state.tokens
+            self._spans, self._tokens, self._code_spans = state.spans, state.tokens, state.code_spans
         return self._spans
 
     def _table(self):
@@ -116,3 +120,13 @@ class Positions:
 
     def __contains__(self, node: cst.CSTNode) -> bool:
         return id(node) in self._index()
+
+    def code_offsets(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Where ``node`` lies in the module's code, in characters, everything its code
+        generation writes included (a statement's leading blank lines and comments too)."""
+        self._index()
+        start, end = self._code_spans[id(node)]
+        offsets, _ = self._table()
+        # A module without a final newline drops the last token after its statements.
+        last = len(offsets) - 1
+        return offsets[min(start, last)], offsets[min(end, last)]

@@ -90,6 +90,12 @@ def _launch(mode: str, command: list[str], extra: list[str]) -> int:
 
 def run_record(args) -> int:
     """Handler of ``jaxmem record``."""
+    from jaxmem.messages import unwritable_output
+
+    problem = unwritable_output(args.out)
+    if problem is not None:  # say so before running the whole program
+        print(f"jaxmem record: {problem}", file=sys.stderr)
+        return 2
     return _launch("record", args.command, ["--out", os.path.abspath(args.out)])
 
 
@@ -100,15 +106,24 @@ def run_tracked(args) -> int:
 
 def run_verify(args) -> int:
     """Handler of ``jaxmem verify``; exit 1 when a donation is unusable or a verification fails."""
+    from jaxmem.messages import unwritable_output
     from jaxmem.runtime_check.config import ConfigError, load_config
 
+    problem = unwritable_output(args.output) if args.output else None
+    if problem is not None:
+        print(f"jaxmem verify: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.record:
             from jaxmem.runtime_check.recorder import load_record
             from jaxmem.runtime_check.runs import verify_record
 
             record = load_record(args.record)
-            outcome = _with_backend(args.backend, lambda: verify_record(record, args.backend))
+            try:
+                outcome = _with_backend(args.backend, lambda: verify_record(record, args.backend))
+            except (KeyError, TypeError, AttributeError, IndexError) as error:
+                raise ValueError(f"{args.record}: not a valid jaxmem record file "
+                                 f"({type(error).__name__}: {error}); record it again") from error
         else:
             config = args.config or DEFAULT_CONFIG
             if args.config is None and not os.path.exists(config):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import jaxmem
 from jaxmem.cache import CACHE_DIR_NAME, FactsCache
 from jaxmem.findings import Confidence
+from jaxmem.lint import engine
 from jaxmem.settings import Settings
 
 from .conftest import MISSED_DONATION, write
 
-FACTS = {"definitions": ["step"], "calls": [("step", 11)]}
+FACTS = engine.facts_for_file("a.py", MISSED_DONATION, Settings())
 
 
 def test_round_trip_and_cache_dir_markers(tmp_path):
@@ -37,7 +38,7 @@ def test_corrupt_entries_are_misses(tmp_path):
     cache = FactsCache(tmp_path, Settings())
     cache.put("a.py", "d1", FACTS)
     entry = cache.folder / cache.key("a.py", "d1")
-    entry.write_bytes(b"\x80\x05not a pickle")
+    entry.write_bytes(b'{"format": "jaxmem-facts-1", "key"')
     assert cache.get("a.py", "d1") is None
     entry.write_bytes(b"")
     assert cache.get("a.py", "d1") is None
@@ -50,7 +51,7 @@ def test_an_unwritable_cache_is_silently_skipped(tmp_path):
     assert cache.get("a.py", "d1") is None
 
 
-def test_unpicklable_facts_are_not_cached(tmp_path):
+def test_facts_that_are_not_plain_data_are_not_cached(tmp_path):
     cache = FactsCache(tmp_path, Settings())
     cache.put("a.py", "d1", {"f": lambda: 1})
     assert cache.get("a.py", "d1") is None

@@ -163,7 +163,8 @@ def test_a_missing_path_exits_2_naming_it(tmp_path, jaxmem):
     result = jaxmem("check", "train.py", "no_such_dir")
     assert result.returncode == 2
     assert "no_such_dir: no such file or directory" in result.stderr
-    assert result.stdout == ""
+    # The other paths are still checked.
+    assert codes_at(result.stdout) == [("train.py", MISSED_DONATION_LINE, "JXM001")]
 
 
 def test_an_invalid_config_exits_2_naming_file_and_key(tmp_path, jaxmem):

@@ -147,10 +147,20 @@ def test_unparsable_file_is_left_alone_and_others_are_fixed(project):
     (project / "broken.py").write_text(broken)
     (project / "train.py").write_text(TRAIN)
     result = fix(".", cwd=project)
-    assert result.returncode == 2
+    # Exit 1 as for any change: the file is reported on stderr, the others fixed.
+    assert result.returncode == 1
     assert (project / "broken.py").read_text() == broken
     assert (project / "train.py").read_text() == TRAIN_FIXED
-    assert "broken.py" in result.stderr.decode()
+    assert "broken.py:4:11: error: could not parse" in result.stderr.decode()
+
+
+def test_an_unparsable_file_alone_exits_1_not_2(project):
+    broken = "import jax\n\n@jax.jit\ndef update(state:\n    return state\n"
+    (project / "broken.py").write_text(broken)
+    result = fix("broken.py", cwd=project)
+    assert result.returncode == 1
+    assert "broken.py:4:11: error: could not parse" in result.stderr.decode()
+    assert (project / "broken.py").read_text() == broken
 
 
 def test_medium_confidence_needs_unsafe_fixes(project):

@@ -1,0 +1,142 @@
+"""Plain data <-> JSON, for the facts cache: nothing read back can run code.
+
+The engine's facts are frozen dataclasses, enums, tuples, lists, sets,
+frozensets and dicts over strings, numbers, booleans and ``None``.  Each is
+written as JSON; every JSON object is a one-key tag saying which container
+or class it stands for.  Reading back builds only classes that are
+dataclasses or enums defined in a ``jaxmem`` module that is already
+imported, with exactly their declared fields; anything else raises
+:class:`DecodeError`, which the cache treats as a miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import sys
+from functools import lru_cache
+
+TUPLE, SET, FROZENSET, DICT, CLASS, ENUM = "(", "{", "f{", "d", "c", "e"
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class DecodeError(Exception):
+    """The data is not an encoding of jaxmem's plain data."""
+
+
+def encode(value):
+    """``value`` as JSON-ready data; raises ``TypeError`` for anything that is not plain data."""
+    if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, list):
+        return [encode(item) for item in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return {TUPLE: [encode(item) for item in value]}
+    if isinstance(value, frozenset):
+        return {FROZENSET: [encode(item) for item in _stable(value)]}
+    if isinstance(value, set):
+        return {SET: [encode(item) for item in _stable(value)]}
+    if isinstance(value, dict):
+        return {DICT: [[encode(k), encode(v)] for k, v in value.items()]}
+    if isinstance(value, enum.Enum):
+        return {ENUM: [_class_name(type(value)), encode(value.value)]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {name: encode(getattr(value, name)) for name in _field_names(type(value))}
+        return {CLASS: [_class_name(type(value)), fields]}
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def decode(data):
+    """The value :func:`encode` turned into ``data``; raises :class:`DecodeError`."""
+    if isinstance(data, _SCALARS):
+        return data
+    if isinstance(data, list):
+        return [decode(item) for item in data]
+    if not isinstance(data, dict) or len(data) != 1:
+        raise DecodeError("expected a one-key tagged object")
+    (tag, body), = data.items()
+    try:
+        if tag == TUPLE:
+            return tuple(decode(item) for item in _as_list(body))
+        if tag == FROZENSET:
+            return frozenset(decode(item) for item in _as_list(body))
+        if tag == SET:
+            return {decode(item) for item in _as_list(body)}
+        if tag == DICT:
+            return {decode(k): decode(v) for k, v in (_pair(item) for item in _as_list(body))}
+        if tag == ENUM:
+            name, value = _pair(body)
+            return _allowed_class(name, enum.Enum)(decode(value))
+        if tag == CLASS:
+            name, fields = _pair(body)
+            return _build(_allowed_class(name, None), fields)
+    except (TypeError, ValueError) as error:  # unhashable set member, bad enum value, ...
+        raise DecodeError(str(error)) from None
+    raise DecodeError(f"unknown tag {tag!r}")
+
+
+def _build(cls: type, fields) -> object:
+    names = _field_names(cls)
+    if not isinstance(fields, dict) or set(fields) != set(names):
+        raise DecodeError(f"{cls.__name__}: fields differ from {', '.join(names)}")
+    values = {name: decode(fields[name]) for name in names}
+    init = _init_names(cls)
+    instance = cls(**{name: values[name] for name in init})
+    for name in names:
+        if name not in init:
+            object.__setattr__(instance, name, values[name])
+    return instance
+
+
+def _allowed_class(name, base: type | None) -> type:
+    """The class called ``name`` (``module:Qualname``), if it is jaxmem's own plain data."""
+    if not isinstance(name, str) or ":" not in name:
+        raise DecodeError("a class name must be 'module:Name'")
+    module_name, _, qualname = name.partition(":")
+    module = sys.modules.get(module_name)  # never import: the name comes from a file
+    if module is None or not (module_name == "jaxmem" or module_name.startswith("jaxmem.")):
+        raise DecodeError(f"{module_name!r} is not a loaded jaxmem module")
+    cls = module.__dict__.get(qualname)
+    if not isinstance(cls, type) or cls.__module__ != module_name:
+        raise DecodeError(f"{name} is not a class of {module_name}")
+    plain = issubclass(cls, enum.Enum) if base is enum.Enum else (
+        dataclasses.is_dataclass(cls) and not issubclass(cls, enum.Enum))
+    if not plain:
+        raise DecodeError(f"{name} is not a jaxmem dataclass or enum")
+    return cls
+
+
+def _class_name(cls: type) -> str:
+    if not cls.__module__.startswith("jaxmem") or "." in cls.__qualname__:
+        raise TypeError(f"cannot cache a {cls.__qualname__} from {cls.__module__}")
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@lru_cache(maxsize=None)
+def _init_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _as_list(body) -> list:
+    if not isinstance(body, list):
+        raise DecodeError("expected a list")
+    return body
+
+
+def _pair(body) -> tuple:
+    if not isinstance(body, list) or len(body) != 2:
+        raise DecodeError("expected a pair")
+    return body[0], body[1]
+
+
+def _stable(items) -> list:
+    """Set members in a stable order, so equal facts write equal bytes."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)

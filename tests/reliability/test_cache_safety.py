@@ -1,0 +1,115 @@
+"""Item 7: a cache entry is data, never code; anything unexpected in it is a miss.
+
+The entries of ``.jaxmem_cache/`` are written by whoever controls the
+repository.  A pickle there used to run code on load, and a valid pickle
+of the wrong object aborted the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+
+import pytest
+
+from jaxmem.api import check_paths
+from jaxmem.cache import FactsCache
+from jaxmem.config import load_config
+
+from .conftest import MISSED_DONATION, MISSED_DONATION_LINE, write
+
+
+class RunsCode:
+    """Unpickling this runs ``touch PWNED``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _entries(project):
+    return sorted((project / ".jaxmem_cache" / "facts").glob("[0-9a-f]*"))
+
+
+def _expected(reports):
+    return [(f.code, f.span.line) for r in reports for f in r.findings]
+
+
+def _warm(project):
+    write(project, "train.py", MISSED_DONATION)
+    settings = load_config([project]).settings
+    first = check_paths([project], settings)
+    assert _expected(first) == [("JXM001", MISSED_DONATION_LINE)]
+    [entry] = _entries(project)
+    return settings, entry
+
+
+def _hostile_entries(project, marker):
+    settings, entry = _warm(project)
+    original = json.loads(entry.read_text())
+    facts = original["facts"]
+    return settings, entry, {
+        "code-running pickle": pickle.dumps(RunsCode(marker)),
+        "pickle of the wrong object": pickle.dumps({"definitions": 3}),
+        "not JSON": b"\x00\x01garbage",
+        "JSON of the wrong shape": b"[1, 2, 3]",
+        "another format": json.dumps({**original, "format": "jaxmem-facts-0"}).encode(),
+        "another entry's key": json.dumps({**original, "key": "0" * 64}).encode(),
+        "a class outside jaxmem": json.dumps(
+            {**original, "facts": {"c": ["subprocess:Popen", {"args": ["touch", str(marker)]}]}}).encode(),
+        "a module jaxmem never loaded": json.dumps(
+            {**original, "facts": {"c": ["jaxmem.runtime_check.record:Recorder", {}]}}).encode(),
+        "a function, not a dataclass": json.dumps(
+            {**original, "facts": {"c": ["jaxmem.api:check_paths", {}]}}).encode(),
+        "missing fields": json.dumps({**original, "facts": {"c": [facts["c"][0], {}]}}).encode(),
+        "the facts of another file": json.dumps(
+            {**original, "facts": {"c": [facts["c"][0], {**facts["c"][1], "path": "other.py"}]}}).encode(),
+        "deep nesting": b"[" * 100_000 + b"]" * 100_000,
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "code-running pickle", "pickle of the wrong object", "not JSON", "JSON of the wrong shape",
+    "another format", "another entry's key", "a class outside jaxmem", "a module jaxmem never loaded",
+    "a function, not a dataclass", "missing fields", "the facts of another file", "deep nesting",
+])
+def test_a_hostile_entry_is_a_miss_and_runs_nothing(project, case):
+    marker = project / "PWNED"
+    settings, entry, entries = _hostile_entries(project, marker)
+    entry.write_bytes(entries[case])
+    reports = check_paths([project], settings)
+    assert _expected(reports) == [("JXM001", MISSED_DONATION_LINE)]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_special_file_as_an_entry_is_a_miss(project, kind):
+    settings, entry = _warm(project)
+    entry.unlink()
+    if kind == "fifo":
+        os.mkfifo(entry)
+    else:
+        os.symlink("/dev/zero", entry)
+    assert _expected(check_paths([project], settings)) == [("JXM001", MISSED_DONATION_LINE)]
+
+
+def test_a_cache_folder_linked_elsewhere_is_not_written(project, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (project / ".jaxmem_cache").symlink_to(elsewhere, target_is_directory=True)
+    write(project, "train.py", MISSED_DONATION)
+    assert _expected(check_paths([project], load_config([project]).settings)) == [
+        ("JXM001", MISSED_DONATION_LINE)]
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_cache_round_trips_real_facts_exactly(project):
+    settings, _ = _warm(project)
+    cache = FactsCache(project, settings)
+    from jaxmem.lint import engine
+
+    facts = engine.facts_for_file("train.py", MISSED_DONATION, settings)
+    cache.put("train.py", "digest", facts)
+    assert cache.get("train.py", "digest") == facts
