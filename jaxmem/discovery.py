@@ -158,10 +158,11 @@ def _drop_git_ignored(top: str, files: list[str]) -> list[str]:
         if toplevel.returncode != 0:
             return files
         absolute = [os.path.abspath(f) for f in files]
+        named = os.path.abspath(top)
         result = subprocess.run(
             [*SAFE_GIT, "check-ignore", "--stdin", "-z"],
             cwd=os.fsdecode(toplevel.stdout.strip()),
-            input=b"\0".join(os.fsencode(a) for a in absolute) + b"\0",
+            input=b"\0".join(os.fsencode(a) for a in [named, *absolute]) + b"\0",
             capture_output=True, check=False, env=_git_environment(),
         )
     except OSError:
@@ -170,6 +171,8 @@ def _drop_git_ignored(top: str, files: list[str]) -> list[str]:
     if result.returncode != 0:
         return files
     ignored = {os.fsdecode(p) for p in result.stdout.split(b"\0") if p}
+    if named in ignored:
+        return files  # a folder named on the command line is checked even if git ignores it (as ruff does)
     return [f for f, a in zip(files, absolute) if a not in ignored]
 
 

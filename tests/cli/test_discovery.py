@@ -115,6 +115,18 @@ def test_gitignore_applies_when_checking_a_subfolder(tmp_path, monkeypatch):
     assert discover(["."], root=tmp_path) == ["a.py"]
 
 
+@needs_git
+def test_a_named_folder_is_checked_even_when_git_ignores_it(tmp_path, monkeypatch):
+    git(tmp_path, "init", "-q")
+    write(tmp_path, ".gitignore", "vendored/\n")
+    write(tmp_path, "vendored/pkg/a.py", "x = 1\n")
+    monkeypatch.chdir(tmp_path / "vendored")
+    assert discover(["."], root=tmp_path) == ["pkg/a.py"]
+    monkeypatch.chdir(tmp_path)
+    assert discover(["vendored"], root=tmp_path) == ["vendored/pkg/a.py"]
+    assert discover(["."], root=tmp_path) == []  # below a named folder, ignores still apply
+
+
 def test_gitignore_means_nothing_outside_a_work_tree(tmp_path, monkeypatch):
     write(tmp_path, ".gitignore", "*_gen.py\n")
     write(tmp_path, "a_gen.py", "x = 1\n")
