@@ -119,6 +119,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
         "donation-style": ("donation_style", _donation_style),
         "jax-version": ("jax_version", _jax_version),
         "max-file-size": ("max_file_size", _byte_count),
+        "target-version": ("target_version", _python_version),
     }
     values = {}
     for key, value in table.items():
@@ -238,6 +239,18 @@ def _jax_version(value, path: Path, key: str) -> str:
         raise ConfigError(
             f"{path}: [{TABLE}] {key}: {value!r} is not a version; "
             "use a string such as \"0.4.30\""
+        )
+    return value
+
+
+def _python_version(value, path: Path, key: str) -> str:
+    from libcst._parser.types.config import KNOWN_PYTHON_VERSION_STRINGS
+
+    known = [v for v in KNOWN_PYTHON_VERSION_STRINGS if v >= "3.8" or len(v) > 3]
+    if not isinstance(value, str) or value not in KNOWN_PYTHON_VERSION_STRINGS:
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key}: {value!r} is not a Python version libcst parses; "
+            f"use one of {', '.join(known)} (a string, e.g. \"3.12\")"
         )
     return value
 

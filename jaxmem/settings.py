@@ -24,6 +24,9 @@ class Settings:
     spellings that version understands.
     ``max_file_size`` is the largest file, in bytes, that is read at all
     (it changes which files are read, not what is found in them).
+    ``target_version`` is the Python grammar files are parsed with
+    (``"3.12"``); ``None`` means the newest libcst knows.  The host
+    interpreter's version never decides what is a syntax error.
     """
 
     select: tuple[str, ...] = ("JXM",)
@@ -34,6 +37,7 @@ class Settings:
     donation_style: str = "auto"
     jax_version: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    target_version: str | None = None
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""
@@ -45,5 +49,5 @@ class Settings:
         """A stable string identifying these settings, for cache keys."""
         return repr(
             (self.select, self.ignore, self.min_confidence.value,
-             self.extra_wrappers, self.donation_style, self.jax_version)
+             self.extra_wrappers, self.donation_style, self.jax_version, self.target_version)
         )

@@ -33,7 +33,7 @@ def _is_package_module(path: str) -> bool:
     return os.path.exists(os.path.join(folder, "__init__.py")) and not path.endswith("__main__.py")
 
 
-def _syntax_error(text: str) -> tuple[int, int, str] | None:
+def _syntax_error(text: str, target_version: str | None = None) -> tuple[int, int, str] | None:
     """Whether ``text`` parses under libcst's grammar (the one the analysis uses).
 
     CPython's parser answers first (C-fast); only when it rejects the text is
@@ -45,7 +45,7 @@ def _syntax_error(text: str) -> tuple[int, int, str] | None:
             warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to report
             compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
-        parsed = _parse(text)
+        parsed = _parse(text, target_version)
         if not isinstance(parsed, tuple):
             return None  # newer syntax than the host Python's: libcst reads it
         detail = error.msg or "invalid syntax"
@@ -55,9 +55,11 @@ def _syntax_error(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _parse(text: str) -> cst.Module | tuple[int, int, str]:
+def _parse(text: str, target_version: str | None = None) -> cst.Module | tuple[int, int, str]:
     try:
-        return cst.parse_module(text)
+        if target_version is None:
+            return cst.parse_module(text)
+        return cst.parse_module(text, cst.PartialParserConfig(python_version=target_version))
     except cst.ParserSyntaxError as error:
         message = " ".join(str(error.message).split())
         return (error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error")
@@ -73,17 +75,17 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
     """
     names = module_names_for(path)
     if not might_involve_jit(text, settings, hints):
-        return FileFacts(path=path, module_names=names, skipped=True, parse_error=_syntax_error(text))
+        return FileFacts(path=path, module_names=names, skipped=True, parse_error=_syntax_error(text, settings.target_version))
     public = _is_package_module(path) and "__name__" not in text
     reduced = relevant_text(text, settings, hints)
     if reduced.blanked:
         # libcst reports errors in what it parses; CPython's parser (much
         # faster) checks what was blanked, which compiles on its own.
-        error = _syntax_error(reduced.blanked)
+        error = _syntax_error(reduced.blanked, settings.target_version)
         if error is not None:
             return FileFacts(path=path, module_names=names, parse_error=error)
     for candidate in (reduced.kept, text) if reduced.blanked else (text,):
-        module = _parse(candidate)
+        module = _parse(candidate, settings.target_version)
         if isinstance(module, tuple):
             if candidate is text:
                 return FileFacts(path=path, module_names=names, parse_error=module)

@@ -22,6 +22,7 @@ min-confidence = "high"
 extra-wrappers = ["mylib.jit_utils.donating_jit"]
 donation-style = "argnames"
 jax-version = "0.4.30"
+target-version = "3.12"
 """
 
 
@@ -42,7 +43,14 @@ def test_every_key_is_read(tmp_path):
         extra_wrappers=("mylib.jit_utils.donating_jit",),
         donation_style="argnames",
         jax_version="0.4.30",
+        target_version="3.12",
     )
+
+
+def test_target_version_must_be_one_libcst_parses(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.jaxmem]\ntarget-version = \"2.7\"\n")
+    with pytest.raises(ConfigError, match="target-version.*not a Python version libcst parses"):
+        load_settings([tmp_path])
 
 
 def test_search_goes_upward_from_the_first_paths_folder(tmp_path):
