@@ -96,7 +96,7 @@ def check_paths(
         if not engine.might_involve_jit(source.text, settings, hints):
             # Skipped by the engine (after a cheap syntax check); never cached.
             run.store((source.path, source.text, source.digest, False),
-                      facts_or_error(source.path, source.text, settings, hints))
+                      ("facts", engine.skipped_facts(source.path, source.text, settings)))
             continue
         # Which parts of a file are analysed depends on the names it can call
         # from other files' jitted functions: those belong in the cache key.

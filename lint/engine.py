@@ -65,6 +65,12 @@ def _parse(text: str, target_version: str | None = None) -> cst.Module | tuple[i
         return (error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error")
 
 
+def skipped_facts(path: str, text: str, settings: Settings) -> FileFacts:
+    """The facts of a file the pre-filter skips: only whether it parses."""
+    return FileFacts(path=path, module_names=module_names_for(path), skipped=True,
+                     parse_error=_syntax_error(text, settings.target_version))
+
+
 def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:
     """Parse ``text`` (the contents of ``path``) and extract its facts.
 
@@ -73,9 +79,9 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
     calls a jitted function, the whole file is analysed, since any function
     of it may read the donated globals.
     """
-    names = module_names_for(path)
     if not might_involve_jit(text, settings, hints):
-        return FileFacts(path=path, module_names=names, skipped=True, parse_error=_syntax_error(text, settings.target_version))
+        return skipped_facts(path, text, settings)
+    names = module_names_for(path)
     public = _is_package_module(path) and "__name__" not in text
     reduced = relevant_text(text, settings, hints)
     if reduced.blanked:
