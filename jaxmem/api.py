@@ -91,12 +91,20 @@ def check_paths(
     # jit still matters when it calls one of them.
     hints = engine.project_hints({source.path: source.text for _, source in sources})
     pending = []
+    skipped_index = cache.skipped_index() if cache is not None else {}
+    skipped_now: dict = {}  # what this run saw: the index keeps no stale digests
     for path, source in sources:
         run.noqa[source.path] = parse_noqa(source.text)
         if not engine.might_involve_jit(source.text, settings, hints):
-            # Skipped by the engine (after a cheap syntax check); never cached.
-            run.store((source.path, source.text, source.digest, False),
-                      ("facts", engine.skipped_facts(source.path, source.text, settings)))
+            # Skipped by the engine after a syntax check, whose verdict is kept
+            # in one small index by content digest.
+            if source.digest in skipped_index:
+                facts = engine.skipped_facts(source.path, source.text, settings,
+                                             parse_error=skipped_index[source.digest])
+            else:
+                facts = engine.skipped_facts(source.path, source.text, settings)
+            skipped_now[source.digest] = facts.parse_error
+            run.store((source.path, source.text, source.digest, False), ("facts", facts))
             continue
         # Which parts of a file are analysed depends on the names it can call
         # from other files' jitted functions: those belong in the cache key.
@@ -108,6 +116,8 @@ def check_paths(
         else:
             pending.append((source.path, source.text, digest, cacheable))
     run.compute(pending, jobs, hints)
+    if cache is not None and skipped_now != skipped_index:
+        cache.save_skipped_index(skipped_now)
     return run.finish()
 
 

@@ -26,6 +26,7 @@ from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
 ENTRY_FORMAT = "jaxmem-facts-1"
+SKIPPED_FORMAT = "jaxmem-skipped-1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -85,6 +86,52 @@ class FactsCache:
                 raise
         except OSError:  # read-only or full disk: caching is best effort
             self.writable = False
+
+    def skipped_index(self) -> dict:
+        """``content digest -> syntax error or None`` for the files the pre-filter
+        skipped in earlier runs: one small file read once, instead of parsing
+        every skipped file again (anything unexpected in it is an empty index)."""
+        try:
+            data = json.loads(read_regular_file(str(self._skipped_path()), MAX_ENTRY_BYTES))
+        except (UnreadableFile, ValueError, RecursionError):
+            return {}
+        if not (isinstance(data, dict) and data.get("format") == SKIPPED_FORMAT
+                and isinstance(data.get("verdicts"), dict)):
+            return {}
+        verdicts = {}
+        for digest, error in data["verdicts"].items():
+            if error is None:
+                verdicts[digest] = None
+            elif (isinstance(error, list) and len(error) == 3 and all(type(v) is int for v in error[:2])
+                  and isinstance(error[2], str)):
+                verdicts[digest] = tuple(error)
+            else:
+                return {}
+        return verdicts
+
+    def save_skipped_index(self, verdicts: dict) -> None:
+        """Write the skipped files' verdicts (best effort, atomic)."""
+        if not self.writable:
+            return
+        data = json.dumps({"format": SKIPPED_FORMAT, "verdicts": {
+            digest: (list(error) if error is not None else None) for digest, error in verdicts.items()
+        }}, separators=(",", ":")).encode("utf-8")
+        try:
+            self._prepare()
+            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    out.write(data)
+                os.replace(temporary, self._skipped_path())
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError:
+            self.writable = False
+
+    def _skipped_path(self) -> Path:
+        digest = hashlib.sha256(self.namespace.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return self.folder / f"skipped-{digest}.json"
 
     def _prepare(self) -> None:
         top = self.folder.parent

@@ -65,10 +65,15 @@ def _parse(text: str, target_version: str | None = None) -> cst.Module | tuple[i
         return (error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error")
 
 
-def skipped_facts(path: str, text: str, settings: Settings) -> FileFacts:
-    """The facts of a file the pre-filter skips: only whether it parses."""
-    return FileFacts(path=path, module_names=module_names_for(path), skipped=True,
-                     parse_error=_syntax_error(text, settings.target_version))
+_NOT_GIVEN = object()
+
+
+def skipped_facts(path: str, text: str, settings: Settings, parse_error=_NOT_GIVEN) -> FileFacts:
+    """The facts of a file the pre-filter skips: only whether it parses
+    (``parse_error`` when an earlier run already found it out)."""
+    if parse_error is _NOT_GIVEN:
+        parse_error = _syntax_error(text, settings.target_version)
+    return FileFacts(path=path, module_names=module_names_for(path), skipped=True, parse_error=parse_error)
 
 
 def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:

@@ -89,3 +89,25 @@ def test_cached_facts_follow_the_names_other_files_jit(tmp_path):
     (tmp_path / "lib.py").write_text("import jax\n\n\n@jax.jit\ndef train_step(s, b):\n    return s\n")
     second = check_paths([str(tmp_path)], Settings())
     assert any(f.code == "JXM001" and f.parameter_name == "s" for r in second for f in r.findings)
+
+
+def test_skipped_files_verdicts_come_from_one_index(tmp_path, monkeypatch):
+    from jaxmem.api import check_paths
+
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'p'\n")
+    write(tmp_path, "ok.py", "x = 1\n")
+    write(tmp_path, "broken.py", "def f(:\n")
+    monkeypatch.chdir(tmp_path)
+
+    def codes():
+        return {r.path: [f.code for f in r.findings] for r in check_paths(["."], Settings())}
+
+    cold = codes()
+    assert cold == {"broken.py": ["JXM900"], "ok.py": []}
+    (index,) = (tmp_path / CACHE_DIR_NAME / "facts").glob("skipped-*.json")
+    assert codes() == cold  # warm: verdicts read from the index
+    # A crafted or foreign index is ignored, never trusted.
+    index.write_text('{"format": "jaxmem-skipped-1", "verdicts": {"x": [1, "no", 3]}}')
+    assert codes() == cold
+    index.write_text("not json")
+    assert codes() == cold
