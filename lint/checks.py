@@ -461,14 +461,22 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
     spec, sig = definition.spec, definition.signature
     if not calls or definition.form == IMMEDIATE:
         return
-    if not spec.known or sig is None:
+    positional_view = sig is None and spec.known and spec.mode is None and all(not rc.call.has_star for rc in calls)
+    if not spec.known or (sig is None and not positional_view):
         reason = spec.unknown_reason or "the jitted function's signature is not visible here"
         out.report(def_path).refusals.append(
             Refusal(def_path, definition.line, definition.function, "*", f"donation not analysed: {reason}")
         )
         return
     candidates: list[tuple[int | None, str]] = []
-    for i, param in enumerate(sig.positional):
+    if sig is None:
+        # The wrapped function is not visible (a factory's parameter, another
+        # library): positions every call passes can still be donated, at
+        # medium confidence (no output is known to take them).
+        for i in range(min(len(rc.call.positional) for rc in calls)):
+            if not spec.donates_index(i) and not (spec.static_indices and i in spec.static_indices):
+                candidates.append((i, f"argument {i}"))
+    for i, param in enumerate(sig.positional if sig is not None else ()):
         if spec.donates_index(i) or (spec.static_indices and i in spec.static_indices):
             continue
         if spec.static_names and param.name in spec.static_names:
@@ -476,7 +484,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if definition.shift and i == 0:
             continue  # self
         candidates.append((i, param.name))
-    if definition.donates_keywords and spec.mode is None:
+    if definition.donates_keywords and spec.mode is None and sig is not None:
         for param in sig.params:
             if param.kind == "keyword_only" and not spec.donates_name(param.name):
                 if not (spec.static_names and param.name in spec.static_names):
@@ -488,7 +496,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         verdicts: list[tuple[ResolvedCall, _Verdict]] = []
         blocked = None
         for rc in calls:
-            if not rc.resolved:
+            if not rc.resolved and sig is not None:
                 blocked = f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
                 break
             arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
@@ -539,21 +547,22 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         kw = "donate_argnames" if index is None else "donate_argnums"
         spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
         span = _span(definition.line, definition.col, definition.end_line, definition.end_col)
+        param_name = name if sig is not None else None  # "argument 0": no name to spell in argnames
         if rebound:
             out.add(
                 "JXM001", def_path, span,
                 f"`{definition.function}` does not donate `{name}`, which is dead after every call and rebound "
                 f"from the result: add {spelled} to reuse its memory ({confidence.value} confidence{why})",
-                confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
-                evidence=evidence, fix=DonationFix(definition.line, index, name),
+                confidence=confidence, definition=definition, definition_path=def_path,
+                parameter=(index, param_name), evidence=evidence, fix=DonationFix(definition.line, index, param_name),
             )
         else:
             out.add(
                 "JXM002", def_path, span,
                 f"`{name}` is not used after any call of `{definition.function}`: donating it ({spelled}) "
                 f"saves memory only if an output has its shape and dtype",
-                confidence=Confidence.LOW, definition=definition, definition_path=def_path, parameter=(index, name),
-                evidence=evidence,
+                confidence=Confidence.LOW, definition=definition, definition_path=def_path,
+                parameter=(index, param_name), evidence=evidence,
             )
 
 

@@ -308,3 +308,23 @@ def test_nnx_modules_updated_in_place_are_proposed_without_rebinding():
     assert ("JXM001", "optimizer", "high") in found
     assert not any(code == "JXM001" and name in ("model", "batch") for code, name, _ in found)
     assert not any(code == "JXM101" for code, _, _ in found)
+
+
+def test_positions_are_proposed_without_a_visible_signature_at_medium():
+    source = """
+    import jax
+
+    def make_runner(client_step):
+        jit_step = jax.jit(client_step)
+
+        def run(init, batches):
+            state = init * 1
+            for batch in batches:
+                state, out = jit_step(state, batch)
+            return state
+        return run
+    """
+    (result,) = _run({"m.py": source}).values()
+    (finding,) = [f for f in result.findings if f.code == "JXM001"]
+    assert (finding.parameter_index, finding.parameter_name, finding.confidence) == (0, None, Confidence.MEDIUM)
+    assert finding.fix.index == 0 and finding.fix.name is None
