@@ -171,11 +171,29 @@ class Provenance:
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
-    def _shared_sources(self, call: cst.Call, after: Point) -> tuple[str, ...]:
+    def _shared_sources(self, call: cst.Call, after: Point, depth: int = 0) -> tuple[str, ...]:
         """The values a library call was given that may share buffers with
-        its result and are still held after the donating call."""
+        its result and are still held after the donating call: read again,
+        the caller's, held by an attribute or a global, or made (one more
+        call back) from such a value (``gdef, gstate = nnx.split(self)``)."""
         reasons: list[str] = []
+        seen_args: set[RefKey] = set()
+        for arg in call.args:
+            key = ref_key(arg.value)
+            if key is None:
+                continue
+            if key in seen_args:
+                reasons.append(f"`{self.ctx.text(arg.value)}`, passed twice")
+            seen_args.add(key)
+            owner = self.owner_of(key)
+            if len(key) > 1 and owner in ("attribute", "global", "param"):
+                reasons.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
         for name in sorted(_names_in(call)):
+            if depth < 2 and self.owner_of((name,)) == "local":
+                for event in self.writes_of((name,)):
+                    if isinstance(event.origin, cst.Call) and event.origin is not call:
+                        inner = self._shared_sources(event.origin, after, depth + 1)
+                        reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
                 owner = self.owner_of(key)
                 named = f"`{key[0]}`" + (f" (through `{via}`)" if via else "")

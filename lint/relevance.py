@@ -19,22 +19,30 @@ from jaxmem.settings import Settings
 # A file whose code (docstrings and comments aside) has none of these words
 # cannot define or call anything jitted, unless it calls a name another file
 # jits (see ``project_hints``).
-_JIT_WORDS = re.compile(r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames)\b")
+_JIT_WORDS = re.compile(
+    r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames|jax_debug_nans)\b"
+)
 _DOCSTRINGS_AND_COMMENTS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')
 # Top-level names only: a jitted local or method is called from the same
 # function or class, which is one chunk anyway.
-_JITTED_DEF = re.compile(
-    r"^@[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b[^\n]*\n"
-    r"(?:@[^\n]*\n|[ \t][^\n]*\n)*?(?:async[ \t]+)?def[ \t]+(\w+)",
+_DECORATED_DEF = re.compile(
+    r"^@[^\n]*\n(?:@[^\n]*\n|[ \t)\]][^\n]*\n)*?(?:async[ \t]+)?def[ \t]+(\w+)",
     re.MULTILINE,
 )
+_JIT_TRANSFORM = re.compile(r"\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b")
+
+
+def _jitted_defs(text: str) -> list[str]:
+    """Top-level functions with a jit word anywhere in their decorators
+    (``@functools.partial(\\n    jax.jit, ...)`` spans lines)."""
+    return [m.group(1) for m in _DECORATED_DEF.finditer(text) if _JIT_TRANSFORM.search(m.group(0))]
 _JITTED_ASSIGNMENT = re.compile(
     r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
     re.MULTILINE,
 )
 # How a name jitted in another module can be reached: ``from m import a, b``
 # then ``a(...)``, or ``m.a(...)``.
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n]+)", re.MULTILINE)
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n\\]+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([A-Za-z_]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
@@ -51,8 +59,8 @@ def shortcuts_enabled() -> bool:
 
 def _may_hold_jit_words(text: str) -> bool:
     """A substring test that every ``_JIT_WORDS`` match passes (each word contains
-    ``jit``, ``pmap`` or ``donate_arg``): C-fast, and it never changes a verdict."""
-    return "jit" in text or "pmap" in text or "donate_arg" in text
+    ``jit``, ``pmap``, ``donate_arg`` or ``debug_nans``): C-fast, and it never changes a verdict."""
+    return "jit" in text or "pmap" in text or "donate_arg" in text or "debug_nans" in text
 
 
 def _lf(text: str) -> str:
@@ -117,7 +125,7 @@ def project_hints(texts: dict[str, str]) -> frozenset[str]:
     names: set[str] = set()
     for text in map(_lf, texts.values()):
         if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
-            names.update(_JITTED_DEF.findall(text))
+            names.update(_jitted_defs(text))
             names.update(_JITTED_ASSIGNMENT.findall(text))
             # What it imports from the project: a factory whose result it jits
             # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
@@ -194,7 +202,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     words = [set(_WORD.findall(code_without_docs(body))) for body in bodies]
     jit_words = {"jit", "pmap", "pjit", "filter_jit", "named_jit", "variable_jit", "donate_argnums", "donate_argnames"}
     jit_words |= {w.rsplit(".", 1)[-1] for w in settings.extra_wrappers}
-    relevant = reachable_hints(text, hints) | set(_JITTED_DEF.findall(text)) | set(_JITTED_ASSIGNMENT.findall(text))
+    relevant = reachable_hints(text, hints) | set(_jitted_defs(text)) | set(_JITTED_ASSIGNMENT.findall(text))
     defined = [{n for groups in _TOP_LEVEL_NAME.findall(body) for n in groups if n} for body in bodies]
     definers: dict[str, list[int]] = {}
     for i, names in enumerate(defined):

@@ -328,3 +328,29 @@ def test_positions_are_proposed_without_a_visible_signature_at_medium():
     (finding,) = [f for f in result.findings if f.code == "JXM001"]
     assert (finding.parameter_index, finding.parameter_name, finding.confidence) == (0, None, Confidence.MEDIUM)
     assert finding.fix.index == 0 and finding.fix.name is None
+
+
+def test_values_made_from_shared_or_caller_owned_parts_are_not_high():
+    cases = {
+        "one-attribute-five-times": """
+            class Runner:
+                def run(self, batches):
+                    meta = Meta(a=self.dummy, b=self.dummy)
+                    for b in batches:
+                        meta = step(meta, b)
+                    return meta
+        """,
+        "split-from-self-one-call-back": """
+            class Model:
+                def shard(self, batches):
+                    gdef, gstate = nnx.split(self)
+                    mock = ShardState(graphdef=gdef, graphstate=gstate)
+                    for b in batches:
+                        mock = step(mock, b)
+                    return mock
+        """,
+    }
+    header = STEP + "from flax import nnx\n"
+    for name, body in cases.items():
+        confidences = {c for p, code, c in _proposals(header + textwrap.dedent(body)) if code == "JXM001"}
+        assert "high" not in confidences, name

@@ -187,3 +187,15 @@ def test_identifiers_equal_under_nfkc_are_one_name():
     )
     findings = analyze_source(source, "m.py", Settings(min_confidence=Confidence.LOW)).findings
     assert [f.code for f in findings if f.code in ("JXM001", "JXM002")] == []
+
+
+def test_hints_survive_split_decorators_and_backslash_imports():
+    kern = "import functools, jax\n\n@functools.partial(\n    jax.jit,\n    static_argnames=['s'],\n)\ndef attn(q, s=1.0):\n    return q * s\n"
+    hints = project_hints({"pkg/kern.py": kern})
+    assert "attn" in hints
+    user = "from pkg.kern import \\\n    attn\n\ndef run(q):\n    return attn(q)\n"
+    assert might_involve_jit(user, S, hints)
+
+
+def test_a_file_that_only_turns_on_debug_nans_is_not_skipped():
+    assert might_involve_jit('import jax\njax.config.update("jax_debug_nans", True)\n', S)
