@@ -148,6 +148,7 @@ class _Context:
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
         self.module_functions = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+        self.eager_calls = _calls_under_disable_jit(module, imports)
         # Top-level functions whose body shows they keep no argument (used for escapes).
         self.non_retaining = {stmt.name.value for stmt in module.body
                               if isinstance(stmt, cst.FunctionDef) and not keeps_arguments(stmt)}
@@ -275,7 +276,8 @@ class FactExtractor:
                 if not maybe:
                     continue
             point = flow.point_after(call)
-            out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, traced,
+            eager = traced or id(call) in self.ctx.eager_calls
+            out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, eager,
                                        params, assigned, self_name, is_module))
         return out
 
@@ -391,6 +393,24 @@ class FactExtractor:
             for read in after.reads:
                 alias_reads.append(ctx.use(read, "alias"))
         return escapes, alias_reads
+
+
+def _calls_under_disable_jit(module: cst.Module, imports: ImportTable) -> set[int]:
+    """Ids of the calls inside ``with jax.disable_jit():``: they run eagerly and donate nothing."""
+    found: set[int] = set()
+    for stmt in statements(module.body):
+        if not isinstance(stmt, cst.With):
+            continue
+        if not any(isinstance(item.item, cst.Call) and imports.resolve(item.item.func) == "jax.disable_jit"
+                   for item in stmt.items):
+            continue
+        stack: list[cst.CSTNode] = [stmt.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                found.add(id(node))
+            stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+    return found
 
 
 def _line_col(ctx: _Context, node) -> tuple[int, int]:

@@ -75,3 +75,11 @@ def one_name_bound_on_two_branches(multi):
     state = jnp.ones(3)
     new = step(state)
     return new, state  # JXM101
+
+
+def nothing_is_donated_under_disable_jit():
+    step = jax.jit(lambda s: s + 1, donate_argnums=0)
+    state = jnp.ones(3)
+    with jax.disable_jit():
+        out = step(state)
+    return out, state
