@@ -1,11 +1,15 @@
 """Timing of benchmark commands: wall and CPU seconds, peak memory, load, median of rounds.
 
-Each command runs as a child process reaped with ``os.wait4``, whose
-resource usage gives the CPU time and the peak resident set size (Linux:
-the largest of the child and the descendants it waited for, such as
-``--jobs`` workers; not their sum).  Cases run in alternating rounds, so
-a change in the machine's load hits every case alike; the median of the
-rounds is what counts.
+Each command runs under GNU ``/usr/bin/time``, which reports the CPU time
+and the peak resident set size of the command (Linux: the largest of the
+command and the descendants it waited for, such as ``--jobs`` workers; not
+their sum).  Not ``os.wait4`` on the command itself: Linux keeps a
+process's peak across ``exec``, so a child forked from this (large)
+process would report at least this process's size.  Without
+``/usr/bin/time`` the figures come from ``os.wait4`` and the peak is only
+an upper bound.  Cases run in alternating rounds, so a change in the
+machine's load hits every case alike; the median of the rounds is what
+counts.
 """
 
 from __future__ import annotations
@@ -49,25 +53,40 @@ class CommandFailed(RuntimeError):
     """A benchmarked command exited with a status it should not have."""
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_once(command: list[str], *, cwd: str, env: dict | None = None) -> tuple[Sample, str, str]:
     """Run ``command`` once; return its sample, stdout and stderr."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    timed = os.access(GNU_TIME, os.X_OK)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".time") as usage_file:
+        prefix = [GNU_TIME, "--format", "%M %U %S", "--output", usage_file.name] if timed else []
         load = os.getloadavg()[0]
         start = time.perf_counter()
-        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err)
+        child = subprocess.Popen([*prefix, *command], cwd=cwd, env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
+        if timed:
+            max_rss_kib, cpu_seconds = parse_gnu_time(usage_file.read())
+        else:
+            max_rss_kib, cpu_seconds = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
         out.seek(0)
         err.seek(0)
-        sample = Sample(
-            seconds=seconds,
-            cpu_seconds=usage.ru_utime + usage.ru_stime,
-            max_rss_mib=usage.ru_maxrss / 1024,  # Linux reports KiB
-            load=load,
-            returncode=child.returncode,
-        )
+        sample = Sample(seconds=seconds, cpu_seconds=cpu_seconds, max_rss_mib=max_rss_kib / 1024, load=load,
+                        returncode=child.returncode)
         return sample, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+
+
+def parse_gnu_time(report: str) -> tuple[int, float]:
+    """Peak RSS (KiB) and CPU seconds from ``/usr/bin/time --format "%M %U %S"``'s output.
+
+    The last line holds the figures; a line before it may say that the
+    command exited with a non-zero status.
+    """
+    max_rss, user, system = report.strip().splitlines()[-1].split()
+    return int(max_rss), float(user) + float(system)
 
 
 def run_case(case: Case, round_number: int) -> Sample:
@@ -85,14 +104,20 @@ def run_case(case: Case, round_number: int) -> Sample:
     return sample
 
 
-def run_rounds(cases: list[Case], runs: int, progress: Callable[[str], None] | None = None) -> None:
-    """Run every case once per round, in the given order, for ``runs`` rounds."""
+def run_rounds(cases: list[Case], runs: int, progress: Callable[[str], None] | None = None,
+               after_round: Callable[[int], None] | None = None) -> None:
+    """Run every case once per round, in the given order, for ``runs`` rounds.
+
+    ``after_round(rounds_done)`` is called at the end of each round.
+    """
     for round_number in range(max(runs, 1)):
         for case in cases:
             sample = run_case(case, round_number)
             if progress is not None:
                 progress(f"round {round_number + 1}/{runs} {case.group} / {case.name}: "
                          f"{sample.seconds:.2f} s, {sample.max_rss_mib:.0f} MiB, load {sample.load:.2f}")
+        if after_round is not None:
+            after_round(round_number + 1)
 
 
 def summary(samples: list[Sample]) -> dict:

@@ -75,8 +75,8 @@ def markdown_tables(stats_file: Path, top: int) -> tuple[float, list[str]]:
 
 
 def write_profile(tree: Path, heavy: list[str], project: list[str], changed: str, *, jaxmem_python: str,
-                  results: Path, top: int, date: str) -> Path:
-    """Profile the three targets on ``tree`` and write ``results/speed-profile-DATE.md``."""
+                  results: Path, top: int, stem: str) -> Path:
+    """Profile the three targets on ``tree`` and write ``results/STEM.md``."""
     load = os.getloadavg()
     sections = []
     with tempfile.TemporaryDirectory(prefix="jaxmem-profile-") as folder:
@@ -85,8 +85,8 @@ def write_profile(tree: Path, heavy: list[str], project: list[str], changed: str
         targets = [("jit-heavy files, no cache", len(heavy), [*check, "--no-cache", *heavy], None)]
         # Warm the cache with an unprofiled whole-project run first.
         targets.append(("whole project, warm cache", len(project), [*check, *project],
-                        lambda: subprocess.run([jaxmem_python, "-m", "jaxmem.cli", *check, *project], cwd=tree,
-                                               capture_output=True)))
+                        lambda: subprocess.run([jaxmem_python, "-m", "jaxmem.cli", "check", "--jobs", "2", *project],
+                                               cwd=tree, capture_output=True)))
         path = tree / changed
         targets.append((f"one changed file, warm (pre-commit hook: jaxmem check --force-exclude {changed})",
                         1, ["check", "--force-exclude", changed],
@@ -102,8 +102,8 @@ def write_profile(tree: Path, heavy: list[str], project: list[str], changed: str
                          f"under the profiler, {total:.2f} s of profiled own time; load average (1 min) "
                          f"{run_load:.2f} at the start.", "", *tables, ""]
     results.mkdir(parents=True, exist_ok=True)
-    target = results / f"speed-profile-{date}.md"
-    header = [f"# jaxmem speed profile, {date}", "",
+    target = results / f"{stem}.md"
+    header = [f"# jaxmem speed profile ({stem})", "",
               "Command: `.venv/bin/python benchmarks/speed.py --profile` (cProfile of `jaxmem.cli.main`, "
               "which calls `jaxmem.api.check_paths`, in a fresh process per target; imports included).", "",
               f"Load average (1, 5, 15 min) at the start: {[round(x, 2) for x in load]}.", ""]

@@ -20,7 +20,8 @@ For the first two: ``jaxmem check`` with ``--no-cache`` and ``--jobs 1`` or
 --isolated --no-cache`` (default rules, pinned ruff in a side venv) with one
 thread and with all.  Wall and CPU seconds, the child's peak memory and the
 load average go with each figure.  The figures are printed and written to
-``benchmarks/results/speed-DATE.json`` and ``.md``.
+``benchmarks/results/speed-DATE.json`` and ``.md`` (``speed-quick-DATE`` for
+``--quick``).
 
     .venv/bin/python benchmarks/speed.py                 # full run, median of 3 rounds
     .venv/bin/python benchmarks/speed.py --quick         # smoke run: 3 projects, 1 round (< 3 min)
@@ -77,18 +78,23 @@ def main(argv=None) -> int:
             from _speed_profile import write_profile
 
             path = write_profile(tree, jit_heavy(tree, project), project, changed, jaxmem_python=args.python,
-                                 results=Path(args.results), top=args.top, date=_today())
+                                 results=Path(args.results), top=args.top,
+                                 stem=f"speed-profile-{'quick-' if args.quick else ''}{_today()}")
             print(f"profile written to {path}")
             return 0
-        figures = measure(tree, project, changed, runs=runs, jaxmem=args.jaxmem,
-                          flake8=args.flake8 or baseline_flake8(), ruff=ruff_executable(),
-                          plugin_flake8=args.plugin_flake8)
-    figures["command"] = " ".join([".venv/bin/python", "benchmarks/speed.py", *argv])
-    figures["packages"] = [f"{n}=={v}" for n, v in packages]
+        about = {"command": " ".join([".venv/bin/python", "benchmarks/speed.py", *argv]),
+                 "packages": [f"{n}=={v}" for n, v in packages], "quick": args.quick}
+
+        def save(figures: dict) -> None:
+            if not args.no_write:
+                for path in write_results({**figures, **about}, Path(args.results)):
+                    print(f"written: {path}", file=sys.stderr)
+
+        # Written after every round, so an interrupted run keeps the rounds it finished.
+        figures = {**measure(tree, project, changed, runs=runs, jaxmem=args.jaxmem,
+                             flake8=args.flake8 or baseline_flake8(), ruff=ruff_executable(),
+                             plugin_flake8=args.plugin_flake8, after_round=save), **about}
     print(report.format_table(figures))
-    if not args.no_write:
-        for path in write_results(figures, Path(args.results)):
-            print(f"written: {path}")
     return 0 if all(f["met"] is not False for f in figures["targets"]) else 1
 
 
@@ -156,8 +162,11 @@ def count_lines(tree: Path, files: list[str]) -> int:
 
 
 def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: str, flake8: str,
-            ruff: str, plugin_flake8: str) -> dict:
-    """Time every case on the tree; return the figures (medians, targets, findings check)."""
+            ruff: str, plugin_flake8: str, after_round=None) -> dict:
+    """Time every case on the tree; return the figures (medians, targets, findings check).
+
+    ``after_round(figures)``, if given, gets the figures of the rounds done so far after each round.
+    """
     load_before = os.getloadavg()
     heavy = jit_heavy(tree, project)
     sets = {
@@ -175,24 +184,30 @@ def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: 
     cases = (set_cases(report.JIT_HEAVY, tree, heavy, jaxmem, flake8, ruff)
              + set_cases(report.PROJECT, tree, project, jaxmem, flake8, ruff)
              + incremental_cases(tree, changed, jaxmem, plugin_flake8, ruff))
-    run_rounds(cases, runs, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    results: dict = {}
-    for case in cases:
-        results.setdefault(case.group, {})[case.name] = summary(case.samples)
-    return {
-        "date": _today(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "load_before": [round(x, 2) for x in load_before],
-                    "load_after": [round(x, 2) for x in os.getloadavg()]},
-        "versions": _versions(flake8, ruff),
-        "runs": runs,
-        "sets": sets,
-        "results": results,
-        "targets": report.target_figures(results),
-        "findings": {group: findings_check([c for c in cases if c.group == group])
-                     for group in (report.JIT_HEAVY, report.PROJECT)},
-        "commands": {f"{c.group} / {c.name}": _shown(c.command, tree) for c in cases},
-    }
+    versions = _versions(flake8, ruff)
+
+    def figures(rounds_done: int) -> dict:
+        results: dict = {}
+        for case in cases:
+            results.setdefault(case.group, {})[case.name] = summary(case.samples)
+        return {
+            "date": _today(),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                        "load_before": [round(x, 2) for x in load_before],
+                        "load_after": [round(x, 2) for x in os.getloadavg()]},
+            "versions": versions,
+            "runs": rounds_done,
+            "sets": sets,
+            "results": results,
+            "targets": report.target_figures(results),
+            "findings": {group: findings_check([c for c in cases if c.group == group])
+                         for group in (report.JIT_HEAVY, report.PROJECT)},
+            "commands": {f"{c.group} / {c.name}": _shown(c.command, tree) for c in cases},
+        }
+
+    run_rounds(cases, runs, progress=lambda line: print(line, file=sys.stderr, flush=True),
+               after_round=None if after_round is None else lambda done: after_round(figures(done)))
+    return figures(runs)
 
 
 def set_cases(group: str, tree: Path, files: list[str], jaxmem: str, flake8: str, ruff: str) -> list[Case]:
@@ -260,7 +275,8 @@ def _shown(command: list[str], tree: Path) -> str:
 def write_results(figures: dict, folder: Path) -> list[Path]:
     """Write ``speed-DATE.json`` and ``speed-DATE.md`` into ``folder``; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"speed-{figures['date']}"
+    # A smoke run never overwrites the figures of a full one.
+    stem = folder / f"speed-{'quick-' if figures.get('quick') else ''}{figures['date']}"
     json_path, md_path = stem.with_suffix(".json"), stem.with_suffix(".md")
     json_path.write_text(json.dumps(figures, indent=2) + "\n")
     md_path.write_text(report.format_markdown(figures))

@@ -11,7 +11,7 @@ sys.path.insert(0, BENCHMARKS)
 
 import _speed_report as report  # noqa: E402
 import speed  # noqa: E402
-from _measure import Case, CommandFailed, Sample, run_case, run_once, summary  # noqa: E402
+from _measure import GNU_TIME, Case, CommandFailed, Sample, parse_gnu_time, run_case, run_once, run_rounds, summary  # noqa: E402,E501
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -55,6 +55,32 @@ def test_run_case_prepares_each_run_and_rejects_unexpected_exit_status(tmp_path)
     failing = Case("set", "fails", [sys.executable, "-c", "raise SystemExit(2)"], str(tmp_path))
     with pytest.raises(CommandFailed, match="fails.*exited 2"):
         run_case(failing, 0)
+
+
+@pytest.mark.skipif(not os.access(GNU_TIME, os.X_OK), reason="needs GNU time at /usr/bin/time")
+def test_peak_memory_is_the_childs_own_not_this_process_size(tmp_path):
+    # Linux keeps a process's peak across exec: a child forked from a large
+    # process must still report its own (small) size.
+    ballast = bytearray(256 * 1024 * 1024)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    sample, _, _ = run_once([sys.executable, "-c", "pass"], cwd=str(tmp_path))
+    assert sample.max_rss_mib < 200
+    del ballast
+
+
+def test_parse_gnu_time_reads_the_last_line():
+    assert parse_gnu_time("Command exited with non-zero status 1\n204800 1.50 0.25\n") == (204800, 1.75)
+
+
+def test_run_rounds_alternates_cases_and_reports_each_round(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("")
+    cases = [Case("set", name, [sys.executable, "-c", f"open('log.txt', 'a').write('{name} ')"], str(tmp_path))
+             for name in ("a", "b")]
+    rounds = []
+    run_rounds(cases, 2, after_round=rounds.append)
+    assert log.read_text() == "a b a b "
+    assert rounds == [1, 2]
 
 
 def test_summary_takes_medians_and_the_largest_peak():
