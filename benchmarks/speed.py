@@ -79,7 +79,8 @@ def main(argv=None) -> int:
 
             path = write_profile(tree, jit_heavy(tree, project), project, changed, jaxmem_python=args.python,
                                  results=Path(args.results), top=args.top,
-                                 stem=f"speed-profile-{'quick-' if args.quick else ''}{_today()}")
+                                 stem=f"speed-profile-{'quick-' if args.quick else ''}{_today()}",
+                                 keep=CACHE / "profiles")
             print(f"profile written to {path}")
             return 0
         about = {"command": " ".join([".venv/bin/python", "benchmarks/speed.py", *argv]),
@@ -202,7 +203,7 @@ def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: 
             "targets": report.target_figures(results),
             "findings": {group: findings_check([c for c in cases if c.group == group])
                          for group in (report.JIT_HEAVY, report.PROJECT)},
-            "commands": {f"{c.group} / {c.name}": _shown(c.command, tree) for c in cases},
+            "commands": {f"{c.group} / {c.name}": _env_shown(c.env) + _shown(c.command, tree) for c in cases},
         }
 
     run_rounds(cases, runs, progress=lambda line: print(line, file=sys.stderr, flush=True),
@@ -257,6 +258,12 @@ def findings_check(cases: list[Case]) -> dict:
     for finding in first:
         counts[finding["code"]] = counts.get(finding["code"], 0) + 1
     return {"identical": all(found == first for found in outputs.values()), "counts": dict(sorted(counts.items()))}
+
+
+def _env_shown(env: dict | None) -> str:
+    """The variables ``env`` sets beyond this process's environment, as a shell prefix."""
+    changed = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+    return "".join(f"{k}={v} " for k, v in sorted(changed.items()))
 
 
 def _shown(command: list[str], tree: Path) -> str:
