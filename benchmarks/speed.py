@@ -1,7 +1,7 @@
 """Speed of ``jaxmem check`` at project scale, against flake8 and ruff, on real JAX code (issue 10).
 
 The corpus is the pinned wheels of ``_corpus.PROJECT_PACKAGES`` (about
-3,100 files from 18 JAX projects), downloaded on first use and copied into
+2,900 files from 18 JAX projects), downloaded on first use and copied into
 a temporary project tree (``pyproject.toml`` at its root, outside any git
 repository).  In one run, in alternating rounds (median of ``--runs``), it
 times three sets:
@@ -327,7 +327,7 @@ def _versions(flake8: str, ruff: str) -> dict:
     versions = {"python": platform.python_version()}
     for dist in ("jaxmem", "libcst", *FLAKE8_DISTS):
         versions[dist] = metadata.version(dist)
-    versions["ruff"] = subprocess.run([ruff, "--version"], capture_output=True, text=True).stdout.strip()
+    versions["ruff"] = subprocess.run([ruff, "--version"], capture_output=True, text=True).stdout.split()[-1]
     versions["baseline flake8 --version"] = subprocess.run(
         [flake8, "--version"], capture_output=True, text=True).stdout.strip()
     return versions
