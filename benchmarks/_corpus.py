@@ -19,6 +19,17 @@ from pathlib import Path
 # flax 0.12.8 is the newest flax on PyPI when these were pinned (0.12.12 does not exist).
 DEFAULT_PACKAGES = [("flax", "0.12.8"), ("optax", "0.2.8"), ("equinox", "0.13.8"), ("jax", "0.10.2")]
 
+# Real JAX projects for the project-scale speed benchmark (2,869 files,
+# 992k lines together): libraries and training frameworks whose code jits.
+# jax itself is left out: its internals implement jit rather than use it.
+PROJECT_PACKAGES = [
+    ("flax", "0.12.8"), ("optax", "0.2.8"), ("equinox", "0.13.8"), ("brax", "0.14.2"),
+    ("dm-haiku", "0.0.17"), ("levanter", "1.1"), ("haliax", "1.3"), ("easydel", "0.3.0"),
+    ("trax", "1.4.1"), ("paxml", "1.4.0"), ("praxis", "1.4.0"), ("penzai", "0.2.5"),
+    ("numpyro", "0.22.0"), ("blackjax", "1.7.1"), ("jumanji", "1.1.2"), ("chex", "0.1.92"),
+    ("diffrax", "0.7.2"), ("orbax-checkpoint", "0.12.8"),
+]
+
 CACHE = Path(__file__).resolve().parent / ".cache"
 WHEELS = CACHE / "wheels"
 SOURCES = CACHE / "src"
