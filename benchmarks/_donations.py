@@ -1,14 +1,16 @@
-"""The donations real code writes, found and edited with libcst (the benchmark's own oracle).
+"""The donations real code writes, found and edited textually (the benchmark's own oracle).
 
 Independent of jaxmem's analysis on purpose: the accuracy benchmark compares
 jaxmem's findings with what these small, literal readings of the source say.
+It reads with ``ast`` (libcst's metadata costs seconds per file on this
+corpus) and edits text at ``ast``'s positions.
 
 * ``find_donations(source)``: every ``donate_argnums=`` / ``donate_argnames=``
   on a jit/pmap/pjit decorator or call (also through ``functools.partial``)
   and every ``eqx.filter_jit(donate=...)``, with the donated parameters and
   the call sites of the jitted callable in the same file.
 * ``strip_donations(source)``: the source without those keywords.
-* ``inject_reads(source, sites, through_alias)``: a read of each donated
+* ``inject_reads(source, pairs, through_alias)``: a read of each donated
   plain name on the line after its donating call (directly, or through an
   alias taken just before the call).
 """
@@ -19,19 +21,16 @@ import ast
 import difflib
 from dataclasses import dataclass, field
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
-
 DONATION_KEYWORDS = ("donate_argnums", "donate_argnames")
 _JIT_LAST_NAMES = {"jit", "pmap", "pjit", "filter_jit", "filter_pmap", "named_jit"}
 _PARTIAL_LAST_NAMES = {"partial"}
 # Statements after which a read on the next line runs (not after return/raise).
-_SIMPLE_STATEMENTS = (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign)
+_SIMPLE_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)
 
 
 @dataclass(frozen=True)
 class CallSite:
-    """One call of a donating jitted callable, in a simple statement."""
+    """One call of a donating jitted callable."""
 
     line: int                  # first line of the statement holding the call
     end_line: int              # last line of that statement
@@ -39,7 +38,7 @@ class CallSite:
     donated_names: tuple[str, ...]     # donated arguments that are plain names
     donated_args: tuple[str, ...]      # source text of every donated argument
     rebound: tuple[str, ...]   # donated arguments the statement assigns again
-    in_simple_statement: bool
+    in_simple_statement: bool  # alone on its lines, an expression or assignment
 
 
 @dataclass
@@ -61,17 +60,14 @@ class Donation:
     literal: bool = True                # spec could be read without running code
     calls: list[CallSite] = field(default_factory=list)
 
-    def key(self) -> tuple[int, str]:
-        return (self.line, self.keyword)
 
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     """``jax.numpy.ones`` for the expression ``jax.numpy.ones``; None for anything else."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
         base = dotted_name(node.value)
-        return f"{base}.{node.attr.value}" if base else None
+        return f"{base}.{node.attr}" if base else None
     return None
 
 
@@ -79,46 +75,45 @@ def _last(name: str | None) -> str:
     return name.rsplit(".", 1)[-1] if name else ""
 
 
-def jit_callee(call: cst.Call) -> tuple[str, cst.BaseExpression | None] | None:
+def jit_callee(call: ast.Call) -> tuple[str, ast.AST | None] | None:
     """(callee text, wrapped-function expression or None) when ``call`` builds a jitted callable.
 
     ``jax.jit(f, ...)`` -> ("jax.jit", f); ``partial(jax.pmap, ...)`` ->
     ("partial(jax.pmap)", None); ``jax.jit(...)`` without positional -> (.., None).
     """
     name = dotted_name(call.func)
-    positional = [a for a in call.args if a.keyword is None and not a.star]
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
     if _last(name) in _JIT_LAST_NAMES:
-        return name, (positional[0].value if positional else None)
+        return name, (positional[0] if positional else None)
     if _last(name) in _PARTIAL_LAST_NAMES and positional:
-        inner = dotted_name(positional[0].value)
+        inner = dotted_name(positional[0])
         if _last(inner) in _JIT_LAST_NAMES:
-            return f"{name}({inner})", (positional[1].value if len(positional) > 1 else None)
+            return f"{name}({inner})", (positional[1] if len(positional) > 1 else None)
     return None
 
 
-def _donation_arg(call: cst.Call) -> list[cst.Arg]:
+def donation_keywords(call: ast.Call) -> list[ast.keyword]:
+    """The donation keywords of ``call`` when it builds a jitted callable."""
     callee = jit_callee(call)
     if callee is None:
         return []
     keywords = DONATION_KEYWORDS + (("donate",) if "filter_" in callee[0] else ())
-    return [a for a in call.args if a.keyword is not None and a.keyword.value in keywords]
+    return [k for k in call.keywords if k.arg in keywords]
 
 
-def _literal(text: str):
+def _literal(node: ast.AST):
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
 
-def _parameters(function: cst.FunctionDef) -> tuple[str, ...]:
-    params = function.params
-    return tuple(p.name.value for p in (*params.posonly_params, *params.params))
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    return tuple(a.arg for a in (*function.args.posonlyargs, *function.args.args))
 
 
-def _resolve(donation: Donation) -> None:
-    """Fill ``indices``/``names`` (and ``literal``) from the spec and the signature."""
-    value = _literal(donation.spec)
+def _resolve(donation: Donation, value) -> None:
+    """Fill ``indices``/``names`` (and ``literal``) from the spec's value and the signature."""
     params = donation.parameters
     if donation.keyword == "donate":
         if value in ("all", "all-except-first") and params is not None:
@@ -149,184 +144,195 @@ def _resolve(donation: Donation) -> None:
             donation.indices = tuple(visible.index(n) for n in donation.names if n in visible)
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self, module: cst.Module):
-        super().__init__()
-        self.module = module
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.positions = wrapper.resolve(PositionProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
-        self.donations: list[Donation] = []
-        self.functions: dict[str, cst.FunctionDef] = {}
-        self.calls: list[tuple[cst.Call, cst.CSTNode]] = []
+class _Module:
+    """One parsed file: parents, functions by name, calls, lines."""
 
-    def _pos(self, node):
-        return self.positions[node]
+    def __init__(self, source: str):
+        self.tree = ast.parse(source)
+        self.lines = source.splitlines()
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.functions: dict[str, ast.AST] = {}
+        self.calls: list[ast.Call] = []
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(node.name, node)
+            elif isinstance(node, ast.Call):
+                self.calls.append(node)
 
-    def _parent(self, node):
-        return self.parents.get(node)
+    def in_class(self, function: ast.AST) -> bool:
+        return isinstance(self.parents.get(function), ast.ClassDef)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.setdefault(node.name.value, node)
-        for decorator in node.decorators:
-            expr = decorator.decorator
-            if isinstance(expr, cst.Call):
-                for arg in _donation_arg(expr):
-                    self._add_decorator(node, expr, arg)
+    def statement_of(self, node: ast.AST) -> ast.stmt | None:
+        current = node
+        while current is not None and not isinstance(current, ast.stmt):
+            current = self.parents.get(current)
+        return current
 
-    def _in_class(self, node) -> bool:
-        return isinstance(self._parent(self._parent(node)), cst.ClassDef)
-
-    def _add_decorator(self, node: cst.FunctionDef, decorator: cst.Call, arg: cst.Arg) -> None:
-        start = self._pos(node.decorators[0]).start.line
-        def_line = self._pos(node.name).start.line
-        self.donations.append(Donation(
-            line=self._pos(arg).start.line, span=(start, def_line), form="decorator",
-            callee=jit_callee(decorator)[0], keyword=arg.keyword.value,
-            spec=self.module.code_for_node(arg.value), bound_to=node.name.value,
-            wrapped=node.name.value, parameters=_parameters(node), is_method=self._in_class(node),
-        ))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append((node, self._parent(node)))
-        parent = self._parent(node)
-        if isinstance(parent, cst.Decorator):
-            return
-        for arg in _donation_arg(node):
-            self._add_call(node, arg)
-
-    def _add_call(self, node: cst.Call, arg: cst.Arg) -> None:
-        callee, wrapped = jit_callee(node)
-        parent = self._parent(node)
-        if isinstance(parent, cst.Call) and parent.func is node:
-            # partial(jax.jit, donate_argnums=0)(f): the outer call wraps f
-            positional = [a for a in parent.args if a.keyword is None and not a.star]
-            wrapped = positional[0].value if positional else wrapped
-            parent = self._parent(parent)
-        bound_to = None
-        span_start = self._pos(node).start.line
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-            bound_to = self.module.code_for_node(parent.targets[0].target)
-            span_start = self._pos(parent).start.line
-        elif isinstance(parent, (cst.AnnAssign,)) and parent.value is not None:
-            bound_to = self.module.code_for_node(parent.target)
-        wrapped_text = self.module.code_for_node(wrapped) if wrapped is not None else None
-        self.donations.append(Donation(
-            line=self._pos(arg).start.line, span=(span_start, self._pos(node).end.line), form="call",
-            callee=callee, keyword=arg.keyword.value, spec=self.module.code_for_node(arg.value),
-            bound_to=bound_to, wrapped=wrapped_text, parameters=None,
-            is_method=bool(wrapped_text and wrapped_text.startswith("self.")),
-        ))
+    def alone_on_its_lines(self, statement: ast.stmt) -> bool:
+        """No header or other statement shares the statement's first or last line."""
+        first = self.lines[statement.lineno - 1]
+        indent = len(first) - len(first.lstrip())
+        if len(first[:indent].encode("utf-8")) != statement.col_offset:
+            return False
+        tail = self.lines[statement.end_lineno - 1].encode("utf-8")[statement.end_col_offset:].decode("utf-8", "replace")
+        return tail.strip() == "" or tail.strip().startswith("#")
 
 
-def _statement_of(finder: _Finder, node):
-    """The simple statement holding ``node`` (and whether the call is its whole value)."""
-    current = node
-    while current is not None and not isinstance(current, cst.SimpleStatementLine):
-        current = finder._parent(current)
-    return current
+def _donations_in(module: _Module) -> list[Donation]:
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call):
+                    for keyword in donation_keywords(decorator):
+                        found.append(_decorator_donation(module, node, decorator, keyword))
+    decorators = {id(d) for n in ast.walk(module.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for d in n.decorator_list}
+    for call in module.calls:
+        if id(call) in decorators:
+            continue
+        for keyword in donation_keywords(call):
+            found.append(_call_donation(module, call, keyword))
+    return sorted(found, key=lambda d: d.line)
 
 
-def _targets(statement: cst.SimpleStatementLine, module: cst.Module) -> set[str]:
-    names: set[str] = set()
-    for small in statement.body:
-        targets = []
-        if isinstance(small, cst.Assign):
-            targets = [t.target for t in small.targets]
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            targets = [small.target]
-        for target in targets:
-            if isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    inner = element.value
-                    names.add(module.code_for_node(inner.value if isinstance(inner, cst.StarredElement) else inner))
-            else:
-                names.add(module.code_for_node(target))
+def _decorator_donation(module: _Module, node, decorator: ast.Call, keyword: ast.keyword) -> Donation:
+    donation = Donation(
+        line=keyword.lineno, span=(node.decorator_list[0].lineno, node.lineno), form="decorator",
+        callee=jit_callee(decorator)[0], keyword=keyword.arg, spec=ast.unparse(keyword.value),
+        bound_to=node.name, wrapped=node.name, parameters=_parameters(node), is_method=module.in_class(node),
+    )
+    _resolve(donation, _literal(keyword.value))
+    return donation
+
+
+def _call_donation(module: _Module, call: ast.Call, keyword: ast.keyword) -> Donation:
+    callee, wrapped = jit_callee(call)
+    parent = module.parents.get(call)
+    if isinstance(parent, ast.Call) and parent.func is call:
+        # partial(jax.jit, donate_argnums=0)(f): the outer call wraps f
+        positional = [a for a in parent.args if not isinstance(a, ast.Starred)]
+        wrapped = positional[0] if positional else wrapped
+        parent = module.parents.get(parent)
+    bound_to = None
+    start = call.lineno
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        bound_to = ast.unparse(parent.targets[0])
+        start = parent.lineno
+    elif isinstance(parent, ast.AnnAssign) and parent.value is not None:
+        bound_to = ast.unparse(parent.target)
+        start = parent.lineno
+    wrapped_text = ast.unparse(wrapped) if wrapped is not None else None
+    parameters = None
+    if wrapped_text:
+        function = module.functions.get(wrapped_text.rsplit(".", 1)[-1])
+        parameters = _parameters(function) if function is not None else None
+    donation = Donation(
+        line=keyword.lineno, span=(start, call.end_lineno), form="call", callee=callee, keyword=keyword.arg,
+        spec=ast.unparse(keyword.value), bound_to=bound_to, wrapped=wrapped_text, parameters=parameters,
+        is_method=bool(wrapped_text and wrapped_text.startswith("self.")),
+    )
+    _resolve(donation, _literal(keyword.value))
+    return donation
+
+
+def _targets(statement: ast.stmt) -> set[str]:
+    targets = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    names = set()
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+        else:
+            names.add(ast.unparse(target))
     return names
 
 
-def _call_sites(finder: _Finder, donation: Donation) -> list[CallSite]:
+def _call_sites(module: _Module, donation: Donation) -> list[CallSite]:
     if not donation.bound_to or not donation.literal:
         return []
-    wanted = {donation.bound_to}
     method_call = donation.form == "decorator" and donation.is_method
-    if method_call:
-        wanted = {f"self.{donation.bound_to}", f"cls.{donation.bound_to}"}
+    wanted = {f"self.{donation.bound_to}", f"cls.{donation.bound_to}"} if method_call else {donation.bound_to}
     sites = []
-    module = finder.module
-    for call, _parent in finder.calls:
-        if module.code_for_node(call.func) not in wanted:
+    for call in module.calls:
+        if ast.unparse(call.func) not in wanted:
             continue
-        donated = _donated_arguments(call, donation, method_call, module)
-        if not donated:
+        donated = _donated_arguments(call, donation, method_call)
+        statement = module.statement_of(call)
+        if not donated or statement is None:
             continue
-        statement = _statement_of(finder, call)
-        if statement is None:
-            continue
-        position = finder._pos(statement)
-        first = statement.body[0]
-        simple = len(statement.body) == 1 and isinstance(first, _SIMPLE_STATEMENTS)
-        targets = _targets(statement, module)
-        indent = module.code.splitlines()[position.start.line - 1]
-        indent = indent[: len(indent) - len(indent.lstrip())]
-        # ``if c: x = f(x)`` shares its line with a header: no line to read on
-        simple = simple and position.start.column == len(indent)
+        first = module.lines[statement.lineno - 1]
+        targets = _targets(statement)
         sites.append(CallSite(
-            line=position.start.line, end_line=position.end.line, indent=indent,
-            donated_names=tuple(t for t in donated if t.isidentifier()),
-            donated_args=tuple(donated), rebound=tuple(t for t in donated if t in targets),
-            in_simple_statement=simple,
+            line=statement.lineno, end_line=statement.end_lineno, indent=first[: len(first) - len(first.lstrip())],
+            donated_names=tuple(t for t in donated if t.isidentifier()), donated_args=tuple(donated),
+            rebound=tuple(t for t in donated if t in targets),
+            in_simple_statement=isinstance(statement, _SIMPLE_STATEMENTS) and module.alone_on_its_lines(statement),
         ))
     return sites
 
 
-def _donated_arguments(call: cst.Call, donation: Donation, method_call: bool, module: cst.Module) -> list[str]:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if any(a.star for a in call.args):
+def _donated_arguments(call: ast.Call, donation: Donation, method_call: bool) -> list[str]:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return []
     shift = 1 if method_call else 0
-    texts = []
-    for index in donation.indices:
-        if 0 <= index - shift < len(positional):
-            texts.append(module.code_for_node(positional[index - shift].value))
-    pmap = "pmap" in donation.callee
-    if not pmap:
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in donation.names:
-                texts.append(module.code_for_node(arg.value))
+    texts = [ast.unparse(call.args[i - shift]) for i in donation.indices if 0 <= i - shift < len(call.args)]
+    if "pmap" not in donation.callee:  # pmap ignores keyword-passed arguments
+        texts += [ast.unparse(k.value) for k in call.keywords if k.arg in donation.names]
     return texts
 
 
 def find_donations(source: str) -> list[Donation]:
     """Every donation written in ``source``, with its donated parameters and same-file call sites."""
-    module = cst.parse_module(source)
-    finder = _Finder(module)
-    module.visit(finder)
-    for donation in finder.donations:
-        if donation.parameters is None and donation.wrapped:
-            name = donation.wrapped.rsplit(".", 1)[-1]
-            function = finder.functions.get(name)
-            if function is not None:
-                donation.parameters = _parameters(function)
-        _resolve(donation)
-        donation.calls = _call_sites(finder, donation)
-    return finder.donations
-
-
-class _Stripper(cst.CSTTransformer):
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        doomed = {id(a) for a in _donation_arg(original)}
-        if not doomed:
-            return updated
-        kept = [new for old, new in zip(original.args, updated.args) if id(old) not in doomed]
-        if kept:
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(args=kept)
+    module = _Module(source)
+    donations = _donations_in(module)
+    for donation in donations:
+        donation.calls = _call_sites(module, donation)
+    return donations
 
 
 def strip_donations(source: str) -> str:
-    """``source`` with every donation keyword of ``find_donations`` removed."""
-    return cst.parse_module(source).visit(_Stripper()).code
+    """``source`` with every donation keyword of ``find_donations`` removed (with its comma)."""
+    tree = ast.parse(source)
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col
+
+    cuts = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        doomed = donation_keywords(node)
+        if not doomed:
+            continue
+        arguments = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
+        for keyword in doomed:
+            index = next(i for i, a in enumerate(arguments) if a is keyword)
+            end = offset(keyword.end_lineno, keyword.end_col_offset)
+            if index > 0:  # from the end of the previous argument: drops ", donate_argnums=..."
+                previous = arguments[index - 1]
+                cuts.append((offset(previous.end_lineno, previous.end_col_offset), end))
+            elif len(arguments) > 1:  # first of several: drops "donate_argnums=..., "
+                following = arguments[1]
+                cuts.append((offset(keyword.lineno, keyword.col_offset),
+                             offset(following.lineno, following.col_offset)))
+            else:
+                cuts.append((offset(keyword.lineno, keyword.col_offset), end))
+    for start, end in sorted(cuts, reverse=True):
+        data = data[:start] + data[end:]
+    return data.decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -376,9 +382,7 @@ def inject_reads(source: str, pairs: list[tuple[CallSite, str]], through_alias: 
     injections: list[Injection] = []
     for number, text in enumerate(lines, start=1):
         out.extend(before.get(number, []))
-        if not text.endswith("\n"):
-            text += "\n"
-        out.append(text)
+        out.append(text if text.endswith("\n") else text + "\n")
         for read_line, name, site in after.get(number, []):
             out.append(read_line)
             injections.append(Injection(line=len(out), name=name, call_line=site.line,
@@ -389,9 +393,9 @@ def inject_reads(source: str, pairs: list[tuple[CallSite, str]], through_alias: 
 def line_map(old: str, new: str):
     """A function from line numbers of ``old`` to the matching lines of ``new`` (an edited copy).
 
-    Lines inside an edited block map to the first line of its replacement, so
-    the first line of a multi-line definition whose keyword was removed keeps
-    pointing at the definition.
+    Lines inside an edited block map into its replacement (the last line when
+    the replacement is shorter), so the first line of a multi-line definition
+    whose keyword was removed keeps pointing at the definition.
     """
     matcher = difflib.SequenceMatcher(a=old.splitlines(), b=new.splitlines(), autojunk=False)
     blocks = matcher.get_opcodes()
