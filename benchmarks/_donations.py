@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from dataclasses import dataclass, field
 
 DONATION_KEYWORDS = ("donate_argnums", "donate_argnames")
@@ -59,6 +60,7 @@ class Donation:
     names: tuple[str, ...] = ()         # donated parameter names
     literal: bool = True                # spec could be read without running code
     calls: list[CallSite] = field(default_factory=list)
+    scope: ast.AST | None = field(default=None, repr=False, compare=False)  # where its calls are looked for
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -164,6 +166,20 @@ class _Module:
     def in_class(self, function: ast.AST) -> bool:
         return isinstance(self.parents.get(function), ast.ClassDef)
 
+    def enclosing(self, node: ast.AST, kinds=(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) -> ast.AST:
+        """The innermost function, class (of ``kinds``) or the module around ``node``."""
+        current = self.parents.get(node)
+        while current is not None and not isinstance(current, kinds):
+            current = self.parents.get(current)
+        return current if current is not None else self.tree
+
+    def calls_in(self, scope: ast.AST | None) -> list[ast.Call]:
+        """The calls inside ``scope`` (the whole module for None), in source order."""
+        if scope is None or scope is self.tree:
+            return self.calls
+        inside = {id(n) for n in ast.walk(scope)}
+        return [call for call in self.calls if id(call) in inside]
+
     def statement_of(self, node: ast.AST) -> ast.stmt | None:
         current = node
         while current is not None and not isinstance(current, ast.stmt):
@@ -204,6 +220,8 @@ def _decorator_donation(module: _Module, node, decorator: ast.Call, keyword: ast
         callee=jit_callee(decorator)[0], keyword=keyword.arg, spec=ast.unparse(keyword.value),
         bound_to=node.name, wrapped=node.name, parameters=_parameters(node), is_method=module.in_class(node),
     )
+    # a method is called through self anywhere in its class; a function where its name is visible
+    donation.scope = module.parents.get(node) if donation.is_method else module.enclosing(node)
     _resolve(donation, _literal(keyword.value))
     return donation
 
@@ -234,6 +252,10 @@ def _call_donation(module: _Module, call: ast.Call, keyword: ast.keyword) -> Don
         spec=ast.unparse(keyword.value), bound_to=bound_to, wrapped=wrapped_text, parameters=parameters,
         is_method=bool(wrapped_text and wrapped_text.startswith("self.")),
     )
+    if bound_to and bound_to.startswith("self."):
+        donation.scope = module.enclosing(call, (ast.ClassDef,))
+    else:
+        donation.scope = module.enclosing(call)
     _resolve(donation, _literal(keyword.value))
     return donation
 
@@ -262,7 +284,7 @@ def _call_sites(module: _Module, donation: Donation) -> list[CallSite]:
     method_call = donation.form == "decorator" and donation.is_method
     wanted = {f"self.{donation.bound_to}", f"cls.{donation.bound_to}"} if method_call else {donation.bound_to}
     sites = []
-    for call in module.calls:
+    for call in module.calls_in(donation.scope):
         if ast.unparse(call.func) not in wanted:
             continue
         donated = _donated_arguments(call, donation, method_call)
@@ -346,16 +368,25 @@ class Injection:
     rebound: bool      # the call statement assigns the name again
 
 
+def keeps_arguments_usable(donation: Donation) -> bool:
+    """Whether the donated arguments stay readable after the call (flax ``nnx.jit``/``nnx.pmap``)."""
+    return re.search(r"\bnnx\.", donation.callee) is not None
+
+
 def injection_sites(donations: list[Donation], through_alias: bool) -> list[tuple[CallSite, str]]:
     """(call site, donated name) pairs where a read can be injected.
 
     A direct read after ``x = f(x)`` reads the new ``x`` (no bug), so direct
     reads go only after calls that do not rebind the name; reads through an
     alias taken before the call are a use-after-donation either way.
+    ``nnx.jit`` writes its outputs back into the donated Modules, which stay
+    usable, so its calls get no injected read.
     """
     seen: set[tuple[int, str]] = set()
     pairs = []
     for donation in donations:
+        if keeps_arguments_usable(donation):
+            continue
         for site in donation.calls:
             if not site.in_simple_statement:
                 continue

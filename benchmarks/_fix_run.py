@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 import venv
 from pathlib import Path
 
@@ -56,14 +57,15 @@ def runnable_files(root: Path) -> list[str]:
 
 
 def requirements(root: Path) -> list[str]:
-    """The unconditional ``Requires-Dist`` entries of the sdist's PKG-INFO, jax and heavy frameworks aside."""
+    """The ``Requires-Dist`` entries of the sdist's PKG-INFO, unconditional or for tests, jax and heavy frameworks aside."""
     info = root / "PKG-INFO"
     if not info.exists():
         return []
     message = email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
     wanted = []
     for requirement in message.get_all("Requires-Dist") or []:
-        if "extra ==" in requirement:
+        marker = requirement.partition(";")[2].replace("'", '"').replace(" ", "")
+        if marker and not re.search(r'extra=="(test|tests|testing)"', marker):
             continue
         name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower()
         if name and name not in _SKIPPED_REQUIREMENTS:
@@ -136,8 +138,10 @@ def _copy(source: Path, target: Path) -> Path:
     return target
 
 
-def measure_fix_then_run(packages, *, max_runs: int, timeout: float, log, work: Path) -> dict:
-    """Section 4 over the sdists of ``packages``; at most ``max_runs`` changed files are run, in corpus order."""
+def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: float, log, work: Path) -> dict:
+    """Section 4 over the sdists of ``packages``: at most ``max_runs`` changed files are run, in corpus
+    order, and none is started after ``budget_s`` seconds."""
+    started = time.perf_counter()
     cases, sampled, venvs = [], [], {}
     changed_total = {"fix": 0, "unsafe-fix": 0}
     budget = max_runs
@@ -157,7 +161,7 @@ def measure_fix_then_run(packages, *, max_runs: int, timeout: float, log, work: 
         files = sorted(set(changed["fix"]) | set(changed["unsafe-fix"]))
         if not files:
             continue
-        if budget <= 0:
+        if budget <= 0 or time.perf_counter() - started > budget_s:
             sampled.append({"package": label, "changed": files, "run": []})
             continue
         python, venvs[label] = project_venv(label, source, log)
@@ -165,7 +169,10 @@ def measure_fix_then_run(packages, *, max_runs: int, timeout: float, log, work: 
         run = files[:budget]
         budget -= len(run)
         sampled.append({"package": label, "changed": files, "run": run})
-        for relative in run:
+        for number, relative in enumerate(run):
+            if time.perf_counter() - started > budget_s:
+                sampled[-1]["run"] = run[:number]
+                break
             log(f"{label}: running {relative} before and after the fix")
             before, before_evidence = run_file(python, before_root, relative, timeout)
             for mode in ("fix", "unsafe-fix"):

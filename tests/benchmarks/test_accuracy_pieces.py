@@ -155,3 +155,39 @@ def test_run_outcome():
     assert run_outcome(None, "") == "timeout"
     assert run_outcome(1, "RuntimeError: Array has been deleted with shape=float32[3].") == "donation-failure"
     assert run_outcome(1, "ValueError: shapes do not match") == "failed"
+
+
+def test_call_sites_are_looked_for_where_the_jitted_name_is_visible():
+    source = textwrap.dedent("""\
+        import functools, jax
+
+        def test_a(params):
+            @functools.partial(jax.jit, donate_argnums=0)
+            def step(p):
+                return p
+            params = step(params)
+
+        def test_b(params):
+            @jax.jit
+            def step(p):
+                return p
+            other = step(params)
+    """)
+    (donation,) = find_donations(source)
+    assert [site.line for site in donation.calls] == [7]
+
+
+def test_nnx_jit_calls_get_no_injected_read():
+    # flax nnx writes the outputs back into the donated Modules: reading them afterwards is fine
+    source = textwrap.dedent("""\
+        from flax import nnx
+
+        @nnx.jit(donate_argnums=(0,))
+        def train_step(model, batch):
+            pass
+
+        def main(model, batch):
+            train_step(model, batch)
+    """)
+    donations = find_donations(source)
+    assert donations[0].calls and injection_sites(donations, False) == injection_sites(donations, True) == []
