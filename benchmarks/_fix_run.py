@@ -34,7 +34,13 @@ from _scoring import DONATION_FAILURE, fix_verdict, run_outcome
 
 VENVS = CACHE / "run-venvs"
 _IMPORTS_JAX = re.compile(r"^\s*(import jax\b|from jax\b|import jax\.|from jax\.)", re.MULTILINE)
-_SKIPPED_REQUIREMENTS = {"jax", "jaxlib", "tensorflow", "tensorflow-cpu", "torch", "tf-nightly", "tpu-info"}
+# Frameworks, data sets and tools a test of donations does not need, and that
+# take minutes to install (TensorFlow, PyTorch, Atari) or replace jax.
+_SKIPPED_REQUIREMENTS = {
+    "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly", "torch", "tpu-info", "tensorflow-text",
+    "tensorflow-datasets", "tensorboard", "gymnasium", "opencv-python", "pytype", "mypy", "ale-py", "keras",
+    "grain", "clu", "pytest-cov", "pytest-custom-exit-code", "tensorflow-probability", "tf-keras", "jax-cuda12-plugin",
+}
 
 
 def runnable_files(root: Path) -> list[str]:
@@ -56,25 +62,31 @@ def runnable_files(root: Path) -> list[str]:
     return found
 
 
-def requirements(root: Path) -> list[str]:
-    """The ``Requires-Dist`` entries of the sdist's PKG-INFO, unconditional or for tests, jax and heavy frameworks aside."""
+def requirements(root: Path) -> tuple[list[str], list[str]]:
+    """(unconditional, test-extra) ``Requires-Dist`` entries of the sdist's PKG-INFO, jax and heavy frameworks aside."""
     info = root / "PKG-INFO"
     if not info.exists():
-        return []
+        return [], []
     message = email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
-    wanted = []
+    base, test = [], []
     for requirement in message.get_all("Requires-Dist") or []:
         marker = requirement.partition(";")[2].replace("'", '"').replace(" ", "")
-        if marker and not re.search(r'extra=="(test|tests|testing)"', marker):
+        name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        if not name or name in _SKIPPED_REQUIREMENTS:
             continue
-        name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower()
-        if name and name not in _SKIPPED_REQUIREMENTS:
-            wanted.append(requirement.split(";")[0].strip())
-    return wanted
+        if not marker:
+            base.append(requirement.split(";")[0].strip())
+        elif re.search(r'extra=="(test|tests|testing)"', marker):
+            test.append(requirement.split(";")[0].strip())
+    return base, test
 
 
 def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
-    """The venv for ``label`` (created once) and what it installed or left out."""
+    """The venv for ``label`` (created once) and what it installed or left out.
+
+    All declared and test dependencies in one pip call; if that fails, the
+    declared ones alone; if that fails too, each declared one on its own.
+    """
     folder = VENVS / label
     python = folder / "bin" / "python"
     record = folder / "installed.txt"
@@ -88,13 +100,15 @@ def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
     Path(site, "_jaxmem_accuracy_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     constraints = folder / "constraints.txt"
     constraints.write_text("jax==0.10.2\njaxlib==0.10.2\n")
-    installed, left_out = [], []
-    wanted = requirements(root)
-    log(f"{label}: venv for fix-then-run, {len(wanted)} dependencies")
-    if wanted and _pip(python, constraints, wanted):
-        installed = wanted
+    base, test = requirements(root)
+    log(f"{label}: venv for fix-then-run, {len(base)} dependencies and {len(test)} for tests")
+    if _pip(python, constraints, base + test):
+        installed, left_out = base + test, []
+    elif _pip(python, constraints, base):
+        installed, left_out = base, test
     else:
-        for requirement in wanted:
+        installed, left_out = [], list(test)
+        for requirement in base:
             (installed if _pip(python, constraints, [requirement]) else left_out).append(requirement)
     (folder / "left_out.txt").write_text("\n".join(re.sub(r"\s", "", r) for r in left_out) + "\n")
     record.write_text("\n".join(re.sub(r"\s", "", r) for r in installed) + "\n")
@@ -105,7 +119,7 @@ def _pip(python: Path, constraints: Path, requirements: list[str]) -> bool:
     command = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(constraints),
                *requirements]
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=600).returncode == 0
+        return subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
     except subprocess.TimeoutExpired:
         return False
 

@@ -50,8 +50,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # Outside the repository: ``jaxmem check .`` skips git-ignored folders such as benchmarks/.cache.
 WORK = Path(tempfile.gettempdir()) / "jaxmem-accuracy-work"
 
-# (name, version, kind): sdists carry tests and examples; paxml, praxis and
-# easydel publish only placeholder sdists or none, so their wheels are read.
+# (name, version, kind): sdists carry tests and examples; paxml, praxis,
+# easydel and tpu-inference publish placeholder sdists, none, or one that
+# does not build, so their wheels are read.
 PACKAGES = [
     ("flax", "0.12.8", "sdist"), ("optax", "0.2.8", "sdist"), ("equinox", "0.13.8", "sdist"),
     ("brax", "0.14.2", "sdist"), ("dm-haiku", "0.0.17", "sdist"), ("haliax", "1.3", "sdist"),
@@ -59,6 +60,7 @@ PACKAGES = [
     ("kauldron", "1.4.2", "sdist"), ("kithara", "0.0.10", "sdist"), ("kfac-jax", "0.0.8", "sdist"),
     ("penzai", "0.2.5", "sdist"), ("fjformer", "0.0.91", "sdist"), ("fedjax", "0.0.17", "sdist"),
     ("paxml", "1.4.0", "wheel"), ("praxis", "1.4.0", "wheel"), ("easydel", "0.3.0", "wheel"),
+    ("tpu-inference", "0.32.0", "wheel"),
 ]
 
 
@@ -272,6 +274,8 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
 def main(argv=None) -> int:
     """Run the benchmark; write ``results/accuracy-DATE.json`` and ``.md``; print the summary table."""
     args = _parser().parse_args(argv)
+    if args.review_only:
+        return review_only(Path(args.review_only))
     packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
@@ -309,6 +313,19 @@ def main(argv=None) -> int:
     return 0
 
 
+def review_only(results: Path) -> int:
+    """Apply the newest review to a finished ``accuracy-DATE.json`` and rewrite it and its ``.md``."""
+    report = json.loads(results.read_text())
+    review_path, review = latest_review()
+    report["review"] = {"file": review_path.name if review_path else None,
+                        **apply_review(report["precision_candidates"], review)}
+    print(format_table(report))
+    results.write_text(json.dumps(report, indent=1, default=_json) + "\n")
+    results.with_suffix(".md").write_text(format_markdown(report))
+    log(f"rewrote {results} and its .md with {review_path}")
+    return 0
+
+
 def _json(value):
     if hasattr(value, "identity"):
         return list(value.identity())
@@ -333,6 +350,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-timeout", type=float, default=120, help="seconds per program run (default: 120)")
     parser.add_argument("--run-budget", type=float, default=600,
                         help="start no fix-then-run program after this many seconds (default: 600)")
+    parser.add_argument("--review-only", metavar="RESULTS_JSON",
+                        help="only apply the newest review file to this finished results file, and rewrite it")
     parser.add_argument("--no-write", action="store_true", help="print the table only; write no results")
     return parser
 
