@@ -99,7 +99,11 @@ def donation_keywords(call: ast.Call) -> list[ast.keyword]:
     callee = jit_callee(call)
     if callee is None:
         return []
-    keywords = DONATION_KEYWORDS + (("donate",) if "filter_" in callee[0] else ())
+    keywords = DONATION_KEYWORDS
+    if "filter_" in callee[0]:
+        keywords += ("donate",)  # equinox: donate="all" | "all-except-first" | ...
+    if callee[0].endswith("named_jit"):
+        keywords += ("donate_args",)  # haliax: donate_args=True or a tuple of booleans
     return [k for k in call.keywords if k.arg in keywords]
 
 
@@ -126,6 +130,14 @@ def _resolve(donation: Donation, value) -> None:
         else:
             donation.literal = value in ("all", "all-except-first", "none", "warn")
         return
+    if donation.keyword == "donate_args":
+        flags = value if isinstance(value, (tuple, list)) else None
+        if value is True and params is not None:
+            flags = (True,) * len(params)
+        if flags is None or not all(isinstance(v, bool) for v in flags):
+            donation.literal = False
+            return
+        value = tuple(i for i, flag in enumerate(flags) if flag)
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
     if isinstance(value, str):
@@ -136,7 +148,7 @@ def _resolve(donation: Donation, value) -> None:
     visible = params
     if params is not None and donation.form == "call" and donation.is_method:
         visible = params[1:]  # jax.jit(self.method): positions start after self
-    if donation.keyword == "donate_argnums":
+    if donation.keyword in ("donate_argnums", "donate_args"):
         donation.indices = tuple(v for v in value if isinstance(v, int))
         if visible is not None:
             donation.names = tuple(visible[i] for i in donation.indices if 0 <= i < len(visible))

@@ -78,6 +78,8 @@ def test_finds_decorator_and_call_donations_with_parameters_and_call_sites():
     pytest.param("import equinox as eqx\n@eqx.filter_jit(donate='all-except-first')\ndef f(m, a, b): return a\n",
                  ("a", "b"), True, id="equinox-all-except-first"),
     pytest.param("import jax\ng = jax.pmap(lambda s: s, donate_argnums=DONATE)\n", (), False, id="not-literal"),
+    pytest.param("import haliax as hax\n@hax.named_jit(axis_resources=m, donate_args=(True, False))\ndef f(a, b): return a\n",
+                 ("a",), True, id="haliax-named-jit"),
     pytest.param("import jax, functools\ng = functools.partial(jax.jit, donate_argnums=(1,))(h)\ndef h(a, b): return b\n",
                  ("b",), True, id="partial-called-at-once"),
 ])
