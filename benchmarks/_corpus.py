@@ -1,18 +1,22 @@
-"""Real JAX code for the benchmarks: pinned wheels from PyPI, unpacked locally.
+"""Real JAX code for the benchmarks: pinned wheels and sdists from PyPI, unpacked locally.
 
 ``corpus()`` downloads each pinned wheel once with ``pip download --no-deps
 --only-binary=:all:`` into ``benchmarks/.cache/wheels/`` and unpacks its
 ``.py`` files into ``benchmarks/.cache/src/NAME-VERSION/`` (git-ignored;
 third-party code is never committed).  Later calls reuse what is there.
+``project_dir()`` does the same for a source distribution (which carries
+tests and examples), unpacked whole into ``benchmarks/.cache/sdist/``.
 
     from _corpus import corpus          # from a script in benchmarks/
     files = corpus()                    # list[Path] of .py files, sorted
+    root = project_dir("brax", "0.14.2", "sdist")
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -33,6 +37,8 @@ PROJECT_PACKAGES = [
 CACHE = Path(__file__).resolve().parent / ".cache"
 WHEELS = CACHE / "wheels"
 SOURCES = CACHE / "src"
+SDISTS = CACHE / "sdists"
+SDIST_SOURCES = CACHE / "sdist"
 _UNPACKED_MARKER = ".unpacked"
 
 
@@ -56,25 +62,49 @@ def source_dir(name: str, version: str) -> Path:
     return target
 
 
+def project_dir(name: str, version: str, kind: str) -> Path:
+    """The unpacked project ``name==version``: the whole sdist (``kind="sdist"``) or a wheel's ``.py`` files."""
+    if kind == "wheel":
+        return source_dir(name, version)
+    archive = _download(name, version, SDISTS, "--no-binary=:all:", f"{_dist_name(name)}-{version}.tar.gz")
+    target = SDIST_SOURCES / f"{name}-{version}"
+    if not (target / _UNPACKED_MARKER).exists():
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(target, filter="data")
+        (target / _UNPACKED_MARKER).write_text(archive.name + "\n")
+    # an sdist holds one top folder, NAME-VERSION/
+    folders = [p for p in target.iterdir() if p.is_dir()]
+    return folders[0] if len(folders) == 1 else target
+
+
+def _dist_name(name: str) -> str:
+    # Archive names normalise '-' (and '.') in the project name to '_'.
+    return name.replace("-", "_").replace(".", "_")
+
+
 def _wheel(name: str, version: str) -> Path:
-    found = _find_wheel(name, version)
+    return _download(name, version, WHEELS, "--only-binary=:all:", f"{_dist_name(name)}-{version}-*.whl")
+
+
+def _download(name: str, version: str, folder: Path, kind_option: str, pattern: str) -> Path:
+    found = _find(folder, pattern)
     if found is None:
-        WHEELS.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--quiet", f"{name}=={version}", "-d", str(WHEELS)]
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", kind_option,
+                   "--quiet", f"{name}=={version}", "-d", str(folder)]
         result = subprocess.run(command, capture_output=True, text=True)
-        found = _find_wheel(name, version)
+        found = _find(folder, pattern)
         if result.returncode != 0 or found is None:
             raise CorpusError(
-                f"could not download the wheel {name}=={version} into {WHEELS}: "
+                f"could not download {name}=={version} ({kind_option}) into {folder}: "
                 f"{result.stderr.strip()[-500:]}; check network access to PyPI or the pinned version"
             )
     return found
 
 
-def _find_wheel(name: str, version: str) -> Path | None:
-    # Wheel file names normalise '-' in the project name to '_'.
-    matches = sorted(WHEELS.glob(f"{name.replace('-', '_')}-{version}-*.whl")) if WHEELS.exists() else []
+def _find(folder: Path, pattern: str) -> Path | None:
+    matches = sorted(folder.glob(pattern)) if folder.exists() else []
     return matches[0] if matches else None
 
 

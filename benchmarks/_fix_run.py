@@ -1,0 +1,209 @@
+"""Fix-then-run: tests and examples that ``jaxmem-fix`` changes, run under JAX on CPU before and after.
+
+For each sdist of the corpus: the fixer (default, then ``--unsafe-fixes``)
+runs on a copy of the whole project; every changed file that is a test
+(``test_*.py``, ``*_test.py``) or an example (under a folder named
+``example*``) and imports JAX is run in the original and in the fixed copy
+(pytest for tests, ``python`` for scripts), with the copy first on
+``PYTHONPATH`` so the project's own modules come from it.  A new failure
+that mentions deleted or donated buffers is an unsafe fix.
+
+Each project runs in its own venv under ``benchmarks/.cache/run-venvs/``
+that sees ``.venv``'s packages (jax and jaxlib 0.10.2, pytest) through a
+``.pth`` file and adds the project's declared dependencies, each constrained
+to jax 0.10.2; a dependency that does not install beside it is left out and
+recorded.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import venv
+from pathlib import Path
+
+import _jaxmem_cli as jaxmem
+from _corpus import CACHE, project_dir
+from _scoring import DONATION_FAILURE, fix_verdict, run_outcome
+
+VENVS = CACHE / "run-venvs"
+_IMPORTS_JAX = re.compile(r"^\s*(import jax\b|from jax\b|import jax\.|from jax\.)", re.MULTILINE)
+# Frameworks, data sets and tools a test of donations does not need, and that
+# take minutes to install (TensorFlow, PyTorch, Atari) or replace jax.
+_SKIPPED_REQUIREMENTS = {
+    "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly", "torch", "tpu-info", "tensorflow-text",
+    "tensorflow-datasets", "tensorboard", "gymnasium", "opencv-python", "pytype", "mypy", "ale-py", "keras",
+    "grain", "clu", "pytest-cov", "pytest-custom-exit-code", "tensorflow-probability", "tf-keras", "jax-cuda12-plugin",
+}
+
+
+def runnable_files(root: Path) -> list[str]:
+    """Relative paths of the tests and examples under ``root`` that import JAX."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        name = path.name
+        is_test = name.startswith("test_") or name.endswith("_test.py")
+        is_example = any(part.lower().startswith("example") for part in relative.parts[:-1])
+        if not (is_test or is_example):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _IMPORTS_JAX.search(text):
+            found.append(relative.as_posix())
+    return found
+
+
+def requirements(root: Path) -> tuple[list[str], list[str]]:
+    """(unconditional, test-extra) ``Requires-Dist`` entries of the sdist's PKG-INFO, jax and heavy frameworks aside."""
+    info = root / "PKG-INFO"
+    if not info.exists():
+        return [], []
+    message = email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
+    base, test = [], []
+    for requirement in message.get_all("Requires-Dist") or []:
+        marker = requirement.partition(";")[2].replace("'", '"').replace(" ", "")
+        name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        if not name or name in _SKIPPED_REQUIREMENTS:
+            continue
+        if not marker:
+            base.append(requirement.split(";")[0].strip())
+        elif re.search(r'extra=="(test|tests|testing)"', marker):
+            test.append(requirement.split(";")[0].strip())
+    return base, test
+
+
+def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
+    """The venv for ``label`` (created once) and what it installed or left out.
+
+    All declared and test dependencies in one pip call; if that fails, the
+    declared ones alone; if that fails too, each declared one on its own.
+    """
+    folder = VENVS / label
+    python = folder / "bin" / "python"
+    record = folder / "installed.txt"
+    if record.exists():
+        return python, {"installed": record.read_text().split(), "left_out": (folder / "left_out.txt").read_text().split()}
+    if folder.exists():
+        shutil.rmtree(folder)
+    venv.create(folder, with_pip=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "_jaxmem_accuracy_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    constraints = folder / "constraints.txt"
+    constraints.write_text("jax==0.10.2\njaxlib==0.10.2\n")
+    base, test = requirements(root)
+    log(f"{label}: venv for fix-then-run, {len(base)} dependencies and {len(test)} for tests")
+    if _pip(python, constraints, base + test):
+        installed, left_out = base + test, []
+    elif _pip(python, constraints, base):
+        installed, left_out = base, test
+    else:
+        installed, left_out = [], list(test)
+        for requirement in base:
+            (installed if _pip(python, constraints, [requirement]) else left_out).append(requirement)
+    (folder / "left_out.txt").write_text("\n".join(re.sub(r"\s", "", r) for r in left_out) + "\n")
+    record.write_text("\n".join(re.sub(r"\s", "", r) for r in installed) + "\n")
+    return python, {"installed": installed, "left_out": left_out}
+
+
+def _pip(python: Path, constraints: Path, requirements: list[str]) -> bool:
+    command = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(constraints),
+               *requirements]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def run_file(python: Path, root: Path, relative: str, timeout: float) -> tuple[str, str]:
+    """(outcome, last lines of output) of running ``relative`` in ``root``."""
+    is_test = relative.endswith("_test.py") or Path(relative).name.startswith("test_")
+    command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", relative] if is_test \
+        else [str(python), relative]
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1",
+               XLA_FLAGS="--xla_force_host_platform_device_count=1")
+    try:
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+    output = done.stdout + done.stderr
+    return run_outcome(done.returncode, output), _evidence(output)
+
+
+def _evidence(output: str) -> str:
+    lines = [line for line in output.splitlines() if DONATION_FAILURE.search(line)]
+    tail = lines[-2:] if lines else output.strip().splitlines()[-2:]
+    return " | ".join(line.strip()[:200] for line in tail)
+
+
+def _copy(source: Path, target: Path) -> Path:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".jaxmem_cache", "__pycache__"))
+    return target
+
+
+def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: float, log, work: Path) -> dict:
+    """Section 4 over the sdists of ``packages``: at most ``max_runs`` changed files are run, in corpus
+    order, and none is started after ``budget_s`` seconds."""
+    started = time.perf_counter()
+    cases, sampled, venvs = [], [], {}
+    changed_total = {"fix": 0, "unsafe-fix": 0}
+    budget = max_runs
+    for name, version, kind in packages:
+        if kind != "sdist":
+            continue
+        label = f"{name}-{version}"
+        source = project_dir(name, version, kind)
+        candidates = set(runnable_files(source))
+        changed = {}
+        for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
+            copy = _copy(source, work / f"{label}-run-{mode}")
+            jaxmem.fix(["."], copy, unsafe=unsafe)
+            changed[mode] = [rel for rel in sorted(candidates)
+                             if (copy / rel).read_bytes() != (source / rel).read_bytes()]
+            changed_total[mode] += len(changed[mode])
+        files = sorted(set(changed["fix"]) | set(changed["unsafe-fix"]))
+        if not files:
+            continue
+        if budget <= 0 or time.perf_counter() - started > budget_s:
+            sampled.append({"package": label, "changed": files, "run": []})
+            continue
+        python, venvs[label] = project_venv(label, source, log)
+        before_root = _copy(source, work / f"{label}-run-before")
+        run = files[:budget]
+        budget -= len(run)
+        sampled.append({"package": label, "changed": files, "run": run})
+        for number, relative in enumerate(run):
+            if time.perf_counter() - started > budget_s:
+                sampled[-1]["run"] = run[:number]
+                break
+            log(f"{label}: running {relative} before and after the fix")
+            before, before_evidence = run_file(python, before_root, relative, timeout)
+            for mode in ("fix", "unsafe-fix"):
+                if relative not in changed[mode]:
+                    continue
+                after, evidence = run_file(python, work / f"{label}-run-{mode}", relative, timeout)
+                cases.append({"package": label, "path": relative, "mode": mode, "before": before, "after": after,
+                              "verdict": fix_verdict(before, after), "evidence": evidence,
+                              "before_evidence": before_evidence})
+    summary = {
+        "changed_files": changed_total,
+        "sampled": sum(len(s["run"]) for s in sampled),
+        "runs": {m: len([c for c in cases if c["mode"] == m]) for m in ("fix", "unsafe-fix")},
+        "same": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "same"]) for m in ("fix", "unsafe-fix")},
+        "same_and_passed": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "same"
+                                    and c["after"] == "passed"]) for m in ("fix", "unsafe-fix")},
+        "unsafe": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "unsafe"]) for m in ("fix", "unsafe-fix")},
+        "broke": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "broke"]) for m in ("fix", "unsafe-fix")},
+    }
+    return {"summary": summary, "cases": cases, "sampled": sampled, "venvs": venvs}

@@ -1,0 +1,197 @@
+"""The accuracy benchmark's summary: figures against the issue's targets, as a table and as Markdown."""
+
+from __future__ import annotations
+
+from _scoring import ratio
+
+TARGETS = {
+    "recall_any": 0.95,          # check reports the stripped donations, any confidence
+    "fix_rebound": 0.80,         # default jaxmem-fix restores those rebound by the call
+    "injected_jxm101": 0.95,     # JXM101 on injected reads
+    "high_jxm001_right": 0.95,   # reviewed high-confidence JXM001 right
+    "jxm101_real_bug": 0.90,     # reviewed JXM101 on unmodified code real bugs
+}
+
+
+def summarize(report: dict) -> dict:
+    """The headline figures of ``report`` (counts, ratios, the cases behind each miss)."""
+    summary = {}
+    differing = {
+        package: {setting: len(d["missing"]) + len(d["extra"]) for setting, d in entry["differences"].items()}
+        for package, entry in report["exactness"].items()
+    }
+    summary["exactness"] = {
+        "packages": len(differing),
+        "differences": sum(sum(v.values()) for v in differing.values()),
+        "by_package": {p: v for p, v in differing.items() if any(v.values())},
+    }
+    resolved = [c for c in report["recall"] if c["resolution"] == "resolved"]
+    recall = {"donations": len({(c["package"], c["path"], c["line"]) for c in report["recall"]}),
+              "parameters": len(resolved),
+              "unresolved": len([c for c in report["recall"] if c["resolution"] != "resolved"])}
+    for status in ("all", "rebound", "not-rebound", "no-call-site"):
+        group = [c for c in resolved if status == "all" or c["status"] == status]
+        reported = [c for c in group if c["reported"]]
+        recall[status] = {
+            "parameters": len(group),
+            "reported": len(reported), "reported_ratio": ratio(len(reported), len(group)),
+            "jxm001": len([c for c in group if c["reported"] == "JXM001"]),
+            "high": len([c for c in group if c["confidence"] == "high"]),
+            "restored_by_fix": len([c for c in group if c["restored_by_fix"]]),
+            "fix_ratio": ratio(len([c for c in group if c["restored_by_fix"]]), len(group)),
+            "restored_by_unsafe_fix": len([c for c in group if c["restored_by_unsafe_fix"]]),
+        }
+    summary["recall"] = recall
+    injection = {}
+    for variant in ("direct", "alias"):
+        group = [c for c in report["injection"] if c["variant"] == variant]
+        hits = [c for c in group if c["reported"]]
+        injection[variant] = {"reads": len(group), "jxm101": len(hits), "ratio": ratio(len(hits), len(group))}
+    all_reads = report["injection"]
+    injection["all"] = {"reads": len(all_reads), "jxm101": len([c for c in all_reads if c["reported"]]),
+                        "ratio": ratio(len([c for c in all_reads if c["reported"]]), len(all_reads))}
+    summary["injection"] = injection
+    review = report.get("review", {})
+    seen = review.get("reviewed_still_reported", [])
+    high = [c for c in seen if c["code"] == "JXM001" and c["confidence"] == "high"]
+    jxm101 = [c for c in seen if c["code"] == "JXM101"]
+    summary["precision"] = {
+        "candidates": len(report["precision_candidates"]),
+        "reviewed_still_reported": len(seen),
+        "reviewed_gone": len(review.get("reviewed_gone", [])),
+        "unreviewed": len(review.get("unreviewed", [])),
+        "high_jxm001": {v: len([c for c in high if c["verdict"] == v]) for v in ("right", "useless", "unsafe")},
+        "high_jxm001_right_ratio": ratio(len([c for c in high if c["verdict"] == "right"]), len(high)),
+        "all_jxm001": {v: len([c for c in seen if c["code"] == "JXM001" and c["verdict"] == v])
+                       for v in ("right", "useless", "unsafe")},
+        "jxm101": {v: len([c for c in jxm101 if c["verdict"] == v]) for v in ("right", "wrong")},
+        "jxm101_real_ratio": ratio(len([c for c in jxm101 if c["verdict"] == "right"]), len(jxm101)),
+    }
+    run = report.get("fix_then_run")
+    if run:
+        summary["fix_then_run"] = run["summary"]
+    return summary
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _rows(report: dict) -> list[tuple[str, str, str, str]]:
+    s = report["summary"]
+    rec, inj, pre = s["recall"], s["injection"], s["precision"]
+    rows = [
+        ("shortcuts exact (differences, all settings)", str(s["exactness"]["differences"]), "0",
+         "ok" if s["exactness"]["differences"] == 0 else "MISSED"),
+        ("recall: check reports stripped donations",
+         f"{rec['all']['reported']}/{rec['all']['parameters']} ({_pct(rec['all']['reported_ratio'])})",
+         ">= 95%", _verdict(rec["all"]["reported_ratio"], TARGETS["recall_any"])),
+        ("recall: default fix restores (rebound by call)",
+         f"{rec['rebound']['restored_by_fix']}/{rec['rebound']['parameters']} ({_pct(rec['rebound']['fix_ratio'])})",
+         ">= 80%", _verdict(rec["rebound"]["fix_ratio"], TARGETS["fix_rebound"])),
+        ("recall: default fix restores (all)",
+         f"{rec['all']['restored_by_fix']}/{rec['all']['parameters']} ({_pct(rec['all']['fix_ratio'])})", "", ""),
+        ("use-after-donation: JXM101 on injected reads",
+         f"{inj['all']['jxm101']}/{inj['all']['reads']} ({_pct(inj['all']['ratio'])})", ">= 95%",
+         _verdict(inj["all"]["ratio"], TARGETS["injected_jxm101"])),
+        ("  direct read after a non-rebinding call",
+         f"{inj['direct']['jxm101']}/{inj['direct']['reads']} ({_pct(inj['direct']['ratio'])})", "", ""),
+        ("  read through an alias taken before",
+         f"{inj['alias']['jxm101']}/{inj['alias']['reads']} ({_pct(inj['alias']['ratio'])})", "", ""),
+        ("precision: reviewed high JXM001 right",
+         f"{pre['high_jxm001']['right']}/{sum(pre['high_jxm001'].values())} ({_pct(pre['high_jxm001_right_ratio'])})",
+         ">= 95%", _verdict(pre["high_jxm001_right_ratio"], TARGETS["high_jxm001_right"])),
+        ("precision: reviewed JXM101 real bugs",
+         f"{pre['jxm101']['right']}/{sum(pre['jxm101'].values())} ({_pct(pre['jxm101_real_ratio'])})",
+         ">= 90%", _verdict(pre["jxm101_real_ratio"], TARGETS["jxm101_real_bug"])),
+        ("precision: unreviewed candidates", str(pre["unreviewed"]), "0", ""),
+    ]
+    run = s.get("fix_then_run")
+    if run:
+        rows.append(("fix-then-run: unsafe fixes (default / unsafe)",
+                     f"{run['unsafe']['fix']} / {run['unsafe']['unsafe-fix']}", "0 (default)",
+                     "ok" if run["unsafe"]["fix"] == 0 else "MISSED"))
+        rows.append(("fix-then-run: ran the same before and after",
+                     f"{run['same']['fix']} / {run['same']['unsafe-fix']} of {run['runs']['fix']} / "
+                     f"{run['runs']['unsafe-fix']}", "", ""))
+    return rows
+
+
+def _verdict(value, target) -> str:
+    if value is None:
+        return "n/a"
+    return "ok" if value >= target else "MISSED"
+
+
+def format_table(report: dict) -> str:
+    """The plain-text summary printed to stdout."""
+    report["summary"] = summarize(report)
+    rows = [("measure", "figure", "target", "")] + _rows(report)
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    packages = [p for p in report["packages"] if "error" not in p]
+    lines.append("")
+    lines.append(f"{len(packages)} packages, {sum(p['files'] for p in packages)} files, "
+                 f"{sum(p['lines'] for p in packages):,} lines, {sum(p['donations'] for p in packages)} "
+                 f"written donations; {report['seconds']} s")
+    return "\n".join(lines)
+
+
+def format_markdown(report: dict) -> str:
+    """The dated Markdown summary: the table, then the cases behind every miss."""
+    s = report.get("summary") or summarize(report)
+    out = [f"# jaxmem accuracy, {report['date']}", "", f"Command: `{report['command']}`", ""]
+    out.append("| package | kind | files | lines | written donations |")
+    out.append("|---|---|---|---|---|")
+    for p in report["packages"]:
+        if "error" in p:
+            out.append(f"| {p['package']} | {p['kind']} | - | - | download failed |")
+        else:
+            out.append(f"| {p['package']} | {p['kind']} | {p['files']} | {p['lines']:,} | {p['donations']} |")
+    out += ["", "| measure | figure | target | |", "|---|---|---|---|"]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in _rows(report)]
+    out += ["", "## 1. Shortcut exactness", ""]
+    if not s["exactness"]["by_package"]:
+        out.append("No difference in any package.")
+    for package, entry in report["exactness"].items():
+        for setting, diff in entry["differences"].items():
+            for side in ("missing", "extra"):
+                for identity in diff[side]:
+                    code, path, line, col, message, confidence = identity
+                    out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} "
+                               f"with {setting} vs no shortcuts: {message}")
+    out += ["", "## 2. Recall: stripped donations not reported", ""]
+    for c in report["recall"]:
+        if c["resolution"] == "resolved" and not c["reported"]:
+            out.append(f"- {c['package']} `{c['path']}:{c['line']}` {c['callee']} `{c['function']}` "
+                       f"param {c['parameter'] or c['parameter_index']} ({c['status']})")
+    out += ["", "Rebound by the call but not restored by the default `jaxmem-fix`:", ""]
+    for c in report["recall"]:
+        if c["resolution"] == "resolved" and c["status"] == "rebound" and not c["restored_by_fix"]:
+            out.append(f"- {c['package']} `{c['path']}:{c['line']}` `{c['function']}` param "
+                       f"{c['parameter'] or c['parameter_index']}: reported {c['reported']} ({c['confidence']})")
+    out += ["", "Not measured (spec not literal or signature not visible):", ""]
+    for c in report["recall"]:
+        if c["resolution"] != "resolved":
+            out.append(f"- {c['package']} `{c['path']}:{c['line']}` {c['keyword']}={c['spec']}")
+    out += ["", "## 3. Injected reads without JXM101", ""]
+    for c in report["injection"]:
+        if not c["reported"]:
+            out.append(f"- {c['package']} `{c['path']}` {c['variant']}: read of `{c['name']}` at line "
+                       f"{c['read_line']} (injected) after the call at original line {c['call_line']}")
+    run = report.get("fix_then_run")
+    if run:
+        out += ["", "## 4. Fix-then-run", "", f"Sampled: {run['summary']['sampled']}", ""]
+        for case in run["cases"]:
+            if case.get("verdict") not in (None, "same"):
+                out.append(f"- {case['package']} `{case['path']}` {case['mode']}: {case['before']} -> "
+                           f"{case['after']} ({case['verdict']}) {case.get('evidence', '')}")
+    review = report.get("review", {})
+    out += ["", "## 5. Precision (reviewed sample)", "", f"Review file: {review.get('file')}", ""]
+    for c in review.get("reviewed_still_reported", []):
+        out.append(f"- {c['verdict']}: {c['package']} `{c['path']}:{c['line']}` {c['code']} "
+                   f"`{c.get('parameter')}` ({c['confidence']}): {c['reason']}")
+    if review.get("unreviewed"):
+        out += ["", f"{len(review['unreviewed'])} unreviewed candidates (listed in the JSON)."]
+    return "\n".join(out) + "\n"
