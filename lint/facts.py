@@ -340,9 +340,10 @@ class FactExtractor:
             rebound_by_result = not result.reads and not result.reached_exit
         escapes, alias_reads = self.escapes_before(key, call, flow, point, params, assigned, self_name, is_module)
         # A closure reads the variable when it runs, not the value it saw: it
-        # can observe the donated buffer unless this statement rebinds it.
+        # can observe the donated buffer only if it runs (some call happens)
+        # before the variable is rebound.
         rebound_here = any(kills(w.key, key) for w in result_writes)
-        if key[0] in flow.captured and not rebound_here:
+        if key[0] in flow.captured and not rebound_here and not flow.rebound_before_any_call(point, key):
             escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a function", "closure"))
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,

@@ -243,6 +243,32 @@ class Flow:
                 push(target)
         return result
 
+    def rebound_before_any_call(self, start: Point, key: RefKey) -> bool:
+        """Whether every path from ``start`` rebinds ``key`` before it reaches a
+        call, a read of ``key`` or the scope's exit (so no closure can run and
+        see the old value)."""
+        work: list[Point] = [start]
+        seen: set[int] = set()
+        while work:
+            point = work.pop()
+            node = self.nodes[point.node]
+            killed = False
+            for event in node.events[point.index:]:
+                if event.kind == CALL or (event.kind == READ and overlaps(event.key, key)):
+                    return False
+                if event.kind == WRITE and event.key is not None and kills(event.key, key):
+                    killed = True
+                    break
+            if killed:
+                continue
+            if node.exc or point.node == self.EXIT:
+                return False
+            for target in node.succ:
+                if target not in seen:
+                    seen.add(target)
+                    work.append(Point(target, 0))
+        return True
+
     def events(self):
         """Every ``(point, event)`` in the graph."""
         for n, node in enumerate(self.nodes):

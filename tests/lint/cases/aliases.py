@@ -107,3 +107,20 @@ def none_is_a_value_not_a_variable(trees):
         else:
             total = update(total, tree)
     return total
+
+
+def closure_runs_only_after_the_rebinding(grads):
+    params = jnp.ones(3)
+    loss = lambda: params.sum()
+    new = update(params, grads)
+    params = new
+    return loss()
+
+
+def closure_may_run_before_the_rebinding(grads):
+    params = jnp.ones(3)
+    loss = lambda: params.sum()
+    new = update(params, grads)  # JXM104
+    print(loss())
+    params = new
+    return params
