@@ -160,16 +160,21 @@ def add_donations(
         new_text, checked = spliced.text, spliced.checked
     except CannotSplice:
         new_text = checked = replace_in_tree(module, editor.replacements, editor.imports)
+    # Keep plain data only: the old tree is freed before the output is parsed.
+    definitions = [site.definition for site in sites]
+    donated = {number: plan.donated for number, plan in editor.plans}
+    edits = editor.edits
+    del module, positions, sites, editor
     # The checked text holds every jitted definition of the file (a fraction
     # of it), so a fast check; when its context is too thin, check it all.
-    problem = _check_output(checked, sites, editor.plans, extra_wrappers)
+    problem = _check_output(checked, definitions, donated, extra_wrappers)
     if problem is not None and checked is not new_text:
-        problem = _check_output(new_text, sites, editor.plans, extra_wrappers)
+        problem = _check_output(new_text, definitions, donated, extra_wrappers)
     if problem is not None:
         result.error = f"internal error: {problem}; file left untouched, please report this to the jaxmem developers"
         return result
     result.source = bom + new_text
-    result.edits = editor.edits
+    result.edits = edits
     return result
 
 
@@ -315,31 +320,31 @@ def _describe(module: cst.Module, node: cst.CSTNode, plan: SitePlan) -> str:
     return ", ".join(parts)
 
 
-def _check_output(new_text: str, old_sites, plans, extra_wrappers) -> str | None:
+def _check_output(new_text: str, old_definitions, donated, extra_wrappers) -> str | None:
     """Why the edited text is wrong, or None: it must parse, keep every other
-    definition as it was, and donate exactly what was planned."""
+    definition as it was, and donate exactly what was planned (``donated``:
+    site number -> the fixes applied there)."""
     try:
         _, new_sites = parse_definitions(new_text, extra_wrappers=tuple(extra_wrappers))
     except cst.ParserSyntaxError as error:
         return f"the edited file does not parse ({error.message})"
-    if len(new_sites) != len(old_sites):
-        return f"the edit changed the number of jitted definitions from {len(old_sites)} to {len(new_sites)}"
-    planned = dict(plans)
-    for number, (old, new) in enumerate(zip(old_sites, new_sites)):
-        before, after = old.definition.spec, new.definition.spec
-        if number not in planned:
+    if len(new_sites) != len(old_definitions):
+        return f"the edit changed the number of jitted definitions from {len(old_definitions)} to {len(new_sites)}"
+    for number, (old, new) in enumerate(zip(old_definitions, (site.definition for site in new_sites))):
+        before, after = old.spec, new.spec
+        if number not in donated:
             if (before.indices, before.names) != (after.indices, after.names):
-                return f"the definition on line {old.definition.line} changed although it was not edited"
+                return f"the definition on line {old.line} changed although it was not edited"
             continue
         if after.indices is None or after.names is None:
-            return f"the spec on line {old.definition.line} can no longer be evaluated"
+            return f"the spec on line {old.line} can no longer be evaluated"
         if not (before.indices or frozenset()) <= after.indices or not (before.names or frozenset()) <= after.names:
-            return f"the definition on line {old.definition.line} lost a donation"
-        for fix in planned[number].donated:
+            return f"the definition on line {old.line} lost a donation"
+        for fix in donated[number]:
             by_index = fix.index is not None and fix.index in after.indices
             by_name = fix.name is not None and fix.name in after.names
             if not (by_index or by_name):
-                return f"the definition on line {old.definition.line} does not donate {parameter_label(fix)}"
-        if set(new.definition.problems) - set(old.definition.problems):
-            return f"the edit made the spec on line {old.definition.line} invalid: {new.definition.problems[0]}"
+                return f"the definition on line {old.line} does not donate {parameter_label(fix)}"
+        if set(new.problems) - set(old.problems):
+            return f"the edit made the spec on line {old.line} invalid: {new.problems[0]}"
     return None

@@ -21,8 +21,10 @@ import os
 from dataclasses import dataclass, field
 
 from jaxmem.findings import DonationFix
+from jaxmem.sources import UnreadableFile, read_regular_file
 
 FORMAT = "jaxmem-verify"
+MAX_REPORT_BYTES = 256 * 1024 * 1024
 SUPPORTED_VERSIONS = (1,)
 
 
@@ -79,10 +81,13 @@ class VerifiedDonations:
 def load_verified(path: str) -> VerifiedDonations:
     """Read a ``jaxmem verify`` JSON report; raises :class:`VerifiedReportError`."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as error:
-        raise VerifiedReportError(f"{path}: cannot read the verifier report: {error.strerror or error}") from None
+        document = json.loads(read_regular_file(path, MAX_REPORT_BYTES).decode("utf-8"))
+    except UnreadableFile as error:
+        raise VerifiedReportError(f"{path}: cannot read the verifier report: {error}") from None
+    except UnicodeDecodeError:
+        raise VerifiedReportError(f"{path}: not UTF-8; write it with `jaxmem verify --format json`") from None
+    except RecursionError:
+        raise VerifiedReportError(f"{path}: nested too deeply to be a jaxmem verify report") from None
     except json.JSONDecodeError as error:
         raise VerifiedReportError(
             f"{path}: not JSON ({error.msg} at line {error.lineno}); write it with `jaxmem verify --format json`"
@@ -96,15 +101,24 @@ def load_verified(path: str) -> VerifiedDonations:
         )
     verified = VerifiedDonations()
     base = os.path.dirname(os.path.abspath(path))
-    for report in document.get("reports", []):
+    reports = document.get("reports", [])
+    if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
+        raise VerifiedReportError(f"{path}: \"reports\" must be a list of objects; write it with "
+                                  "`jaxmem verify --format json`")
+    for report in reports:
         definition_path, line = report.get("definition_path"), report.get("definition_line")
+        if not isinstance(definition_path, str):
+            continue
         if not definition_path or not isinstance(line, int):
             continue
         if not os.path.isabs(definition_path) and not os.path.exists(definition_path):
             definition_path = os.path.join(base, definition_path)
         parameters = verified.outcomes.setdefault((definition_path, line), {})
-        for leaf in report.get("leaves", []):
-            keys = {leaf.get("parameter")}
+        leaves = report.get("leaves", [])
+        for leaf in leaves if isinstance(leaves, list) else ():
+            if not isinstance(leaf, dict):
+                continue
+            keys = {leaf.get("parameter")} if isinstance(leaf.get("parameter"), str) else set()
             if isinstance(leaf.get("parameter_index"), int):
                 keys.add(f"#{leaf['parameter_index']}")
             for key in keys - {None}:

@@ -89,7 +89,7 @@ def _unique_files(files: list[str]) -> list[str]:
 
 def missing_paths(paths) -> list[str]:
     """The command-line ``paths`` that do not exist (``-`` always does)."""
-    return [str(p) for p in paths if str(p) != STDIN and not os.path.lexists(str(p))]
+    return [str(p) for p in paths if str(p) != STDIN and not os.path.exists(str(p))]
 
 
 class ExcludeMatcher:

@@ -22,6 +22,14 @@ def _no_traceback(result):
     assert "Traceback" not in result.stdout + result.stderr
 
 
+def _refused(result, project, name: str, message: str) -> None:
+    """Exit 2 with a message naming ``name``, no traceback, train.py untouched."""
+    _no_traceback(result)
+    assert result.returncode == 2
+    assert f"{name}: " in result.stderr and message in result.stderr
+    assert (project / "train.py").read_text() == TRAIN
+
+
 @pytest.mark.parametrize("tool", ["jaxmem", "jaxmem-fix"])
 @pytest.mark.parametrize("pyproject, message", [
     (b"tool = 3\n", "`tool` must be a table"),
@@ -32,11 +40,7 @@ def test_a_bad_pyproject_is_exit_2_naming_the_file(project, tool, pyproject, mes
     (project / "pyproject.toml").write_bytes(pyproject)
     write(project, "train.py", TRAIN)
     args = ("check", "train.py") if tool == "jaxmem" else ("train.py",)
-    result = run_tool(tool, *args, cwd=project)
-    _no_traceback(result)
-    assert result.returncode == 2
-    assert "pyproject.toml: " in result.stderr and message in result.stderr
-    assert (project / "train.py").read_text() == TRAIN
+    _refused(run_tool(tool, *args, cwd=project), project, "pyproject.toml", message)
 
 
 def test_output_file_in_a_missing_folder_is_refused_before_the_analysis(project, jaxmem):
@@ -144,3 +148,28 @@ def test_a_tab_error_is_placed_on_its_line(project, jaxmem):
     result = jaxmem("check", "--no-cache", "tabs.py")
     assert result.stdout.startswith("tabs.py:7:")
     assert "inconsistent use of tabs and spaces" in result.stdout
+
+
+@pytest.mark.parametrize("report, message", [
+    (b'{"format": "jaxmem-verify", "version": 1, "reports": [3]}', '"reports" must be a list of objects'),
+    (b'{"format": "jaxmem-verify", "version": 1, "reports": {"a": 1}}', '"reports" must be a list of objects'),
+    (b'{"format": "jaxmem-verify", "version": 1, "reports": [], "x": "caf\xe9"}', "not UTF-8"),
+    (b"[" * 100_000, "nested too deeply"),
+    ("fifo", "not a regular file (a FIFO)"),
+])
+def test_a_bad_verified_report_is_exit_2_naming_the_file(project, jaxmem_fix, report, message):
+    write(project, "train.py", TRAIN)
+    if report == "fifo":
+        os.mkfifo(project / "report.json")
+    else:
+        (project / "report.json").write_bytes(report)
+    _refused(jaxmem_fix("--no-cache", "--verified", "report.json", "train.py"), project, "report.json", message)
+
+
+def test_a_broken_link_among_the_paths_does_not_stop_the_others(project, jaxmem):
+    write(project, "train.py", MISSED_DONATION)
+    os.symlink("nowhere.py", project / "broken.py")
+    result = jaxmem("check", "--no-cache", "broken.py", "train.py")
+    assert result.returncode == 2
+    assert "broken.py: no such file or directory" in result.stderr
+    assert f"train.py:{MISSED_DONATION_LINE}:1: JXM001" in result.stdout
