@@ -87,6 +87,13 @@ def check_paths(
         else:
             run.order.append(source.path)
             sources.append((path, source))
+    if run.context:
+        # Of the project's other files, only those that import, call or pass
+        # what the requested files define, or that the requested files import.
+        wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context})
+        sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
+        kept = {s.path for _, s in sources}
+        run.order = [p for p in run.order if p in kept or p not in run.context]
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
     hints = engine.project_hints({source.path: source.text for _, source in sources})

@@ -20,7 +20,8 @@ from jaxmem.findings import FileReport
 from jaxmem.lint.checks import build_reports
 from jaxmem.lint.definitions import MODULE_SCOPE
 from jaxmem.lint.facts import FileFacts, extract, module_names_for
-from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints: re-exported)
+from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
+    context_selector,
     might_involve_jit,
     project_hints,
     reachable_hints,

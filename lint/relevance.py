@@ -238,3 +238,39 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
         if not kept:
             blanked_words |= chunk_words
     return Reduced("".join(kept_lines), "".join(blanked_lines), frozenset(blanked_words))
+
+
+def context_selector(requested: dict[str, str]):
+    """``wanted(path, text)``: whether another project file can change the
+    advice for the ``requested`` files (path -> text).
+
+    It can when it is a module they import from the project (definitions,
+    factories and wrappers they use live there) or when its code mentions a
+    name they jit at module level (a call site, or the name passed around).
+    Anything else neither calls their jitted functions nor defines what they
+    call, so a partial run (pre-commit's staged files) reads it, tests it
+    with one regular expression, and analyses nothing of it.
+    """
+    from jaxmem.lint.facts import module_names_for
+
+    names: set[str] = set()
+    modules: set[str] = set()
+    for text in map(_lf, requested.values()):
+        names.update(_jitted_defs(text))
+        names.update(_JITTED_ASSIGNMENT.findall(text))
+        for relative, plain in _IMPORTED_MODULE.findall(text):
+            module = (relative or plain).lstrip(".")
+            if module and _is_project_module(relative or plain):
+                modules.add(module)
+        for module, imported in _FROM_IMPORT.findall(text):
+            if _is_project_module(module):
+                modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in re.findall(r"\w+", imported))
+    names = {n for n in names if not n.startswith("__")}
+    mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
+
+    def wanted(path: str, text: str) -> bool:
+        if modules.intersection(module_names_for(path)):
+            return True
+        return mention is not None and any(n in text for n in names) and mention.search(text) is not None
+
+    return wanted

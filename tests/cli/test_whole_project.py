@@ -81,3 +81,12 @@ def test_one_file_alone_never_gets_high_confidence():
     assert "only this file was analysed" in alone.message
     (whole,) = [f for f in analyze_source(text, "m.py", partial_view=False).findings if f.code == "JXM001"]
     assert whole.confidence is Confidence.HIGH
+
+
+def test_context_is_what_can_change_the_advice():
+    from jaxmem.lint.relevance import context_selector
+
+    wanted = context_selector({"pkg/lib.py": "import jax\nfrom pkg.util import helper\n\n@jax.jit\ndef step(s):\n    return s\n"})
+    assert wanted("pkg/train.py", "from pkg.lib import step\nstate = step(state)\n")  # a call site
+    assert wanted("pkg/util.py", "def helper():\n    return 1\n")  # imported by the requested file
+    assert not wanted("pkg/other.py", "def stepper():\n    return 2\n")  # neither
