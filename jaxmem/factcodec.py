@@ -46,20 +46,27 @@ def encode(value):
     raise TypeError(f"cannot cache a {type(value).__name__}")
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
 def decode(data):
     """The value :func:`encode` turned into ``data``; raises :class:`DecodeError`."""
-    if isinstance(data, _SCALARS):
+    kind = type(data)
+    if kind in _SCALAR_TYPES:
         return data
-    if isinstance(data, list):
+    if kind is list:
         return [decode(item) for item in data]
-    if not isinstance(data, dict) or len(data) != 1:
+    if kind is not dict or len(data) != 1:
         raise DecodeError("expected a one-key tagged object")
     (tag, body), = data.items()
     try:
+        if tag == CLASS:
+            name, fields = _pair(body)
+            return _build(_allowed_class(name, None), fields)
         if tag == TUPLE:
-            return tuple(decode(item) for item in _as_list(body))
+            return tuple([decode(item) for item in _as_list(body)])
         if tag == FROZENSET:
-            return frozenset(decode(item) for item in _as_list(body))
+            return frozenset([decode(item) for item in _as_list(body)])
         if tag == SET:
             return {decode(item) for item in _as_list(body)}
         if tag == DICT:
@@ -67,9 +74,6 @@ def decode(data):
         if tag == ENUM:
             name, value = _pair(body)
             return _allowed_class(name, enum.Enum)(decode(value))
-        if tag == CLASS:
-            name, fields = _pair(body)
-            return _build(_allowed_class(name, None), fields)
     except (TypeError, ValueError) as error:  # unhashable set member, bad enum value, ...
         raise DecodeError(str(error)) from None
     raise DecodeError(f"unknown tag {tag!r}")
@@ -77,10 +81,12 @@ def decode(data):
 
 def _build(cls: type, fields) -> object:
     names = _field_names(cls)
-    if not isinstance(fields, dict) or set(fields) != set(names):
+    if type(fields) is not dict or fields.keys() != _field_set(cls):
         raise DecodeError(f"{cls.__name__}: fields differ from {', '.join(names)}")
-    values = {name: decode(fields[name]) for name in names}
     init = _init_names(cls)
+    if len(init) == len(names):
+        return cls(**{name: decode(fields[name]) for name in names})
+    values = {name: decode(fields[name]) for name in names}
     instance = cls(**{name: values[name] for name in init})
     for name in names:
         if name not in init:
@@ -88,8 +94,20 @@ def _build(cls: type, fields) -> object:
     return instance
 
 
+_ALLOWED: dict[tuple, type] = {}
+
+
 def _allowed_class(name, base: type | None) -> type:
     """The class called ``name`` (``module:Qualname``), if it is jaxmem's own plain data."""
+    found = _ALLOWED.get((name, base)) if isinstance(name, str) else None
+    if found is not None:
+        return found
+    found = _checked_class(name, base)
+    _ALLOWED[(name, base)] = found  # only classes that passed every check
+    return found
+
+
+def _checked_class(name, base: type | None) -> type:
     if not isinstance(name, str) or ":" not in name:
         raise DecodeError("a class name must be 'module:Name'")
     module_name, _, qualname = name.partition(":")
@@ -115,6 +133,11 @@ def _class_name(cls: type) -> str:
 @lru_cache(maxsize=None)
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@lru_cache(maxsize=None)
+def _field_set(cls: type) -> frozenset[str]:
+    return frozenset(_field_names(cls))
 
 
 @lru_cache(maxsize=None)
