@@ -193,3 +193,13 @@ def test_nnx_jit_calls_get_no_injected_read():
     """)
     donations = find_donations(source)
     assert donations[0].calls and injection_sites(donations, False) == injection_sites(donations, True) == []
+
+
+def test_fix_then_run_sample_takes_default_fixes_first_round_robin():
+    from _fix_run import sample_runs
+
+    changed = {"a": {"fix": ["a1", "a2", "a3"], "unsafe-fix": ["a1", "a2", "a3", "a4"]},
+               "b": {"fix": [], "unsafe-fix": ["b1", "b2"]},
+               "c": {"fix": ["c1"], "unsafe-fix": ["c1"]}}
+    assert sample_runs(changed, 6) == [("a", "a1"), ("c", "c1"), ("a", "a2"), ("a", "a3"), ("a", "a4"), ("b", "b1")]
+    assert sample_runs(changed, 2) == [("a", "a1"), ("c", "c1")]
