@@ -17,6 +17,8 @@ recorded.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import email.parser
 import os
 import re
@@ -124,11 +126,33 @@ def _pip(python: Path, constraints: Path, requirements: list[str]) -> bool:
         return False
 
 
-def run_file(python: Path, root: Path, relative: str, timeout: float) -> tuple[str, str]:
-    """(outcome, last lines of output) of running ``relative`` in ``root``."""
+def changed_tests(before: str, after: str) -> list[str] | None:
+    """Names of the ``test*`` functions holding the lines the fix changed; None when a change
+    lies outside every test function (then the whole file runs)."""
+    tree = ast.parse(before)
+    spans = [(node.lineno, node.end_lineno, node.name) for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")]
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    names = []
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        lines = range(i1 + 1, max(i2, i1 + 1) + 1) if tag != "insert" else [i1 + 1]
+        for line in lines:
+            holders = [name for first, last, name in spans if first <= line <= last]
+            if not holders:
+                return None
+            names.extend(holders)
+    return sorted(set(names))
+
+
+def run_file(python: Path, root: Path, relative: str, timeout: float, tests: list[str] | None = None) -> tuple[str, str]:
+    """(outcome, last lines of output) of running ``relative`` in ``root`` (only ``tests`` when given)."""
     is_test = relative.endswith("_test.py") or Path(relative).name.startswith("test_")
     command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", relative] if is_test \
         else [str(python), relative]
+    if is_test and tests:
+        command += ["-k", " or ".join(tests)]
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1",
                XLA_FLAGS="--xla_force_host_platform_device_count=1")
     try:
@@ -192,15 +216,23 @@ def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: f
             python, venvs[label] = project_venv(label, sources[label], log)
             _copy(sources[label], work / f"{label}-run-before")
         python = VENVS / label / "bin" / "python"
-        log(f"{label}: running {relative} before and after the fix")
+        original = (sources[label] / relative).read_text(encoding="utf-8")
+        # only the test functions the fixes touched (in either mode), so big test files fit the timeout
+        selected = set()
+        for mode in ("fix", "unsafe-fix"):
+            if relative in changed[label][mode]:
+                names = changed_tests(original, (work / f"{label}-run-{mode}" / relative).read_text(encoding="utf-8"))
+                selected = None if names is None or selected is None else selected | set(names)
+        tests = sorted(selected) if selected else None
+        log(f"{label}: running {relative}{' -k ' + ' or '.join(tests) if tests else ''} before and after the fix")
         ran.append((label, relative))
-        before, before_evidence = run_file(python, work / f"{label}-run-before", relative, timeout)
+        before, before_evidence = run_file(python, work / f"{label}-run-before", relative, timeout, tests)
         for mode in ("fix", "unsafe-fix"):
             if relative not in changed[label][mode]:
                 continue
-            after, evidence = run_file(python, work / f"{label}-run-{mode}", relative, timeout)
-            cases.append({"package": label, "path": relative, "mode": mode, "before": before, "after": after,
-                          "verdict": fix_verdict(before, after), "evidence": evidence,
+            after, evidence = run_file(python, work / f"{label}-run-{mode}", relative, timeout, tests)
+            cases.append({"package": label, "path": relative, "tests": tests, "mode": mode, "before": before,
+                          "after": after, "verdict": fix_verdict(before, after), "evidence": evidence,
                           "before_evidence": before_evidence})
     modes = ("fix", "unsafe-fix")
 

@@ -161,12 +161,16 @@ def format_markdown(report: dict) -> str:
     if not s["exactness"]["by_package"]:
         out.append("No difference in any package.")
     for package, entry in report["exactness"].items():
+        settings_of: dict[tuple, list[str]] = {}
         for setting, diff in entry["differences"].items():
             for side in ("missing", "extra"):
                 for identity in diff[side]:
-                    code, path, line, col, message, confidence = identity
-                    out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} "
-                               f"with {setting} vs no shortcuts: {message}")
+                    settings_of.setdefault((side, tuple(identity)), []).append(setting)
+        for (side, identity), settings in settings_of.items():
+            code, path, line, col, message, confidence = identity
+            out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
+                       f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
+                       f"shortcuts): {message}")
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:

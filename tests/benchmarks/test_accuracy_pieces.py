@@ -226,3 +226,23 @@ def test_calls_traced_inside_a_jitted_function_get_no_injected_read():
     assert [(site.line, site.in_simple_statement) for site in donation.calls] in (
         [(9, False), (13, True)], [(13, True), (9, False)])
     assert [site.line for site, _ in injection_sites([donation], True)] == [13]
+
+
+def test_fix_then_run_selects_the_test_functions_the_fix_changed():
+    from _fix_run import changed_tests
+
+    before = textwrap.dedent("""\
+        import jax
+
+        class T:
+            def test_a(self):
+                @jax.jit
+                def step(s):
+                    return s
+
+            def test_b(self):
+                pass
+    """)
+    after = before.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+    assert changed_tests(before, after) == ["test_a"]
+    assert changed_tests(before, "from functools import partial\n" + after) is None
