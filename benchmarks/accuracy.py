@@ -369,7 +369,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="most changed test/example files to run before and after (default: 20)")
     parser.add_argument("--run-timeout", type=float, default=120, help="seconds per program run (default: 120)")
     parser.add_argument("--run-budget", type=float, default=600,
-                        help="start no fix-then-run program after this many seconds (default: 600)")
+                        help="start no fix-then-run program once section 4 (applying the fixer included) "
+                             "has run this many seconds (default: 600)")
     parser.add_argument("--fix-run-into", metavar="RESULTS_JSON",
                         help="only run fix-then-run (section 4) and put it into this finished results file")
     parser.add_argument("--review-only", metavar="RESULTS_JSON",
