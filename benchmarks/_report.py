@@ -192,11 +192,19 @@ def format_markdown(report: dict) -> str:
                        f"{c['read_line']} (injected) after the call at original line {c['call_line']}")
     run = report.get("fix_then_run")
     if run:
-        out += ["", "## 4. Fix-then-run", "", f"Sampled: {run['summary']['sampled']}", ""]
+        changed = run["summary"]["changed_files"]
+        out += ["", "## 4. Fix-then-run", "",
+                f"Tests/examples changed: {changed['fix']} by the default fix, {changed['unsafe-fix']} with "
+                f"--unsafe-fixes; {run['summary']['sampled']} ran before and after.", "",
+                "| package | file | fix | before | after | verdict |", "|---|---|---|---|---|---|"]
+        for case in run["cases"]:
+            out.append(f"| {case['package']} | `{case['path']}` | {case['mode']} | {case['before']} | "
+                       f"{case['after']} | {case['verdict']} |")
+        out.append("")
         for case in run["cases"]:
             if case.get("verdict") not in (None, "same"):
-                out.append(f"- {case['package']} `{case['path']}` {case['mode']}: {case['before']} -> "
-                           f"{case['after']} ({case['verdict']}) {case.get('evidence', '')}")
+                out.append(f"- {case['verdict']}: {case['package']} `{case['path']}` {case['mode']}: "
+                           f"{case.get('evidence', '')}")
     review = report.get("review", {})
     out += ["", "## 5. Precision (reviewed sample)", "", f"Review file: {review.get('file')}", ""]
     for c in review.get("reviewed_still_reported", []):
