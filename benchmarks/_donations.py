@@ -192,6 +192,19 @@ class _Module:
         inside = {id(n) for n in ast.walk(scope)}
         return [call for call in self.calls if id(call) in inside]
 
+    def inside_jitted_function(self, node: ast.AST) -> bool:
+        """Whether ``node`` sits in a function decorated with a jit transform (traced, not dispatched)."""
+        current = self.parents.get(node)
+        while current is not None:
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in current.decorator_list:
+                    if isinstance(decorator, ast.Call) and jit_callee(decorator) is not None:
+                        return True
+                    if _last(dotted_name(decorator)) in _JIT_LAST_NAMES:
+                        return True
+            current = self.parents.get(current)
+        return False
+
     def statement_of(self, node: ast.AST) -> ast.stmt | None:
         current = node
         while current is not None and not isinstance(current, ast.stmt):
@@ -305,11 +318,14 @@ def _call_sites(module: _Module, donation: Donation) -> list[CallSite]:
             continue
         first = module.lines[statement.lineno - 1]
         targets = _targets(statement)
+        traced = module.inside_jitted_function(call)
         sites.append(CallSite(
             line=statement.lineno, end_line=statement.end_lineno, indent=first[: len(first) - len(first.lstrip())],
             donated_names=tuple(t for t in donated if t.isidentifier()), donated_args=tuple(donated),
             rebound=tuple(t for t in donated if t in targets),
-            in_simple_statement=isinstance(statement, _SIMPLE_STATEMENTS) and module.alone_on_its_lines(statement),
+            # a call traced inside another jitted function donates nothing: no read to inject there
+            in_simple_statement=(isinstance(statement, _SIMPLE_STATEMENTS) and module.alone_on_its_lines(statement)
+                                 and not traced),
         ))
     return sites
 

@@ -17,6 +17,8 @@ recorded.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import email.parser
 import os
 import re
@@ -124,11 +126,33 @@ def _pip(python: Path, constraints: Path, requirements: list[str]) -> bool:
         return False
 
 
-def run_file(python: Path, root: Path, relative: str, timeout: float) -> tuple[str, str]:
-    """(outcome, last lines of output) of running ``relative`` in ``root``."""
+def changed_tests(before: str, after: str) -> list[str] | None:
+    """Names of the ``test*`` functions holding the lines the fix changed; None when a change
+    lies outside every test function (then the whole file runs)."""
+    tree = ast.parse(before)
+    spans = [(node.lineno, node.end_lineno, node.name) for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")]
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    names = []
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        lines = range(i1 + 1, max(i2, i1 + 1) + 1) if tag != "insert" else [i1 + 1]
+        for line in lines:
+            holders = [name for first, last, name in spans if first <= line <= last]
+            if not holders:
+                return None
+            names.extend(holders)
+    return sorted(set(names))
+
+
+def run_file(python: Path, root: Path, relative: str, timeout: float, tests: list[str] | None = None) -> tuple[str, str]:
+    """(outcome, last lines of output) of running ``relative`` in ``root`` (only ``tests`` when given)."""
     is_test = relative.endswith("_test.py") or Path(relative).name.startswith("test_")
     command = [str(python), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", relative] if is_test \
         else [str(python), relative]
+    if is_test and tests:
+        command += ["-k", " or ".join(tests)]
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1",
                XLA_FLAGS="--xla_force_host_platform_device_count=1")
     try:
@@ -152,58 +176,78 @@ def _copy(source: Path, target: Path) -> Path:
     return target
 
 
+def sample_runs(changed: dict[str, dict[str, list[str]]], max_runs: int) -> list[tuple[str, str]]:
+    """(package, file) pairs to run, at most ``max_runs``: files the default fix changed first,
+    then the others, taken round-robin over the packages so that no project uses up the budget."""
+    ordered = []
+    for mode in ("fix", "unsafe-fix"):
+        queues = {label: [f for f in modes[mode] if (label, f) not in ordered] for label, modes in changed.items()}
+        while any(queues.values()):
+            for label, queue in queues.items():
+                if queue:
+                    ordered.append((label, queue.pop(0)))
+    return ordered[:max_runs]
+
+
 def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: float, log, work: Path) -> dict:
-    """Section 4 over the sdists of ``packages``: at most ``max_runs`` changed files are run, in corpus
-    order, and none is started after ``budget_s`` seconds."""
+    """Section 4 over the sdists of ``packages``: at most ``max_runs`` changed files are run
+    (``sample_runs``), and none is started after ``budget_s`` seconds."""
     started = time.perf_counter()
-    cases, sampled, venvs = [], [], {}
-    changed_total = {"fix": 0, "unsafe-fix": 0}
-    budget = max_runs
+    changed, sources = {}, {}
     for name, version, kind in packages:
         if kind != "sdist":
             continue
         label = f"{name}-{version}"
-        source = project_dir(name, version, kind)
-        candidates = set(runnable_files(source))
-        changed = {}
+        sources[label] = source = project_dir(name, version, kind)
+        candidates = runnable_files(source)
+        changed[label] = {}
         for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
             copy = _copy(source, work / f"{label}-run-{mode}")
             jaxmem.fix(["."], copy, unsafe=unsafe)
-            changed[mode] = [rel for rel in sorted(candidates)
-                             if (copy / rel).read_bytes() != (source / rel).read_bytes()]
-            changed_total[mode] += len(changed[mode])
-        files = sorted(set(changed["fix"]) | set(changed["unsafe-fix"]))
-        if not files:
-            continue
-        if budget <= 0 or time.perf_counter() - started > budget_s:
-            sampled.append({"package": label, "changed": files, "run": []})
-            continue
-        python, venvs[label] = project_venv(label, source, log)
-        before_root = _copy(source, work / f"{label}-run-before")
-        run = files[:budget]
-        budget -= len(run)
-        sampled.append({"package": label, "changed": files, "run": run})
-        for number, relative in enumerate(run):
-            if time.perf_counter() - started > budget_s:
-                sampled[-1]["run"] = run[:number]
-                break
-            log(f"{label}: running {relative} before and after the fix")
-            before, before_evidence = run_file(python, before_root, relative, timeout)
-            for mode in ("fix", "unsafe-fix"):
-                if relative not in changed[mode]:
-                    continue
-                after, evidence = run_file(python, work / f"{label}-run-{mode}", relative, timeout)
-                cases.append({"package": label, "path": relative, "mode": mode, "before": before, "after": after,
-                              "verdict": fix_verdict(before, after), "evidence": evidence,
-                              "before_evidence": before_evidence})
+            changed[label][mode] = [rel for rel in candidates if (copy / rel).read_bytes() != (source / rel).read_bytes()]
+        log(f"{label}: the fixer changes {len(changed[label]['fix'])} tests/examples "
+            f"({len(changed[label]['unsafe-fix'])} with --unsafe-fixes)")
+    chosen = sample_runs(changed, max_runs)
+    cases, ran, venvs = [], [], {}
+    for label, relative in chosen:
+        if time.perf_counter() - started > budget_s:
+            break
+        if label not in venvs:
+            python, venvs[label] = project_venv(label, sources[label], log)
+            _copy(sources[label], work / f"{label}-run-before")
+        python = VENVS / label / "bin" / "python"
+        original = (sources[label] / relative).read_text(encoding="utf-8")
+        # only the test functions the fixes touched (in either mode), so big test files fit the timeout
+        selected = set()
+        for mode in ("fix", "unsafe-fix"):
+            if relative in changed[label][mode]:
+                names = changed_tests(original, (work / f"{label}-run-{mode}" / relative).read_text(encoding="utf-8"))
+                selected = None if names is None or selected is None else selected | set(names)
+        tests = sorted(selected) if selected else None
+        log(f"{label}: running {relative}{' -k ' + ' or '.join(tests) if tests else ''} before and after the fix")
+        ran.append((label, relative))
+        before, before_evidence = run_file(python, work / f"{label}-run-before", relative, timeout, tests)
+        for mode in ("fix", "unsafe-fix"):
+            if relative not in changed[label][mode]:
+                continue
+            after, evidence = run_file(python, work / f"{label}-run-{mode}", relative, timeout, tests)
+            cases.append({"package": label, "path": relative, "tests": tests, "mode": mode, "before": before,
+                          "after": after, "verdict": fix_verdict(before, after), "evidence": evidence,
+                          "before_evidence": before_evidence})
+    modes = ("fix", "unsafe-fix")
+
+    def count(predicate) -> dict:
+        return {m: len([c for c in cases if c["mode"] == m and predicate(c)]) for m in modes}
+
     summary = {
-        "changed_files": changed_total,
-        "sampled": sum(len(s["run"]) for s in sampled),
-        "runs": {m: len([c for c in cases if c["mode"] == m]) for m in ("fix", "unsafe-fix")},
-        "same": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "same"]) for m in ("fix", "unsafe-fix")},
-        "same_and_passed": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "same"
-                                    and c["after"] == "passed"]) for m in ("fix", "unsafe-fix")},
-        "unsafe": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "unsafe"]) for m in ("fix", "unsafe-fix")},
-        "broke": {m: len([c for c in cases if c["mode"] == m and c["verdict"] == "broke"]) for m in ("fix", "unsafe-fix")},
+        "changed_files": {m: sum(len(c[m]) for c in changed.values()) for m in modes},
+        "sampled": len(ran),
+        "runs": count(lambda c: True),
+        "same": count(lambda c: c["verdict"] == "same"),
+        "same_and_passed": count(lambda c: c["verdict"] == "same" and c["after"] == "passed"),
+        "unsafe": count(lambda c: c["verdict"] == "unsafe"),
+        "broke": count(lambda c: c["verdict"] == "broke"),
     }
+    sampled = [{"package": label, "changed": modes_changed, "run": [f for l, f in ran if l == label]}
+               for label, modes_changed in changed.items()]
     return {"summary": summary, "cases": cases, "sampled": sampled, "venvs": venvs}

@@ -20,9 +20,15 @@ def summarize(report: dict) -> dict:
         package: {setting: len(d["missing"]) + len(d["extra"]) for setting, d in entry["differences"].items()}
         for package, entry in report["exactness"].items()
     }
+    unique = {
+        (package, side, tuple(identity))
+        for package, entry in report["exactness"].items()
+        for d in entry["differences"].values() for side in ("missing", "extra") for identity in d[side]
+    }
     summary["exactness"] = {
         "packages": len(differing),
-        "differences": sum(sum(v.values()) for v in differing.values()),
+        # a finding that differs in several settings counts once
+        "differences": len(unique),
         "by_package": {p: v for p, v in differing.items() if any(v.values())},
     }
     resolved = [c for c in report["recall"] if c["resolution"] == "resolved"]
@@ -81,7 +87,7 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
     s = report["summary"]
     rec, inj, pre = s["recall"], s["injection"], s["precision"]
     rows = [
-        ("shortcuts exact (differences, all settings)", str(s["exactness"]["differences"]), "0",
+        ("shortcuts exact (findings that differ)", str(s["exactness"]["differences"]), "0",
          "ok" if s["exactness"]["differences"] == 0 else "MISSED"),
         ("recall: check reports stripped donations",
          f"{rec['all']['reported']}/{rec['all']['parameters']} ({_pct(rec['all']['reported_ratio'])})",
@@ -155,12 +161,16 @@ def format_markdown(report: dict) -> str:
     if not s["exactness"]["by_package"]:
         out.append("No difference in any package.")
     for package, entry in report["exactness"].items():
+        settings_of: dict[tuple, list[str]] = {}
         for setting, diff in entry["differences"].items():
             for side in ("missing", "extra"):
                 for identity in diff[side]:
-                    code, path, line, col, message, confidence = identity
-                    out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} "
-                               f"with {setting} vs no shortcuts: {message}")
+                    settings_of.setdefault((side, tuple(identity)), []).append(setting)
+        for (side, identity), settings in settings_of.items():
+            code, path, line, col, message, confidence = identity
+            out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
+                       f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
+                       f"shortcuts): {message}")
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:
@@ -182,11 +192,19 @@ def format_markdown(report: dict) -> str:
                        f"{c['read_line']} (injected) after the call at original line {c['call_line']}")
     run = report.get("fix_then_run")
     if run:
-        out += ["", "## 4. Fix-then-run", "", f"Sampled: {run['summary']['sampled']}", ""]
+        changed = run["summary"]["changed_files"]
+        out += ["", "## 4. Fix-then-run", "",
+                f"Tests/examples changed: {changed['fix']} by the default fix, {changed['unsafe-fix']} with "
+                f"--unsafe-fixes; {run['summary']['sampled']} ran before and after.", "",
+                "| package | file | fix | before | after | verdict |", "|---|---|---|---|---|---|"]
+        for case in run["cases"]:
+            out.append(f"| {case['package']} | `{case['path']}` | {case['mode']} | {case['before']} | "
+                       f"{case['after']} | {case['verdict']} |")
+        out.append("")
         for case in run["cases"]:
             if case.get("verdict") not in (None, "same"):
-                out.append(f"- {case['package']} `{case['path']}` {case['mode']}: {case['before']} -> "
-                           f"{case['after']} ({case['verdict']}) {case.get('evidence', '')}")
+                out.append(f"- {case['verdict']}: {case['package']} `{case['path']}` {case['mode']}: "
+                           f"{case.get('evidence', '')}")
     review = report.get("review", {})
     out += ["", "## 5. Precision (reviewed sample)", "", f"Review file: {review.get('file')}", ""]
     for c in review.get("reviewed_still_reported", []):

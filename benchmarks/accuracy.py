@@ -276,6 +276,8 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.review_only:
         return review_only(Path(args.review_only))
+    if args.fix_run_into:
+        return fix_run_into(Path(args.fix_run_into), args)
     packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
@@ -310,6 +312,24 @@ def main(argv=None) -> int:
         stem.with_suffix(".json").write_text(json.dumps(report, indent=1, default=_json) + "\n")
         stem.with_suffix(".md").write_text(format_markdown(report))
         log(f"wrote {stem}.json and .md")
+    return 0
+
+
+def fix_run_into(results: Path, args) -> int:
+    """Run section 4 alone and put it into a finished ``accuracy-DATE.json`` (and its ``.md``)."""
+    from _fix_run import measure_fix_then_run
+
+    report = json.loads(results.read_text())
+    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    started = time.perf_counter()
+    report["fix_then_run"] = measure_fix_then_run(packages, max_runs=args.max_runs, timeout=args.run_timeout,
+                                                  budget_s=args.run_budget, log=log, work=WORK)
+    report["fix_then_run"]["seconds"] = round(time.perf_counter() - started, 1)
+    report["fix_then_run"]["command"] = " ".join(["python", "benchmarks/accuracy.py", *sys.argv[1:]])
+    print(format_table(report))
+    results.write_text(json.dumps(report, indent=1, default=_json) + "\n")
+    results.with_suffix(".md").write_text(format_markdown(report))
+    log(f"rewrote {results} and its .md with a new fix-then-run section")
     return 0
 
 
@@ -349,7 +369,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="most changed test/example files to run before and after (default: 20)")
     parser.add_argument("--run-timeout", type=float, default=120, help="seconds per program run (default: 120)")
     parser.add_argument("--run-budget", type=float, default=600,
-                        help="start no fix-then-run program after this many seconds (default: 600)")
+                        help="start no fix-then-run program once section 4 (applying the fixer included) "
+                             "has run this many seconds (default: 600)")
+    parser.add_argument("--fix-run-into", metavar="RESULTS_JSON",
+                        help="only run fix-then-run (section 4) and put it into this finished results file")
     parser.add_argument("--review-only", metavar="RESULTS_JSON",
                         help="only apply the newest review file to this finished results file, and rewrite it")
     parser.add_argument("--no-write", action="store_true", help="print the table only; write no results")

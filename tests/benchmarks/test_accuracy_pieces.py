@@ -193,3 +193,56 @@ def test_nnx_jit_calls_get_no_injected_read():
     """)
     donations = find_donations(source)
     assert donations[0].calls and injection_sites(donations, False) == injection_sites(donations, True) == []
+
+
+def test_fix_then_run_sample_takes_default_fixes_first_round_robin():
+    from _fix_run import sample_runs
+
+    changed = {"a": {"fix": ["a1", "a2", "a3"], "unsafe-fix": ["a1", "a2", "a3", "a4"]},
+               "b": {"fix": [], "unsafe-fix": ["b1", "b2"]},
+               "c": {"fix": ["c1"], "unsafe-fix": ["c1"]}}
+    assert sample_runs(changed, 6) == [("a", "a1"), ("c", "c1"), ("a", "a2"), ("a", "a3"), ("a", "a4"), ("b", "b1")]
+    assert sample_runs(changed, 2) == [("a", "a1"), ("c", "c1")]
+
+
+def test_calls_traced_inside_a_jitted_function_get_no_injected_read():
+    # a nested jit is traced, not dispatched: its donation deletes nothing
+    source = textwrap.dedent("""\
+        import jax
+
+        @jax.jit(donate_argnames=("cache",))
+        def update(new, cache):
+            return cache + new
+
+        @jax.jit
+        def attention(new, cache):
+            cache = update(new, cache)
+            return cache
+
+        def main(new, cache):
+            out = update(new, cache)
+    """)
+    (donation,) = find_donations(source)
+    assert [(site.line, site.in_simple_statement) for site in donation.calls] in (
+        [(9, False), (13, True)], [(13, True), (9, False)])
+    assert [site.line for site, _ in injection_sites([donation], True)] == [13]
+
+
+def test_fix_then_run_selects_the_test_functions_the_fix_changed():
+    from _fix_run import changed_tests
+
+    before = textwrap.dedent("""\
+        import jax
+
+        class T:
+            def test_a(self):
+                @jax.jit
+                def step(s):
+                    return s
+
+            def test_b(self):
+                pass
+    """)
+    after = before.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+    assert changed_tests(before, after) == ["test_a"]
+    assert changed_tests(before, "from functools import partial\n" + after) is None
