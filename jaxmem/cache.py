@@ -74,18 +74,7 @@ class FactsCache:
                               separators=(",", ":")).encode("utf-8")
         except (TypeError, ValueError, RecursionError):
             return  # not plain data: this file is simply not cached
-        try:
-            self._prepare()
-            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(data)
-                os.replace(temporary, self.folder / key)
-            except BaseException:
-                os.unlink(temporary)
-                raise
-        except OSError:  # read-only or full disk: caching is best effort
-            self.writable = False
+        self._write(self.folder / key, data)
 
     def skipped_index(self) -> dict:
         """``content digest -> syntax error or None`` for the files the pre-filter
@@ -116,13 +105,18 @@ class FactsCache:
         data = json.dumps({"format": SKIPPED_FORMAT, "verdicts": {
             digest: (list(error) if error is not None else None) for digest, error in verdicts.items()
         }}, separators=(",", ":")).encode("utf-8")
+        self._write(self._skipped_path(), data)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """Write ``data`` to ``path`` atomically; a failure (read-only or full disk)
+        turns caching off for the run, since caching is best effort."""
         try:
             self._prepare()
             handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
             try:
                 with os.fdopen(handle, "wb") as out:
                     out.write(data)
-                os.replace(temporary, self._skipped_path())
+                os.replace(temporary, path)
             except BaseException:
                 os.unlink(temporary)
                 raise

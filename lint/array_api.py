@@ -90,3 +90,16 @@ def is_host_producer(qualified: str | None) -> bool:
     if qualified is None:
         return False
     return qualified in HOST_PRODUCERS or qualified.split(".")[0] in HOST_ROOTS
+
+
+# Calls whose result is made of their argument's own arrays (views, not copies).
+VIEWS_OF_ARGUMENTS = frozenset(
+    {"flax.nnx.split", "flax.nnx.state", "flax.nnx.graph.flatten", "flax.nnx.graph.split",
+     "flax.nnx.split_state", "jax.tree_util.tree_flatten", "jax.tree_util.tree_leaves",
+     "jax.tree.flatten", "jax.tree.leaves"}
+)
+
+
+def is_view_of_arguments(qualified: str | None) -> bool:
+    """Whether a call of ``qualified`` returns its argument's arrays themselves."""
+    return qualified in VIEWS_OF_ARGUMENTS

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.array_api import TREE_MAPS, is_fresh_constructor, is_host_producer
+from jaxmem.lint.array_api import TREE_MAPS, is_fresh_constructor, is_host_producer, is_view_of_arguments
 from jaxmem.lint.flow import WRITE, Flow, Point
 from jaxmem.lint.refs import RefKey, ref_key
 
@@ -191,7 +191,10 @@ class Provenance:
         for name in sorted(_names_in(call)):
             if depth < 2 and self.owner_of((name,)) == "local":
                 for event in self.writes_of((name,)):
-                    if isinstance(event.origin, cst.Call) and event.origin is not call:
+                    # Followed back only through views of their argument
+                    # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
+                    if (isinstance(event.origin, cst.Call) and event.origin is not call
+                            and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))):
                         inner = self._shared_sources(event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
