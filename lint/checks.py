@@ -410,7 +410,11 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     if not evidence:
         return
     confidence, why = Confidence.HIGH, ""
-    doubts = []
+    # nnx objects share Variables with other Modules (``ema.apply_to(model)``,
+    # ``nnx.split``, optimizers holding models): a reference jaxmem cannot
+    # see may keep the old arrays (flax's ema_test crashed when this was high).
+    doubts = [f"nnx objects may share their arrays with other Modules (`{name}` is updated in place); "
+              "jaxmem cannot prove nothing else holds them"]
     if definition.public:
         doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
     if partial_view:
