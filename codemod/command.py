@@ -55,7 +55,6 @@ class AddDonationsCommand(VisitorBasedCodemodCommand):
         from jaxmem.codemod.project import project_jax_lower_bound
         from jaxmem.config import load_config
         from jaxmem.findings import Confidence
-        from jaxmem.lint import engine
         from jaxmem.noqa import is_suppressed, parse_noqa
 
         path = self.context.filename or "<module>"
