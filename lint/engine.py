@@ -20,6 +20,7 @@ from jaxmem.findings import FileReport
 from jaxmem.lint.checks import build_reports
 from jaxmem.lint.definitions import MODULE_SCOPE
 from jaxmem.lint.facts import FileFacts, extract, module_names_for
+from jaxmem.lint.parsing import parse_module
 from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
     context_selector,
     might_involve_jit,
@@ -59,8 +60,8 @@ def _syntax_error(text: str, target_version: str | None = None) -> tuple[int, in
 def _parse(text: str, target_version: str | None = None) -> cst.Module | tuple[int, int, str]:
     try:
         if target_version is None:
-            return cst.parse_module(text)
-        return cst.parse_module(text, cst.PartialParserConfig(python_version=target_version))
+            return parse_module(text)
+        return parse_module(text, cst.PartialParserConfig(python_version=target_version))
     except cst.ParserSyntaxError as error:
         message = " ".join(str(error.message).split())
         return (error.raw_line, max(error.raw_column, 0), f"could not parse: {message}; fix the syntax error")

@@ -29,7 +29,7 @@ from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_s
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
-from jaxmem.lint.walk import small_statements, statements, suite_statements
+from jaxmem.lint.walk import children, small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
 LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
@@ -149,16 +149,18 @@ class _Context:
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
         self.module_functions = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
         self.eager_calls = _calls_under_disable_jit(module, imports)
-        # Top-level functions whose body shows they keep no argument (used for escapes).
-        self.non_retaining = {stmt.name.value for stmt in module.body
-                              if isinstance(stmt, cst.FunctionDef) and not keeps_arguments(stmt)}
+        self._top_functions: dict[str, list[cst.FunctionDef]] = {}
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self._top_functions.setdefault(stmt.name.value, []).append(stmt)
+        self._keeps: dict[str, bool] = {}
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
         return self.finder.immediate(expr, scope)  # recorded in ``sites`` (the finder's list)
 
     def text(self, node: cst.CSTNode, limit: int = 60) -> str:
-        code = self.module.code_for_node(node).strip()
+        code = self.positions.code(node).strip()
         code = " ".join(code.split())
         return code if len(code) <= limit else code[: limit - 3] + "..."
 
@@ -176,7 +178,7 @@ class _Context:
         func = call.func
         if isinstance(func, cst.Name):
             if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees \
-                    or func.value in self.non_retaining:
+                    or self._keeps_no_argument(func.value):
                 return False
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
@@ -185,6 +187,13 @@ class _Context:
         if key is not None and key in {site.definition.callee for site in self.sites}:
             return False
         return True
+
+    def _keeps_no_argument(self, name: str) -> bool:
+        """Whether ``name`` is a top-level function whose body shows it keeps no
+        argument (decided on first use: most are never called with a tracked value)."""
+        if name not in self._keeps:
+            self._keeps[name] = all(keeps_arguments(f) for f in self._top_functions.get(name, ()))
+        return not self._keeps[name]
 
     def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:
         """Whether a call through ``key`` could reach a jitted callable (here or elsewhere)."""
@@ -410,7 +419,7 @@ def _calls_under_disable_jit(module: cst.Module, imports: ImportTable) -> set[in
             node = stack.pop()
             if isinstance(node, cst.Call):
                 found.add(id(node))
-            stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+            stack.extend(children(node))
     return found
 
 

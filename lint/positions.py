@@ -135,6 +135,18 @@ class Positions:
     def __contains__(self, node: cst.CSTNode) -> bool:
         return id(node) in self._index()
 
+    def code(self, node: cst.CSTNode) -> str:
+        """The code generated for ``node``: ``module.code_for_node(node)``, except
+        that continuation lines keep the indentation they have in the module."""
+        span = self._index_code().get(id(node))
+        if span is None:
+            return self._module.code_for_node(node)
+        return "".join(self._tokens[span[0]:span[1]])
+
+    def _index_code(self) -> dict[int, tuple[int, int]]:
+        self._index()
+        return self._code_spans
+
     def code_offsets(self, node: cst.CSTNode) -> tuple[int, int]:
         """Where ``node`` lies in the module's code, in characters, everything its code
         generation writes included (a statement's leading blank lines and comments too)."""

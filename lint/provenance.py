@@ -33,6 +33,7 @@ import libcst as cst
 from jaxmem.lint.array_api import TREE_MAPS, is_fresh_constructor, is_host_producer, is_view_of_arguments
 from jaxmem.lint.flow import WRITE, Flow, Point
 from jaxmem.lint.refs import RefKey, ref_key
+from jaxmem.lint.walk import children
 
 FRESH = "fresh"
 HOST = "host"
@@ -235,7 +236,7 @@ def _names_in(call: cst.Call) -> set[str]:
         elif isinstance(node, cst.Attribute) and node.attr.value in _FUNCTION_ATTRIBUTES:
             continue
         else:
-            stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
+            stack.extend(children(node))
     return names
 
 
@@ -322,5 +323,5 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
         if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                 and node.func.attr.value in CONTAINER_METHODS):
             return True
-        stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
+        stack.extend(children(node))
     return False

@@ -42,7 +42,7 @@ from jaxmem.lint.array_api import (
     TREE_MAPS,
 )
 from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.walk import small_statements, suite_statements
+from jaxmem.lint.walk import children, small_statements, suite_statements
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
@@ -154,10 +154,10 @@ class _Body:
 
 
 def _children_exprs(node):
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, cst.BaseExpression):
             yield child
-        elif isinstance(child, cst.CSTNode):
+        else:
             yield from _children_exprs(child)
 
 

@@ -15,21 +15,46 @@ from typing import Iterator
 import libcst as cst
 
 
+# Fields that only ever hold formatting (whitespace, comments, parentheses,
+# commas, colons): no analysis looks inside them, and skipping them halves
+# the nodes a walk visits.
+_FORMATTING_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "trailing_comma", "semicolon", "colon", "first_colon", "second_colon",
+    "equal", "dot", "separator", "leading_lines", "lines_after_decorators", "empty_lines", "header",
+    "footer", "trailing_whitespace", "leading_whitespace", "newline",
+})
+
+
 @lru_cache(maxsize=None)
 def _child_fields(node_type: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(node_type))
+    return tuple(f.name for f in dataclasses.fields(node_type)
+                 if f.name not in _FORMATTING_FIELDS and not f.name.startswith("whitespace"))
+
+
+# type -> whether it is a CSTNode: libcst's classes are ABCs, whose
+# isinstance checks cost several times a dictionary lookup.
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(value) -> bool:
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
 
 
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Direct children of ``node``, in source order."""
+    """Direct children of ``node`` in source order, formatting nodes (whitespace,
+    comments, parentheses, commas) left out."""
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
+        if type(value) is tuple or type(value) is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(item):
                     yield item
+        elif _is_node(value):
+            yield value
 
 
 def descendants(node: cst.CSTNode, *, into_scopes: bool = True) -> Iterator[cst.CSTNode]:

@@ -36,3 +36,15 @@ def test_positions_match_libcst(source):
         assert (got.start.line, got.start.column, got.end.line, got.end.column) == (
             want.start.line, want.start.column, want.end.line, want.end.column,
         ), type(node).__name__
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_code_is_the_nodes_code(source):
+    module = cst.parse_module(source)
+    ours = Positions(module)
+    from jaxmem.lint.walk import descendants
+
+    for node in descendants(module):
+        if node in ours:
+            # Continuation lines keep their module indentation: equal up to whitespace.
+            assert ours.code(node).split() == module.code_for_node(node).split(), type(node).__name__
