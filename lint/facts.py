@@ -365,7 +365,7 @@ class FactExtractor:
         ctx = self.ctx
         escapes: list[Use] = []
         alias_reads: list[Use] = []
-        for p, event in flow.events():
+        for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
             if event.kind == ESCAPE and event.key is None:
                 continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):

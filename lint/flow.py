@@ -171,6 +171,7 @@ class Flow:
         self.capture_nodes: list[cst.CSTNode] = []  # nested defs and lambdas (closures)
         self._free: dict[int, set[str]] = {}
         self._captured: set[str] | None = None
+        self._by_name: dict[str, list] | None = None
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
 
@@ -274,6 +275,20 @@ class Flow:
         for n, node in enumerate(self.nodes):
             for i, event in enumerate(node.events):
                 yield Point(n, i), event
+
+    def events_about(self, name: str) -> list:
+        """The ``(point, event)`` pairs, in :meth:`events` order, whose key or one
+        of whose sources starts with ``name`` (built once: a scope's calls each ask)."""
+        if self._by_name is None:
+            index: dict[str, list] = {}
+            for point, event in self.events():
+                names = {source[0] for source in event.sources}
+                if event.key is not None:
+                    names.add(event.key[0])
+                for root in names:
+                    index.setdefault(root, []).append((point, event))
+            self._by_name = index
+        return self._by_name.get(name, [])
 
 
 @dataclass

@@ -50,13 +50,34 @@ class _IndexState(CodegenState):
     def after_codegen(self, node) -> None:
         start = self._stack.pop()
         if type(node) not in _UNTRACKED:
-            self.spans.setdefault(id(node), (start, len(self.tokens)))
-            self.code_spans[id(node)] = (start, len(self.tokens))
+            key = id(node)
+            span = (start, len(self.tokens))
+            if key not in self.spans:
+                self.spans[key] = span
+            self.code_spans[key] = span
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        # An expression without parentheses generates exactly its syntactic
+        # span: after_codegen records it.  Most nodes are such expressions.
+        if start_node is None and end_node is None and not getattr(node, "lpar", True) \
+                and not hasattr(node, "comma"):  # an element's code ends with its comma
+            return _NOTHING_TO_RECORD
         # A small class, not a @contextmanager generator: libcst enters this
         # for most nodes, and the generator protocol cost 4% of a check.
         return _SyntacticSpan(self, node, start_node, end_node)
+
+
+class _NothingToRecord:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        return False
+
+
+_NOTHING_TO_RECORD = _NothingToRecord()
 
 
 class _SyntacticSpan:
