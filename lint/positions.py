@@ -10,9 +10,12 @@ syntactic ones PositionProvider gives (a test compares them).
 from __future__ import annotations
 
 import bisect
+import contextlib
+import threading
 from dataclasses import dataclass
 
 import libcst as cst
+from libcst._nodes.expression import _BaseParenthesizedNode
 from libcst._nodes.internal import CodegenState
 
 
@@ -80,6 +83,56 @@ class _NothingToRecord:
 _NOTHING_TO_RECORD = _NothingToRecord()
 
 
+class _Parenthesized:
+    """libcst's ``_parenthesize`` as a small class instead of a generator."""
+
+    __slots__ = ("node", "state", "span")
+
+    def __init__(self, node, state) -> None:
+        self.node, self.state = node, state
+
+    def __enter__(self) -> None:
+        for lpar in self.node.lpar:
+            lpar._codegen(self.state)
+        self.span = self.state.record_syntactic_position(self.node)
+        self.span.__enter__()
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        self.span.__exit__(exc_type, exc, traceback)
+        if exc_type is None:
+            for rpar in self.node.rpar:
+                rpar._codegen(self.state)
+        return False
+
+
+def _parenthesize(self, state):
+    if not self.lpar and not self.rpar:
+        return state.record_syntactic_position(self)
+    return _Parenthesized(self, state)
+
+
+_ORIGINAL_PARENTHESIZE = _BaseParenthesizedNode.__dict__.get("_parenthesize")
+# Replaced only while it does what it did when this was written: every
+# expression enters it, and the @contextmanager protocol was a tenth of the pass.
+_REPLACEABLE = getattr(getattr(_ORIGINAL_PARENTHESIZE, "__wrapped__", None), "__code__", None) is not None and (
+    _ORIGINAL_PARENTHESIZE.__wrapped__.__code__.co_names == ("lpar", "_codegen", "record_syntactic_position", "rpar"))
+_patch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _parentheses_without_generators():
+    """libcst's code generation with :func:`_parenthesize` in place of its generator."""
+    if not _REPLACEABLE:
+        yield
+        return
+    with _patch_lock:
+        _BaseParenthesizedNode._parenthesize = _parenthesize
+        try:
+            yield
+        finally:
+            _BaseParenthesizedNode._parenthesize = _ORIGINAL_PARENTHESIZE
+
+
 class _SyntacticSpan:
     """Records ``node``'s token span when its codegen finishes."""
 
@@ -118,7 +171,8 @@ class Positions:
         # Built on first use: many files parsed turn out to need no position.
         if self._spans is None:
             state = _IndexState(self._module)
-            self._module._codegen(state)
+            with _parentheses_without_generators():
+                self._module._codegen(state)
             self._spans, self._tokens, self._code_spans = state.spans, state.tokens, state.code_spans
         return self._spans
 

@@ -22,14 +22,17 @@ def ident(name: str) -> str:
 
 def ref_key(expr: cst.BaseExpression) -> RefKey | None:
     """The key of ``expr`` when it is a plain name/attribute/literal-subscript chain."""
-    if isinstance(expr, cst.Name):
+    # Exact types: libcst's classes are ABCs, whose isinstance costs a Python
+    # call, and nothing subclasses these concrete nodes.
+    kind = type(expr)
+    if kind is cst.Name:
         if expr.value in _CONSTANTS:
             return None  # None, True, False are values, not variables
         return (ident(expr.value),)
-    if isinstance(expr, cst.Attribute):
+    if kind is cst.Attribute:
         base = ref_key(expr.value)
         return None if base is None else base + (ident(expr.attr.value),)
-    if isinstance(expr, cst.Subscript):
+    if kind is cst.Subscript:
         part = literal_subscript(expr)
         if part is None:
             return None

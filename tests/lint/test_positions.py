@@ -48,3 +48,16 @@ def test_code_is_the_nodes_code(source):
         if node in ours:
             # Continuation lines keep their module indentation: equal up to whitespace.
             assert ours.code(node).split() == module.code_for_node(node).split(), type(node).__name__
+
+
+def test_libcst_parenthesize_is_restored_after_indexing():
+    from libcst._nodes.expression import _BaseParenthesizedNode
+
+    from jaxmem.lint import positions
+
+    module = cst.parse_module("y = ((a) + f(b, *c))\n")
+    ours = Positions(module)
+    assert ours[module.body[0]].start.line == 1
+    assert positions._REPLACEABLE  # the pinned libcst: the replacement is in use
+    assert _BaseParenthesizedNode.__dict__["_parenthesize"] is positions._ORIGINAL_PARENTHESIZE
+    assert module.code == "y = ((a) + f(b, *c))\n"
