@@ -79,12 +79,30 @@ def _unique_files(files: list[str]) -> list[str]:
     """``files`` without a second spelling of the same file (``a.py`` and ``/abs/a.py``)."""
     seen: set[str] = set()
     unique = []
+    realpath = RealPaths()
     for path in files:
-        key = path if path == STDIN else os.path.realpath(path)
+        key = path if path == STDIN else realpath(path)
         if key not in seen:
             seen.add(key)
             unique.append(path)
     return unique
+
+
+class RealPaths:
+    """``os.path.realpath`` for many files of few folders: each folder is
+    resolved once, and a file only needs one ``lstat`` to rule out a link."""
+
+    def __init__(self):
+        self.folders: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        if name in ("", ".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        real = self.folders.get(folder)
+        if real is None:
+            real = self.folders[folder] = os.path.realpath(folder or os.curdir)
+        return os.path.join(real, name)
 
 
 def missing_paths(paths) -> list[str]:
