@@ -174,7 +174,7 @@ def context_files(paths, files: list[str], root, settings: Settings, stdin_filen
         seen.add(os.path.realpath(stdin_filename))
     out = []
     relative_folders: dict[str, str] = {}
-    for path in discover([str(root)], root=root, exclude=settings.exclude):
+    for path in discover([str(root)], root=root, exclude=settings.exclude, realpath=realpath):
         if realpath(path) not in seen:
             # os.path.relpath(path), one folder at a time
             folder, name = os.path.split(path)
