@@ -2,8 +2,7 @@
 
 Four kinds of file, all JSON written atomically, all specific to the jaxmem
 version, a stamp of the analysis code itself (so an editable install never
-serves results of older code) and, except the summaries, to
-``Settings.fingerprint()``:
+serves results of older code) and ``Settings.fingerprint()``:
 
 * one entry per file's facts, keyed by its path, content (sha256), the
   names of other files it may call and whether its folder is a package;
