@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -51,6 +52,7 @@ def project(tmp_path, monkeypatch):
     write(tmp_path, "binary.py", b"x = 1\0\n")
     write(tmp_path, "latin.py", b"s = '\xe9'\n")
     write(tmp_path, "plain.py", "def helper(x):\n    return x\n")
+    os.mkfifo(tmp_path / "fifo.py")  # a read problem: JXM900 from the run entry too
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -65,7 +67,8 @@ def _check(paths=(".",), settings=None, **options):
 
 def test_warm_runs_equal_a_run_without_cache(project):
     expected = _check(use_cache=False)
-    assert {r.path for r in expected if r.findings} >= {"lib.py", "train.py", "broken.py", "binary.py", "latin.py"}
+    assert {r.path for r in expected if r.findings} >= {
+        "lib.py", "train.py", "broken.py", "binary.py", "latin.py", "fifo.py"}
     cold = _check()
     assert len(_runs(project)) == 1
     assert cold == expected
@@ -114,6 +117,15 @@ def test_a_new_package_marker_changes_the_facts_even_when_excluded(project):
     after = _check(settings=settings)
     assert after == _check(settings=settings, use_cache=False)
     assert after != before
+
+
+def test_a_run_where_the_engine_failed_on_a_file_is_not_kept(project):
+    """Such a file is analysed again next run (the facts cache keeps no error either)."""
+    write(project, "deep.py", "import jax\n\nf = jax.jit(abs)\nx = " + "(" * 300 + ")" * 300 + "\n")
+    reports = _check()
+    assert any(f.code == "JXM900" for r in reports if r.path == "deep.py" for f in r.findings)
+    assert _runs(project) == []
+    assert _check() == reports == _check(use_cache=False)
 
 
 def test_stdin_runs_write_no_run_entry(project):
@@ -210,3 +222,11 @@ def test_a_hook_run_keeps_the_summaries_of_the_whole_project(project):
     after = set(json.loads(index.read_text())["entries"])
     assert before < after
 
+
+
+def test_cli_flags_change_what_a_warm_run_reports(project, jaxmem):
+    for flags in ([], ["--min-confidence", "low"], ["--ignore", "JXM001"], ["--select", "JXM9"], []):
+        warm = [jaxmem("check", *flags, ".") for _ in range(2)]
+        uncached = jaxmem("check", "--no-cache", *flags, ".")
+        assert warm[0].stdout == warm[1].stdout == uncached.stdout, flags
+        assert warm[1].returncode == uncached.returncode
