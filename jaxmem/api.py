@@ -1,9 +1,12 @@
 """The ``jaxmem check`` pipeline as a function: paths in, one report per file out.
 
-discovery -> sources -> cache -> ``engine.facts_for_file`` (per file, in
-worker processes with ``jobs > 1``) -> ``engine.report`` (joins all files,
-so a call in one file of a function jitted in another resolves) -> select /
-ignore / min-confidence / ``# noqa`` -> sorted.
+discovery -> bytes and digests -> the whole-run entry (:mod:`jaxmem.runcache`:
+the same files, settings and paths as an earlier run return its reports) ->
+decoded sources -> pre-filter summaries (:mod:`jaxmem.summaries`) -> facts
+cache -> ``engine.facts_for_file`` (per file, in worker processes with
+``jobs > 1``) -> ``engine.report`` (joins all files, so a call in one file
+of a function jitted in another resolves) -> select / ignore /
+min-confidence / ``# noqa`` -> sorted.
 
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
@@ -16,24 +19,22 @@ its worker even alone is a JXM900 naming the signal.
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import signal
 from pathlib import Path
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from jaxmem.cache import FactsCache
 from jaxmem.config import load_config
 from jaxmem.deep import call_deep, too_deep_message
-from jaxmem.discovery import STDIN, discover
+from jaxmem.discovery import STDIN, RealPaths, discover
 from jaxmem.findings import FileReport, Finding
 from jaxmem.nesting import nesting_error, python_syntax_error
-from jaxmem.noqa import NoqaMap, is_suppressed, parse_noqa
+from jaxmem.noqa import is_suppressed, parse_noqa
+from jaxmem.runcache import RunCache, inputs_digest
 from jaxmem.settings import Settings
-from jaxmem.sources import PARSE_ERROR_CODE, parse_error_finding, read_source
+from jaxmem.sources import PARSE_ERROR_CODE, decode_raw, parse_error_finding, read_raw
 
 INTERNAL_ERROR_PREFIX = "internal error: "
 
@@ -73,12 +74,23 @@ def check_paths(
     cache = FactsCache(config.root, settings) if use_cache else None
     run = _Run(settings, cache, progress, total=len(files), context=set(context))
 
-    from jaxmem.lint import engine
+    raws = [read_raw(path, stdin_filename=stdin_filename, stdin=stdin, max_bytes=settings.max_file_size)
+            for path in files + context]
+    run_cache = inputs = None
+    if cache is not None and STDIN not in files:
+        # Everything the reports depend on, file by file (a decoding problem
+        # is a function of the path and the bytes).
+        records = [(raw.path, raw.digest, raw.problem, path in run.context, run.in_package(raw.path))
+                   for path, raw in zip(files + context, raws)]
+        run_cache = RunCache(cache, (os.getcwd(), paths, whole_project, force_exclude, settings))
+        inputs = inputs_digest(records)
+        reports = run_cache.get(inputs, {record[0] for record in records if not record[3]})
+        if reports is not None:
+            return reports
 
     sources = []
-    for path in files + context:
-        source = read_source(path, stdin_filename=stdin_filename, stdin=stdin,
-                             max_bytes=settings.max_file_size)
+    for path, raw in zip(files + context, raws):
+        source = decode_raw(raw)
         run.digests[source.path] = source.digest
         if source.problem is not None:
             if path not in run.context:
@@ -87,6 +99,12 @@ def check_paths(
         else:
             run.order.append(source.path)
             sources.append((path, source))
+    del raws
+
+    from jaxmem.lint import engine
+    from jaxmem.lint.relevance import hints_of, summary_involves_jit, summary_reachable_hints
+    from jaxmem.summaries import Summaries
+
     if run.context:
         # Of the project's other files, only those that import, call or pass
         # what the requested files define, or that the requested files import.
@@ -94,15 +112,18 @@ def check_paths(
         sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
         kept = {s.path for _, s in sources}
         run.order = [p for p in run.order if p in kept or p not in run.context]
+    # What the textual pre-filter needs of each file, by content digest.
+    summaries = Summaries(cache)
+    summary = {source.path: summaries.summary(source.digest, source.text) for _, source in sources}
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
-    hints = engine.project_hints({source.path: source.text for _, source in sources})
+    hints = hints_of(summary.values())
     pending = []
     skipped_index = cache.skipped_index() if cache is not None else {}
-    skipped_now: dict = {}  # what this run saw: the index keeps no stale digests
+    skipped_now: dict = {}
     for path, source in sources:
-        run.noqa[source.path] = parse_noqa(source.text)
-        if not engine.might_involve_jit(source.text, settings, hints):
+        run.texts[source.path] = source.text
+        if not summary_involves_jit(summary[source.path], source.text, settings, hints):
             # Skipped by the engine after a syntax check, whose verdict is kept
             # in one small index by content digest.
             if source.digest in skipped_index:
@@ -114,8 +135,10 @@ def check_paths(
             run.store((source.path, source.text, source.digest, False), ("facts", facts))
             continue
         # Which parts of a file are analysed depends on the names it can call
-        # from other files' jitted functions: those belong in the cache key.
-        digest = _facts_digest(source.digest, engine.reachable_hints(source.text, hints))
+        # from other files' jitted functions, and whether its folder is a
+        # package (its functions are then public): both belong in the cache key.
+        digest = _facts_digest(source.digest, summary_reachable_hints(summary[source.path], hints),
+                               run.in_package(source.path))
         cacheable = cache is not None and path != STDIN
         cached = cache.get(source.path, digest) if cacheable else None
         if cached is not None:
@@ -123,9 +146,14 @@ def check_paths(
         else:
             pending.append((source.path, source.text, digest, cacheable))
     run.compute(pending, jobs, hints)
-    if cache is not None and skipped_now != skipped_index:
-        cache.save_skipped_index(skipped_now)
-    return run.finish()
+    if cache is not None:
+        limit = 2 * len(files + context) + 1000  # room for this project and some edits
+        summaries.save(limit)
+        cache.save_skipped_index(skipped_index, skipped_now, limit)
+    reports = run.finish()
+    if run_cache is not None and not run.errors:
+        run_cache.put(inputs, reports)
+    return reports
 
 
 def context_files(paths, files: list[str], root, settings: Settings, stdin_filename: str | None = None) -> list[str]:
@@ -140,20 +168,27 @@ def context_files(paths, files: list[str], root, settings: Settings, stdin_filen
     resolved_root = root.resolve()
     if any(p != STDIN and os.path.isdir(p) and Path(p).resolve() == resolved_root for p in paths):
         return []
-    seen = {os.path.realpath(f) for f in files if f != STDIN}
+    realpath = RealPaths()
+    seen = {realpath(f) for f in files if f != STDIN}
     if stdin_filename:
         seen.add(os.path.realpath(stdin_filename))
     out = []
-    for path in discover([str(root)], root=root, exclude=settings.exclude):
-        if os.path.realpath(path) not in seen:
-            relative = os.path.relpath(path)
+    relative_folders: dict[str, str] = {}
+    for path in discover([str(root)], root=root, exclude=settings.exclude, realpath=realpath):
+        if realpath(path) not in seen:
+            # os.path.relpath(path), one folder at a time
+            folder, name = os.path.split(path)
+            if folder not in relative_folders:
+                relative_folders[folder] = os.path.relpath(folder or os.curdir)
+            relative = name if relative_folders[folder] == os.curdir else os.path.join(relative_folders[folder], name)
             out.append(path if relative.startswith("..") else relative)
     return out
 
 
-def _facts_digest(content_digest: str, reachable_hints) -> str:
-    """The cache key of a file's facts: its contents plus the other files' names it may call."""
-    return content_digest + "|" + ",".join(sorted(reachable_hints))
+def _facts_digest(content_digest: str, reachable_hints, in_package: bool) -> str:
+    """The cache key of a file's facts: its contents, the other files' names
+    it may call, and whether its folder is a package."""
+    return content_digest + "|" + ",".join(sorted(reachable_hints)) + ("|package" if in_package else "")
 
 
 def is_internal_error(finding: Finding) -> bool:
@@ -179,6 +214,8 @@ def ignore_interrupts() -> None:
 def isolated_facts_or_error(path: str, text: str, settings: Settings, hints=frozenset()):
     """:func:`facts_or_error` in a process of its own; a JXM900 finding naming
     the cause when that process dies."""
+    import multiprocessing
+
     context = multiprocessing.get_context()
     receiver, sender = context.Pipe(duplex=False)
     worker = context.Process(target=_send_facts, args=(sender, path, text, settings, hints))
@@ -256,11 +293,21 @@ class _Run:
     total: int
     facts: dict = field(default_factory=dict)
     problems: dict = field(default_factory=dict)
-    noqa: dict[str, NoqaMap] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # for their noqa comments
     order: list[str] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)
     done: int = 0
     context: set = field(default_factory=set)  # analysed for their calls, not reported
+    errors: bool = False  # the engine failed on a file (not cached, retried next run)
+    packages: dict[str, bool] = field(default_factory=dict)
+
+    def in_package(self, path: str) -> bool:
+        """Whether the folder of ``path`` holds an ``__init__.py`` (the engine
+        then counts its functions public)."""
+        folder = os.path.dirname(path)
+        if folder not in self.packages:
+            self.packages[folder] = os.path.exists(os.path.join(os.path.abspath(folder or os.curdir), "__init__.py"))
+        return self.packages[folder]
 
     def add_facts(self, path: str, facts) -> None:
         self.facts[path] = facts
@@ -290,6 +337,9 @@ class _Run:
 
     def _compute_in_pool(self, pending: list, workers: int, hints: frozenset) -> list:
         """Analyse in worker processes; returns the items not analysed if a worker died."""
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
         left = {item[0]: item for item in pending}
         pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts)
         try:
@@ -311,6 +361,7 @@ class _Run:
         path, _, digest, cacheable = item
         kind, value = outcome
         if kind == "error":
+            self.errors = True
             self.problem(path, value)
             return
         if self.cache is not None and cacheable:
@@ -345,7 +396,9 @@ class _Run:
         for path, finding in self.problems.items():
             report_of(path).findings.append(finding)
         for report in reports.values():
-            noqa = self.noqa.get(report.path, {})
+            if report.path in self.context:
+                continue  # not returned
+            noqa = parse_noqa(self.texts[report.path]) if report.findings and report.path in self.texts else {}
             report.findings = sorted(
                 (f for f in report.findings if self._wanted(f) and not is_suppressed(f, noqa)),
                 key=lambda f: f.sort_key,

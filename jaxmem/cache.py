@@ -1,13 +1,22 @@
-"""Per-file cache of the engine's facts, under ``.jaxmem_cache/`` at the project root.
+"""The cache under ``.jaxmem_cache/`` at the project root.
 
-An entry is keyed by the file's path and content (sha256), the jaxmem
+Four kinds of file, all JSON written atomically, all specific to the jaxmem
 version, a stamp of the analysis code itself (so an editable install never
-serves facts computed by older code) and ``Settings.fingerprint()``.
-Entries are JSON written atomically (:mod:`jaxmem.factcodec`: reading one
-back can build only jaxmem's own plain data, never run code); an entry that
-is unreadable, not a regular file, not JSON, of another format or key, or
-not a file's facts is a miss.  A cache folder that cannot be written
-silently disables caching.
+serves results of older code) and ``Settings.fingerprint()``:
+
+* one entry per file's facts, keyed by its path, content (sha256), the
+  names of other files it may call and whether its folder is a package;
+* ``skipped-*.json``: the syntax verdicts of files the pre-filter skips, and
+  ``summaries-*.json``: what the pre-filter needs of each text
+  (:mod:`jaxmem.summaries`), both by content digest; each run adds what it
+  saw, and the entries seen longest ago go first beyond a size limit;
+* ``run-*.json``: a whole run's reports (:mod:`jaxmem.runcache`), one per
+  run shape, reused while no file the run read has changed.
+
+Reading back can build only jaxmem's own plain data, never run code
+(:mod:`jaxmem.factcodec`); a file that is unreadable, not a regular file,
+not JSON, of another format or key, or not what it should hold is a miss.
+A cache folder that cannot be written silently disables caching.
 """
 
 from __future__ import annotations
@@ -25,8 +34,9 @@ from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
-ENTRY_FORMAT = "jaxmem-facts-1"
-SKIPPED_FORMAT = "jaxmem-skipped-1"
+ENTRY_FORMAT = "jaxmem-facts-2"
+SKIPPED_FORMAT = "jaxmem-skipped-2"
+SUMMARIES_FORMAT = "jaxmem-summaries-1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -80,32 +90,56 @@ class FactsCache:
         """``content digest -> syntax error or None`` for the files the pre-filter
         skipped in earlier runs: one small file read once, instead of parsing
         every skipped file again (anything unexpected in it is an empty index)."""
-        try:
-            data = json.loads(read_regular_file(str(self._skipped_path()), MAX_ENTRY_BYTES))
-        except (UnreadableFile, ValueError, RecursionError):
-            return {}
-        if not (isinstance(data, dict) and data.get("format") == SKIPPED_FORMAT
-                and isinstance(data.get("verdicts"), dict)):
-            return {}
-        verdicts = {}
-        for digest, error in data["verdicts"].items():
-            if error is None:
-                verdicts[digest] = None
-            elif (isinstance(error, list) and len(error) == 3 and all(type(v) is int for v in error[:2])
-                  and isinstance(error[2], str)):
-                verdicts[digest] = tuple(error)
-            else:
-                return {}
-        return verdicts
+        verdicts = self.load_index(self._skipped_name(), SKIPPED_FORMAT, _is_verdict)
+        return {digest: None if error is None else tuple(error) for digest, error in verdicts.items()}
 
-    def save_skipped_index(self, verdicts: dict) -> None:
-        """Write the skipped files' verdicts (best effort, atomic)."""
-        if not self.writable:
+    def save_skipped_index(self, old: dict, seen: dict, limit: int) -> None:
+        """Add the verdicts ``seen`` in this run to the ``old`` index (best effort, atomic)."""
+        self.save_index(self._skipped_name(), SKIPPED_FORMAT, old, {
+            digest: (list(error) if error is not None else None) for digest, error in seen.items()
+        }, limit)
+
+    def load_index(self, name: str, format_name: str, is_entry) -> dict:
+        """The ``digest -> entry`` index in the file ``name``; ``{}`` when it is
+        missing, not JSON, of another format, or any entry fails ``is_entry``."""
+        data = self.read_json(name)
+        if not (isinstance(data, dict) and data.get("format") == format_name
+                and isinstance(data.get("entries"), dict)):
+            return {}
+        entries = data["entries"]
+        return entries if all(is_entry(entry) for entry in entries.values()) else {}
+
+    def save_index(self, name: str, format_name: str, old: dict, seen: dict, limit: int) -> None:
+        """Write ``old`` updated with ``seen`` when ``seen`` adds a digest.
+
+        The entries seen last go last, and beyond ``limit`` entries the
+        first ones (seen longest ago) are dropped: edits do not pile up.
+        """
+        if all(digest in old for digest in seen):
             return
-        data = json.dumps({"format": SKIPPED_FORMAT, "verdicts": {
-            digest: (list(error) if error is not None else None) for digest, error in verdicts.items()
-        }}, separators=(",", ":")).encode("utf-8")
-        self._write(self._skipped_path(), data)
+        entries = {digest: entry for digest, entry in old.items() if digest not in seen}
+        entries.update(seen)
+        if len(entries) > limit:
+            entries = dict(list(entries.items())[len(entries) - limit:])
+        self.write_json(name, {"format": format_name, "entries": entries})
+
+    def read_json(self, name: str):
+        """The JSON value in the cache file ``name``, or ``None`` if there is no usable one."""
+        try:
+            return json.loads(read_regular_file(str(self.folder / name), MAX_ENTRY_BYTES))
+        except (UnreadableFile, ValueError, RecursionError):
+            return None
+
+    def write_json(self, name: str, value) -> None:
+        """Write ``value`` as JSON to the cache file ``name`` (best effort, atomic)."""
+        if self.writable:
+            self._write(self.folder / name, json.dumps(value, separators=(",", ":")).encode("utf-8"))
+
+    def file_name(self, kind: str, *parts: str) -> str:
+        """A cache file name for ``kind`` that is specific to this cache's code
+        and settings, and to ``parts``."""
+        material = "\0".join((self.namespace, *parts))
+        return f"{kind}-{hashlib.sha256(material.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.json"
 
     def _write(self, path: Path, data: bytes) -> None:
         """Write ``data`` to ``path`` atomically; a failure (read-only or full disk)
@@ -123,9 +157,9 @@ class FactsCache:
         except OSError:
             self.writable = False
 
-    def _skipped_path(self) -> Path:
+    def _skipped_name(self) -> str:
         digest = hashlib.sha256(self.namespace.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return self.folder / f"skipped-{digest}.json"
+        return f"skipped-{digest}.json"
 
     def _prepare(self) -> None:
         top = self.folder.parent
@@ -147,6 +181,12 @@ def _create_once(path: Path, text: str) -> None:
         return
     with os.fdopen(fd, "w") as out:
         out.write(text)
+
+
+def _is_verdict(error) -> bool:
+    """Whether ``error`` is a stored syntax verdict: null or ``[line, col, message]``."""
+    return error is None or (isinstance(error, list) and len(error) == 3 and type(error[0]) is int
+                             and type(error[1]) is int and isinstance(error[2], str))
 
 
 def _is_facts_of(facts, path: str) -> bool:

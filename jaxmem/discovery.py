@@ -47,12 +47,14 @@ def discover(
     exclude=(),
     force_exclude: bool = False,
     respect_gitignore: bool = True,
+    realpath=None,
 ) -> list[str]:
     """The files to check for ``paths``, in order, without duplicates.
 
     Paths keep the spelling the user gave (``src/a.py`` stays relative);
-    ``-`` (stdin) is passed through.  Raises :class:`DiscoveryError` for a
-    path that does not exist.
+    ``-`` (stdin) is passed through.  ``realpath`` (a :class:`RealPaths`)
+    lets the caller reuse what was resolved.  Raises :class:`DiscoveryError`
+    for a path that does not exist.
     """
     matcher = ExcludeMatcher(exclude, Path(root) if root is not None else Path.cwd())
     files: list[str] = []
@@ -72,19 +74,43 @@ def discover(
                 files.append(os.path.normpath(raw))
         else:
             raise DiscoveryError(f"{raw}: no such file or directory")
-    return _unique_files(files)
+    return _unique_files(files, realpath or RealPaths())
 
 
-def _unique_files(files: list[str]) -> list[str]:
+def _unique_files(files: list[str], realpath) -> list[str]:
     """``files`` without a second spelling of the same file (``a.py`` and ``/abs/a.py``)."""
     seen: set[str] = set()
     unique = []
     for path in files:
-        key = path if path == STDIN else os.path.realpath(path)
+        key = path if path == STDIN else realpath(path)
         if key not in seen:
             seen.add(key)
             unique.append(path)
     return unique
+
+
+class RealPaths:
+    """``os.path.realpath`` for many files of few folders: each folder is
+    resolved once, and a file only needs one ``lstat`` to rule out a link."""
+
+    def __init__(self):
+        self.folders: dict[str, str] = {}
+        self.files: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        real = self.files.get(path)
+        if real is None:
+            real = self.files[path] = self._resolve(path)
+        return real
+
+    def _resolve(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        if name in ("", ".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        real = self.folders.get(folder)
+        if real is None:
+            real = self.folders[folder] = os.path.realpath(folder or os.curdir)
+        return os.path.join(real, name)
 
 
 def missing_paths(paths) -> list[str]:

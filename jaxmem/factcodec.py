@@ -2,11 +2,12 @@
 
 The engine's facts are frozen dataclasses, enums, tuples, lists, sets,
 frozensets and dicts over strings, numbers, booleans and ``None``.  Each is
-written as JSON; every JSON object is a one-key tag saying which container
-or class it stands for.  Reading back builds only classes that are
-dataclasses or enums defined in a ``jaxmem`` module that is already
-imported, with exactly their declared fields; anything else raises
-:class:`DecodeError`, which the cache treats as a miss.
+written as JSON: a tuple (by far the most common container) as a JSON
+array, everything else as a one-key tagged object (a dataclass as its class
+name then its field values in declaration order).  Reading back builds only
+classes that are dataclasses or enums defined in a ``jaxmem`` module that
+is already imported, with exactly as many values as they have fields;
+anything else raises :class:`DecodeError`, which the cache treats as a miss.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import enum
 import sys
 from functools import lru_cache
 
-TUPLE, SET, FROZENSET, DICT, CLASS, ENUM = "(", "{", "f{", "d", "c", "e"
+LIST, SET, FROZENSET, DICT, CLASS, ENUM = "l", "{", "f{", "d", "c", "e"
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -28,10 +29,10 @@ def encode(value):
     """``value`` as JSON-ready data; raises ``TypeError`` for anything that is not plain data."""
     if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
         return value
-    if isinstance(value, list):
-        return [encode(item) for item in value]
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {TUPLE: [encode(item) for item in value]}
+        return [encode(item) for item in value]
+    if isinstance(value, list):
+        return {LIST: [encode(item) for item in value]}
     if isinstance(value, frozenset):
         return {FROZENSET: [encode(item) for item in _stable(value)]}
     if isinstance(value, set):
@@ -41,8 +42,7 @@ def encode(value):
     if isinstance(value, enum.Enum):
         return {ENUM: [_class_name(type(value)), encode(value.value)]}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {name: encode(getattr(value, name)) for name in _field_names(type(value))}
-        return {CLASS: [_class_name(type(value)), fields]}
+        return {CLASS: [_class_name(type(value)), *(encode(getattr(value, name)) for name in _field_names(type(value)))]}
     raise TypeError(f"cannot cache a {type(value).__name__}")
 
 
@@ -52,25 +52,28 @@ _SCALAR_TYPES = frozenset(_SCALARS)
 def decode(data):
     """The value :func:`encode` turned into ``data``; raises :class:`DecodeError`."""
     kind = type(data)
+    if kind is list:
+        return tuple([item if type(item) in _SCALAR_TYPES else decode(item) for item in data])
     if kind in _SCALAR_TYPES:
         return data
-    if kind is list:
-        return [decode(item) for item in data]
     if kind is not dict or len(data) != 1:
         raise DecodeError("expected a one-key tagged object")
     (tag, body), = data.items()
+    if type(body) is not list:
+        raise DecodeError("expected a list")
     try:
         if tag == CLASS:
-            name, fields = _pair(body)
-            return _build(_allowed_class(name, None), fields)
-        if tag == TUPLE:
-            return tuple([decode(item) for item in _as_list(body)])
+            if not body:
+                raise DecodeError("expected a class name")
+            return _build(_allowed_class(body[0], None), body)
+        if tag == LIST:
+            return [item if type(item) in _SCALAR_TYPES else decode(item) for item in body]
         if tag == FROZENSET:
-            return frozenset([decode(item) for item in _as_list(body)])
+            return frozenset([decode(item) for item in body])
         if tag == SET:
-            return {decode(item) for item in _as_list(body)}
+            return {decode(item) for item in body}
         if tag == DICT:
-            return {decode(k): decode(v) for k, v in (_pair(item) for item in _as_list(body))}
+            return {decode(k): decode(v) for k, v in (_pair(item) for item in body)}
         if tag == ENUM:
             name, value = _pair(body)
             return _allowed_class(name, enum.Enum)(decode(value))
@@ -79,18 +82,19 @@ def decode(data):
     raise DecodeError(f"unknown tag {tag!r}")
 
 
-def _build(cls: type, fields) -> object:
+def _build(cls: type, body: list) -> object:
+    """An instance of ``cls`` from ``[name, value, ...]``, one value per field."""
     names = _field_names(cls)
-    if type(fields) is not dict or fields.keys() != _field_set(cls):
-        raise DecodeError(f"{cls.__name__}: fields differ from {', '.join(names)}")
+    if len(body) != len(names) + 1:
+        raise DecodeError(f"{cls.__name__}: expected values for {', '.join(names)}")
+    values = [item if type(item) in _SCALAR_TYPES else decode(item) for item in body[1:]]
+    if _positional(cls):
+        return cls(*values)
     init = _init_names(cls)
-    if len(init) == len(names):
-        return cls(**{name: decode(fields[name]) for name in names})
-    values = {name: decode(fields[name]) for name in names}
-    instance = cls(**{name: values[name] for name in init})
-    for name in names:
+    instance = cls(**{name: value for name, value in zip(names, values) if name in init})
+    for name, value in zip(names, values):
         if name not in init:
-            object.__setattr__(instance, name, values[name])
+            object.__setattr__(instance, name, value)
     return instance
 
 
@@ -136,19 +140,14 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def _field_set(cls: type) -> frozenset[str]:
-    return frozenset(_field_names(cls))
-
-
-@lru_cache(maxsize=None)
 def _init_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
 
 
-def _as_list(body) -> list:
-    if not isinstance(body, list):
-        raise DecodeError("expected a list")
-    return body
+@lru_cache(maxsize=None)
+def _positional(cls: type) -> bool:
+    """Whether ``cls(*values)`` takes every field in declaration order."""
+    return all(f.init and not f.kw_only for f in dataclasses.fields(cls))
 
 
 def _pair(body) -> tuple:

@@ -37,6 +37,7 @@ class Source:
     text: str | None
     digest: str
     problem: Finding | None = None
+    data: bytes | None = None  # the bytes not yet decoded (``read_raw``)
 
 
 class UnreadableFile(Exception):
@@ -92,18 +93,34 @@ def _too_big(size: int, max_bytes: int) -> str:
 def read_source(path: str, *, stdin_filename: str | None = None, stdin=None,
                 max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> Source:
     """Read ``path`` (``-`` reads stdin, reported as ``stdin_filename``)."""
+    return decode_raw(read_raw(path, stdin_filename=stdin_filename, stdin=stdin, max_bytes=max_bytes))
+
+
+def read_raw(path: str, *, stdin_filename: str | None = None, stdin=None,
+             max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> Source:
+    """:func:`read_source` without the decoding: ``data`` holds the bytes
+    (``text`` is ``None``), or ``problem`` says why they could not be read."""
     if path == STDIN:
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return decode_source(stdin_filename or STDIN_DISPLAY_NAME, stream.read())
+        data = stream.read()
+        return Source(stdin_filename or STDIN_DISPLAY_NAME, None, digest(data), data=data)
     try:
         data = read_regular_file(path, max_bytes)
     except UnreadableFile as error:
         return _problem(path, b"", str(error), 1, 0)
-    return decode_source(path, data)
+    return Source(path, None, digest(data), data=data)
 
 
-def decode_source(path: str, data: bytes) -> Source:
-    """Decode ``data`` (the contents of ``path``) into a :class:`Source`."""
+def decode_raw(raw: Source) -> Source:
+    """The decoded :class:`Source` of what :func:`read_raw` read."""
+    if raw.problem is not None:
+        return raw
+    return decode_source(raw.path, raw.data, raw.digest)
+
+
+def decode_source(path: str, data: bytes, data_digest: str | None = None) -> Source:
+    """Decode ``data`` (the contents of ``path``, whose digest is
+    ``data_digest`` when known) into a :class:`Source`."""
     if b"\0" in data:
         line, col = _position(data, data.index(b"\0"))
         return _problem(
@@ -135,7 +152,7 @@ def decode_source(path: str, data: bytes) -> Source:
         )
     except LookupError as error:
         return _problem(path, data, f"bad encoding declaration: {error}", 1, 0)
-    return Source(path, text, digest(data))
+    return Source(path, text, data_digest or digest(data))
 
 
 def digest(data: bytes) -> str:

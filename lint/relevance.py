@@ -87,14 +87,30 @@ def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
     factory another file imports and jits)."""
     if not hints:
         return set()
-    text = _lf(text)
-    found: set[str] = hints.intersection(_TOP_LEVEL_DEF.findall(text))
+    return set(hints.intersection(_callable_names(_lf(text))))
+
+
+def _callable_names(text: str) -> set[str]:
+    """Every name :func:`reachable_hints` can return for ``text`` (line ends
+    normalised), whatever the hints: ``reachable_hints`` is their intersection."""
+    found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
     for module, names in _FROM_IMPORT.findall(text):
         if _is_project_module(module):
-            found |= hints.intersection(re.findall(r"\w+", names))
+            found.update(re.findall(r"\w+", names))
     if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
-        found |= hints.intersection(_ATTRIBUTE_CALL.findall(text))
+        found.update(_ATTRIBUTE_CALL.findall(text))
     return found
+
+
+def _mentions_jit(text: str) -> bool:
+    """Whether the code of ``text`` (line ends normalised; docstrings and
+    comments aside) has a jit word."""
+    return bool(_may_hold_jit_words(text) and _JIT_WORDS.search(text)
+                and _JIT_WORDS.search(code_without_docs(text)))
+
+
+def _mentions_wrapper(text: str, settings: Settings) -> bool:
+    return any(wrapper.rsplit(".", 1)[-1] in text for wrapper in settings.extra_wrappers)
 
 
 def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> bool:
@@ -106,11 +122,8 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     if not shortcuts_enabled():
         return True
     text = _lf(text)
-    if _may_hold_jit_words(text) and _JIT_WORDS.search(text) and _JIT_WORDS.search(code_without_docs(text)):
+    if _mentions_jit(text) or _mentions_wrapper(text, settings):
         return True
-    for wrapper in settings.extra_wrappers:
-        if wrapper.rsplit(".", 1)[-1] in text:
-            return True
     return bool(reachable_hints(text, hints))
 
 
@@ -124,16 +137,58 @@ def project_hints(texts: dict[str, str]) -> frozenset[str]:
     """
     names: set[str] = set()
     for text in map(_lf, texts.values()):
-        if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
-            names.update(_jitted_defs(text))
-            names.update(_JITTED_ASSIGNMENT.findall(text))
-            # What it imports from the project: a factory whose result it jits
-            # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
-            for module, imported in _FROM_IMPORT.findall(text):
-                if _is_project_module(module):
-                    names.update(re.findall(r"\w+", imported))
+        names.update(_jitted_names(text))
+    return frozenset(names)
+
+
+def _jitted_names(text: str) -> frozenset[str]:
+    """What ``text`` (line ends normalised) adds to :func:`project_hints`."""
+    names: set[str] = set()
+    if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
+        names.update(_jitted_defs(text))
+        names.update(_JITTED_ASSIGNMENT.findall(text))
+        # What it imports from the project: a factory whose result it jits
+        # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
+        for module, imported in _FROM_IMPORT.findall(text):
+            if _is_project_module(module):
+                names.update(re.findall(r"\w+", imported))
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
 
+
+@dataclass(frozen=True)
+class TextSummary:
+    """What the pre-filter needs of one text whatever the other files of the
+    run are, so it can be kept by content digest: whether its code mentions
+    jit, what it adds to the project's hints, and the names it can call."""
+
+    mentions_jit: bool
+    jitted: frozenset[str]
+    callable: frozenset[str]
+
+
+def summarize(text: str) -> TextSummary:
+    """The :class:`TextSummary` of ``text``."""
+    text = _lf(text)
+    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)))
+
+
+def hints_of(summaries) -> frozenset[str]:
+    """:func:`project_hints` of the texts with these summaries."""
+    return frozenset().union(*(s.jitted for s in summaries))
+
+
+def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hints: frozenset[str]) -> bool:
+    """:func:`might_involve_jit` of ``text``, whose summary is ``summary``."""
+    if not shortcuts_enabled():
+        return True
+    if summary.mentions_jit or (settings.extra_wrappers and _mentions_wrapper(_lf(text), settings)):
+        return True
+    return not hints.isdisjoint(summary.callable)
+
+
+def summary_reachable_hints(summary: TextSummary, hints: frozenset[str]) -> set[str]:
+    """:func:`reachable_hints` of the text whose summary is ``summary``."""
+    return set(hints.intersection(summary.callable))
 
 
 # A top-level def or class starts a chunk (its decorators with it).

@@ -7,6 +7,7 @@ of the wrong object aborted the whole run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -34,6 +35,12 @@ def _entries(project):
     return sorted((project / ".jaxmem_cache" / "facts").glob("[0-9a-f]*"))
 
 
+def _forget_runs(project):
+    """Drop the whole-run entries, so the next run reads the per-file entries."""
+    for entry in (project / ".jaxmem_cache" / "facts").glob("run-*.json"):
+        entry.unlink()
+
+
 def _expected(reports):
     return [(f.code, f.span.line) for r in reports for f in r.findings]
 
@@ -45,6 +52,15 @@ def _warm(project):
     assert _expected(first) == [("JXM001", MISSED_DONATION_LINE)]
     [entry] = _entries(project)
     return settings, entry
+
+
+def _with_path(values, path):
+    """FileFacts' encoded field values with another ``path``."""
+    from jaxmem.lint.facts import FileFacts
+
+    names = [f.name for f in dataclasses.fields(FileFacts)]
+    assert values[names.index("path")].endswith("train.py")
+    return [path if name == "path" else value for name, value in zip(names, values)]
 
 
 def _hostile_entries(project, marker):
@@ -64,9 +80,10 @@ def _hostile_entries(project, marker):
             {**original, "facts": {"c": ["jaxmem.runtime_check.record:Recorder", {}]}}).encode(),
         "a function, not a dataclass": json.dumps(
             {**original, "facts": {"c": ["jaxmem.api:check_paths", {}]}}).encode(),
-        "missing fields": json.dumps({**original, "facts": {"c": [facts["c"][0], {}]}}).encode(),
+        "missing fields": json.dumps({**original, "facts": {"c": [facts["c"][0]]}}).encode(),
+        "one value too many": json.dumps({**original, "facts": {"c": [*facts["c"], None]}}).encode(),
         "the facts of another file": json.dumps(
-            {**original, "facts": {"c": [facts["c"][0], {**facts["c"][1], "path": "other.py"}]}}).encode(),
+            {**original, "facts": {"c": [facts["c"][0], *_with_path(facts["c"][1:], "other.py")]}}).encode(),
         "deep nesting": b"[" * 100_000 + b"]" * 100_000,
     }
 
@@ -74,12 +91,14 @@ def _hostile_entries(project, marker):
 @pytest.mark.parametrize("case", [
     "code-running pickle", "pickle of the wrong object", "not JSON", "JSON of the wrong shape",
     "another format", "another entry's key", "a class outside jaxmem", "a module jaxmem never loaded",
-    "a function, not a dataclass", "missing fields", "the facts of another file", "deep nesting",
+    "a function, not a dataclass", "missing fields", "one value too many", "the facts of another file",
+    "deep nesting",
 ])
 def test_a_hostile_entry_is_a_miss_and_runs_nothing(project, case):
     marker = project / "PWNED"
     settings, entry, entries = _hostile_entries(project, marker)
     entry.write_bytes(entries[case])
+    _forget_runs(project)
     reports = check_paths([project], settings)
     assert _expected(reports) == [("JXM001", MISSED_DONATION_LINE)]
     assert not marker.exists()
@@ -93,6 +112,7 @@ def test_a_special_file_as_an_entry_is_a_miss(project, kind):
         os.mkfifo(entry)
     else:
         os.symlink("/dev/zero", entry)
+    _forget_runs(project)
     assert _expected(check_paths([project], settings)) == [("JXM001", MISSED_DONATION_LINE)]
 
 
