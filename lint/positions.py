@@ -111,11 +111,16 @@ def _parenthesize(self, state):
     return _Parenthesized(self, state)
 
 
-_ORIGINAL_PARENTHESIZE = _BaseParenthesizedNode.__dict__.get("_parenthesize")
+def _only_parenthesizes(function) -> bool:
+    """Whether ``function`` is libcst's ``_parenthesize`` as this module copies it."""
+    code = getattr(getattr(function, "__wrapped__", None), "__code__", None)
+    return code is not None and code.co_names == ("lpar", "_codegen", "record_syntactic_position", "rpar")
+
+
 # Replaced only while it does what it did when this was written: every
 # expression enters it, and the @contextmanager protocol was a tenth of the pass.
-_REPLACEABLE = getattr(getattr(_ORIGINAL_PARENTHESIZE, "__wrapped__", None), "__code__", None) is not None and (
-    _ORIGINAL_PARENTHESIZE.__wrapped__.__code__.co_names == ("lpar", "_codegen", "record_syntactic_position", "rpar"))
+_ORIGINAL_PARENTHESIZE = _BaseParenthesizedNode.__dict__.get("_parenthesize")
+_REPLACEABLE = _only_parenthesizes(_ORIGINAL_PARENTHESIZE)
 _patch_lock = threading.Lock()
 
 
@@ -213,14 +218,11 @@ class Positions:
     def code(self, node: cst.CSTNode) -> str:
         """The code generated for ``node``: ``module.code_for_node(node)``, except
         that continuation lines keep the indentation they have in the module."""
-        span = self._index_code().get(id(node))
+        self._index()
+        span = self._code_spans.get(id(node))
         if span is None:
             return self._module.code_for_node(node)
         return "".join(self._tokens[span[0]:span[1]])
-
-    def _index_code(self) -> dict[int, tuple[int, int]]:
-        self._index()
-        return self._code_spans
 
     def code_offsets(self, node: cst.CSTNode) -> tuple[int, int]:
         """Where ``node`` lies in the module's code, in characters, everything its code
