@@ -147,12 +147,12 @@ class _Context:
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
-        self.module_functions = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
         self.eager_calls = _calls_under_disable_jit(module, imports)
-        self._top_functions: dict[str, list[cst.FunctionDef]] = {}
+        # Top-level function name -> its defs (a name may be defined twice).
+        self.module_functions: dict[str, list[cst.FunctionDef]] = {}
         for stmt in module.body:
             if isinstance(stmt, cst.FunctionDef):
-                self._top_functions.setdefault(stmt.name.value, []).append(stmt)
+                self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
@@ -192,7 +192,7 @@ class _Context:
         """Whether ``name`` is a top-level function whose body shows it keeps no
         argument (decided on first use: most are never called with a tracked value)."""
         if name not in self._keeps:
-            self._keeps[name] = all(keeps_arguments(f) for f in self._top_functions.get(name, ()))
+            self._keeps[name] = all(keeps_arguments(f) for f in self.module_functions.get(name, ()))
         return not self._keeps[name]
 
     def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:
