@@ -1,4 +1,4 @@
-"""The ``jaxmem`` command: ``check``, ``rule``, ``version`` and the runtime commands.
+"""The ``jaxmem`` command: ``check``, ``rule``, ``server``, ``version`` and the runtime commands.
 
 Exit status: 0 clean, 1 findings, 2 usage error, bad config, missing path
 or an internal error (a bug in jaxmem; the other files are still checked
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_check(subparsers)
     _add_rule(subparsers)
+    _add_server(subparsers)
     version = subparsers.add_parser("version", help="print jaxmem's version")
     version.set_defaults(handler=run_version)
     _add_runtime_commands(subparsers)
@@ -106,6 +107,17 @@ def _add_rule(subparsers) -> None:
     rule.add_argument("code", nargs="?", metavar="CODE", help="a rule code such as JXM001")
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.set_defaults(handler=run_rule)
+
+
+def _add_server(subparsers) -> None:
+    server = subparsers.add_parser(
+        "server",
+        help="run the language server for editors (LSP over stdio)",
+        description="Speak the Language Server Protocol on stdin/stdout: JXM diagnostics as files are "
+        "opened, edited and saved, and quick fixes for missed donations. Needs the 'server' extra "
+        "(pip install 'jaxmem[server]'). Exit 0 after the client's shutdown and exit.",
+    )
+    server.set_defaults(handler=run_server)
 
 
 def _add_runtime_commands(subparsers) -> None:
@@ -201,6 +213,19 @@ def run_rule(args) -> int:
         return EXIT_ERROR
     sys.stdout.write(rule.render())
     return EXIT_CLEAN
+
+
+def run_server(args) -> int:
+    """``jaxmem server``: serve until the client says exit."""
+    import importlib.util
+
+    missing = [name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None]
+    if missing:
+        _error(f"jaxmem server needs {' and '.join(missing)}; install them with: pip install 'jaxmem[server]'")
+        return EXIT_ERROR
+    from jaxmem.server.lsp import serve
+
+    return serve()
 
 
 def run_version(args) -> int:

@@ -1,0 +1,153 @@
+"""What the language server asks of jaxmem, without any LSP: check a document, fix it.
+
+:func:`analyse_document` runs ``jaxmem check FILE`` as if from the project
+root, with the editor's unsaved text in place of the file's bytes (the
+stdin path of :func:`jaxmem.api.check_paths`): the other files of the
+project and the facts cache are the same, so are the findings and their
+confidence.  :func:`fix_results` computes what ``jaxmem-fix`` would write
+for some of those findings, with the options ``jaxmem-fix`` would use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from jaxmem.findings import Confidence, Finding
+from jaxmem.settings import Settings
+
+FIXED_CODE = "JXM001"
+# ``check_paths`` resolves the project from the current folder, which is the
+# whole process's: one analysis at a time.
+_CWD_LOCK = threading.Lock()
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@dataclass(frozen=True)
+class DocumentAnalysis:
+    """The findings for one document's text, and what a fix needs to know.
+
+    ``findings`` name files relative to ``root``, as ``jaxmem check`` run
+    from the root does.
+    """
+
+    path: Path
+    text: str
+    root: Path
+    settings: Settings
+    findings: list[Finding] = field(default_factory=list)
+
+    def absolute(self, relative: str) -> Path:
+        """The absolute path of a file a finding names."""
+        return self.root / relative
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """What ``jaxmem-fix`` would make of one file: ``after`` (equal to
+    ``before`` when nothing changed), the edits it made and the fixes it refused."""
+
+    path: Path
+    before: str
+    after: str
+    edits: tuple = ()
+    skipped: tuple = ()
+    error: str | None = None
+
+
+def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = True) -> DocumentAnalysis:
+    """Check ``text`` as the contents of ``path`` within its whole project.
+
+    Raises :class:`jaxmem.config.ConfigError` for a bad ``[tool.jaxmem]``.
+    """
+    from jaxmem.api import check_paths
+    from jaxmem.config import load_config
+
+    path = Path(path).absolute()
+    config = load_config([str(path)])
+    root, has_project = config.root, _is_project(config.root)
+    if not has_project:
+        # No project to read calls from, and no folder of the user's to keep a cache in.
+        root, use_cache = path.parent, False
+    relative = os.path.relpath(path, root)
+    name = str(path) if relative.startswith("..") else relative
+    with _CWD_LOCK, _working_directory(root):
+        reports = check_paths(["-"], config.settings, use_cache=use_cache, stdin_filename=name,
+                              stdin=io.BytesIO(encode_like_file(text)))
+    findings = [finding for report in reports for finding in report.findings]
+    return DocumentAnalysis(path, text, root, config.settings, findings)
+
+
+def fixable(finding: Finding, unsafe: bool) -> bool:
+    """Whether ``jaxmem-fix`` (``--unsafe-fixes`` when ``unsafe``) applies ``finding``."""
+    threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
+    return finding.code == FIXED_CODE and finding.fix is not None and finding.confidence.rank >= threshold.rank
+
+
+def fix_results(analysis: DocumentAnalysis, findings: Iterable[Finding],
+                read: Callable[[Path], str | None]) -> list[FileFix]:
+    """What ``jaxmem-fix`` does with ``findings`` of ``analysis``: one result per file changed.
+
+    A fix edits the file of its definition, which may be another file of
+    the project; ``read(path)`` gives that file's text (None when it cannot
+    be read: the file is then left out).  The document itself is always
+    ``analysis.text``, the text its findings' lines refer to.
+    """
+    from jaxmem.codemod.edits import add_donations
+    from jaxmem.codemod.project import donation_style_of, project_jax_lower_bound
+    from jaxmem.deep import call_deep
+
+    per_file: dict[Path, list] = {}
+    for finding in findings:
+        if finding.fix is not None:
+            target = analysis.absolute(finding.definition_path or finding.path)
+            per_file.setdefault(target, []).append(finding.fix)
+    settings = analysis.settings
+    jax_version = settings.jax_version or project_jax_lower_bound(analysis.root)
+    results = []
+    for target, fixes in per_file.items():
+        before = analysis.text if target == analysis.path else read(target)
+        if before is None:
+            continue
+        result = call_deep(
+            add_donations, before, fixes, style=settings.donation_style, jax_version=jax_version,
+            extra_wrappers=settings.extra_wrappers,
+            # ``jaxmem-fix FILE`` counts the spec keywords of the files it was given.
+            project_style=lambda: donation_style_of([analysis.text]),
+        )
+        results.append(FileFix(target, before, result.source, tuple(result.edits),
+                               tuple(result.skipped), result.error))
+    return results
+
+
+def encode_like_file(text: str) -> bytes:
+    """``text`` in the encoding its PEP 263 cookie declares (UTF-8 without one),
+    so that jaxmem decodes it back to the same text."""
+    for line in text.splitlines()[:2]:
+        match = _CODING.match(line)
+        if match:
+            try:
+                return text.encode(match.group(1))
+            except (LookupError, UnicodeEncodeError):
+                break  # jaxmem reports the cookie or the bytes as JXM900
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _is_project(root: Path) -> bool:
+    return (root / "pyproject.toml").is_file() or (root / ".git").exists()
+
+
+@contextlib.contextmanager
+def _working_directory(folder: Path):
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)

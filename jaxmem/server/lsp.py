@@ -1,0 +1,355 @@
+"""``jaxmem server``: the Language Server Protocol over stdio, with pygls.
+
+Diagnostics: a document is checked when it is opened or saved, and after
+a short pause in typing (its unsaved text replaces the file, see
+:func:`jaxmem.server.analysis.analyse_document`); a save checks the other
+open documents again, since a call in one file decides the advice in
+another.  Code actions: each JXM001 that ``jaxmem-fix`` would apply is a
+quick fix with the edit ``jaxmem-fix`` would make, and ``source.fixAll.jaxmem``
+applies them all.  The initialization option ``unsafeFixes: true`` offers
+the medium-confidence ones too (``jaxmem-fix --unsafe-fixes``), titled as
+unsafe.  Errors go to the client's log (``window/logMessage``); the server
+keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+import jaxmem
+from jaxmem.findings import Confidence, Finding, Severity
+from jaxmem.server.analysis import DocumentAnalysis, FileFix, analyse_document, fix_results, fixable
+from jaxmem.server.text import UTF16, LineIndex, text_edits
+
+SOURCE = "jaxmem"
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.jaxmem"
+# Typing pauses shorter than this do not start an analysis.
+CHANGE_DELAY_S = 0.4
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+OPTIONS = {"unsafeFixes": "unsafe_fixes", "checkOnChange": "check_on_change"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """The analysis behind a document's diagnostics, for its code actions."""
+
+    analysis: DocumentAnalysis
+    version: int | None
+    diagnostics: tuple  # (finding, diagnostic) pairs
+
+
+class JaxmemServer(LanguageServer):
+    """The server's state: options, the last analysis of each document, pending checks."""
+
+    def __init__(self):
+        super().__init__(SOURCE, jaxmem.__version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.unsafe_fixes = False
+        self.check_on_change = True
+        self.published: dict[str, Published] = {}
+        self.pending: dict[str, asyncio.Task] = {}
+        # One analysis at a time: each one changes the working directory.
+        self.analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxmem-analysis")
+        self.shut_down = False
+
+    @property
+    def encoding(self) -> str:
+        """The position encoding agreed with the client (UTF-16 unless it offered another)."""
+        encoding = self.workspace.position_encoding or UTF16
+        return getattr(encoding, "value", encoding)
+
+    def log(self, kind: types.MessageType, message: str) -> None:
+        """Say ``message`` in the client's log."""
+        self.window_log_message(types.LogMessageParams(type=kind, message=f"jaxmem: {message}"))
+
+    def internal_error(self, doing: str, error: BaseException) -> None:
+        """Log a bug in jaxmem with its traceback; the server keeps serving."""
+        trace = "".join(traceback.format_exception(error)).strip()
+        self.log(types.MessageType.Error,
+                 f"internal error {doing}, please report it to the jaxmem developers:\n{trace}")
+
+    # -- diagnostics ---------------------------------------------------------
+
+    def schedule(self, uri: str, delay: float = 0.0) -> None:
+        """Check ``uri`` after ``delay`` seconds, replacing a check already waiting."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.pending[uri] = asyncio.get_running_loop().create_task(self._check(uri, delay))
+
+    async def _check(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self._check_now(uri)
+        except Exception as error:  # a bug in jaxmem: say so, keep serving
+            self.internal_error(f"while checking {uri}", error)
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():
+                del self.pending[uri]
+
+    async def _check_now(self, uri: str) -> None:
+        from jaxmem.config import ConfigError
+
+        document = self.workspace.text_documents.get(uri)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if document is None or path is None:
+            return  # closed meanwhile, or not a file (an untitled buffer)
+        text, version = document.source, document.version
+        loop = asyncio.get_running_loop()
+        try:
+            analysis = await loop.run_in_executor(self.analyser, analyse_document, path, text)
+        except ConfigError as error:
+            self.log(types.MessageType.Error, f"{path}: not checked: {error}")
+            return
+        except Exception as error:  # a bug in jaxmem: say so, keep serving
+            self.internal_error(f"while checking {path}", error)
+            return
+        document = self.workspace.text_documents.get(uri)
+        if document is None or document.version != version:
+            return  # the text changed meanwhile: its own check is on its way
+        index = LineIndex(text, self.encoding)
+        pairs = tuple((finding, self.diagnostic(finding, index, analysis)) for finding in analysis.findings)
+        self.published[uri] = Published(analysis, version, pairs)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=[diagnostic for _, diagnostic in pairs]))
+
+    def diagnostic(self, finding: Finding, index: LineIndex, analysis: DocumentAnalysis) -> types.Diagnostic:
+        """``finding`` as an LSP diagnostic on the analysed text."""
+        span = finding.span
+        related = [
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=from_fs_path(str(analysis.absolute(evidence.path))),
+                                        range=_line_range(evidence.line)),
+                message=evidence.message)
+            for evidence in finding.evidence
+            if evidence.path and evidence.line
+        ]
+        return types.Diagnostic(
+            range=_range(index.position(span.line, span.col), index.position(span.end_line, span.end_col)),
+            message=finding.message,
+            severity=SEVERITIES.get(finding.severity, types.DiagnosticSeverity.Warning),
+            code=finding.code,
+            source=SOURCE,
+            related_information=related or None,
+            data={"confidence": finding.confidence.value, "fixable": fixable(finding, self.unsafe_fixes)},
+        )
+
+    def forget(self, uri: str) -> None:
+        """Stop checking a closed document and clear its diagnostics."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.published.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # -- code actions --------------------------------------------------------
+
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        """Quick fixes for the fixable JXM001 findings in ``params.range``, and the fix-all action."""
+        uri = params.text_document.uri
+        published = self.published.get(uri)
+        document = self.workspace.text_documents.get(uri)
+        if published is None or document is None or document.version != published.version:
+            return None  # no analysis of this text yet: the fixes would name other lines
+        wanted = params.context.only
+        fixes = [(f, d) for f, d in published.diagnostics if fixable(f, self.unsafe_fixes)]
+        quick = [(f, d) for f, d in fixes if _overlaps(d.range, params.range)] if _asks(wanted, "quickfix") else []
+        fix_all = fixes if _asks(wanted, FIX_ALL) and (len(fixes) > 1 or wanted) else []
+        if not quick and not fix_all:
+            return None
+        opened = self._open_documents()
+        loop = asyncio.get_running_loop()
+        actions = []
+        for finding, diagnostic in quick:
+            results = await loop.run_in_executor(None, self._fix, published.analysis, [finding], opened)
+            action = self._action(results, opened, finding=finding, diagnostic=diagnostic)
+            if action is not None:
+                actions.append(action)
+        if fix_all:
+            results = await loop.run_in_executor(None, self._fix, published.analysis,
+                                                 [f for f, _ in fix_all], opened)
+            action = self._action(results, opened, diagnostics=[d for _, d in fix_all])
+            if action is not None:
+                actions.append(action)
+        return actions or None
+
+    def _open_documents(self) -> dict[Path, tuple[str, str, int | None]]:
+        """Every open file document: path -> (uri, text, version)."""
+        opened = {}
+        for uri, document in list(self.workspace.text_documents.items()):
+            path = to_fs_path(uri) if uri.startswith("file:") else None
+            if path is not None:
+                opened[Path(path).absolute()] = (uri, document.source, document.version)
+        return opened
+
+    def _fix(self, analysis: DocumentAnalysis, findings: list[Finding], opened) -> list[FileFix]:
+        def read(path: Path) -> str | None:
+            from jaxmem.codemod import textfile
+
+            try:
+                text = textfile.read(str(path), analysis.settings.max_file_size).text
+            except textfile.SourceError as error:
+                self.log(types.MessageType.Warning, f"cannot fix {path}: {error}")
+                return None
+            if path in opened and opened[path][1] != text:
+                # The analysis read the saved file: its lines may not be the buffer's.
+                self.log(types.MessageType.Info, f"{path} has unsaved changes; save it to get its fixes")
+                return None
+            return text
+
+        results = fix_results(analysis, findings, read)
+        for result in results:
+            for line in [*(s.describe() for s in result.skipped), *([result.error] if result.error else [])]:
+                self.log(types.MessageType.Info, f"{result.path}:{line}")
+        return results
+
+    def _action(self, results: list[FileFix], opened, *, finding: Finding | None = None,
+                diagnostic=None, diagnostics=None) -> types.CodeAction | None:
+        """One code action applying ``results``, or None when they change nothing."""
+        changes = []
+        for result in results:
+            if result.error or result.before == result.after:
+                continue
+            uri, _, version = opened.get(result.path, (from_fs_path(str(result.path)), None, None))
+            encoding = self.encoding
+            edits = [types.TextEdit(range=_range(edit.start, edit.end), new_text=edit.new_text)
+                     for edit in text_edits(result.before, result.after, encoding)]
+            changes.append((uri, version, edits))
+        if not changes:
+            return None
+        if finding is not None:
+            made = [edit for result in results for edit in result.edits]
+            what = "; ".join(f"donate {', '.join(edit.parameters)} in `{edit.function}`" for edit in made)
+            title = f"jaxmem: {what or 'add the donation'}"
+            if finding.confidence is not Confidence.HIGH:
+                title += f" (unsafe: {finding.confidence.value} confidence)"
+            return types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                                    diagnostics=[diagnostic], edit=self._workspace_edit(changes),
+                                    is_preferred=finding.confidence is Confidence.HIGH)
+        title = "jaxmem: add all donations" + (" (including unsafe ones)" if self.unsafe_fixes else "")
+        return types.CodeAction(title=title, kind=FIX_ALL, diagnostics=diagnostics,
+                                edit=self._workspace_edit(changes))
+
+    def _workspace_edit(self, changes) -> types.WorkspaceEdit:
+        capabilities = self.client_capabilities.workspace
+        versioned = bool(capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes)
+        if versioned:
+            # Applies only to the text the edits were computed on.
+            return types.WorkspaceEdit(document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                    edits=edits)
+                for uri, version, edits in changes])
+        return types.WorkspaceEdit(changes={uri: edits for uri, _, edits in changes})
+
+
+def _range(start, end) -> types.Range:
+    return types.Range(start=types.Position(line=start.line, character=start.character),
+                       end=types.Position(line=end.line, character=end.character))
+
+
+def _line_range(line: int) -> types.Range:
+    position = types.Position(line=max(line - 1, 0), character=0)
+    return types.Range(start=position, end=position)
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    """Whether ranges ``a`` and ``b`` share a position (touching counts, as for a cursor)."""
+    def key(position):
+        return position.line, position.character
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def _asks(only, kind: str) -> bool:
+    """Whether a request limited to the kinds ``only`` (None: any) wants actions of ``kind``."""
+    return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+
+def build_server() -> JaxmemServer:
+    """The server with its handlers registered."""
+    server = JaxmemServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: JaxmemServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        if options is None:
+            return
+        if not isinstance(options, dict):
+            ls.log(types.MessageType.Warning, "initializationOptions must be an object; ignored")
+            return
+        for key, value in options.items():
+            if key not in OPTIONS:
+                ls.log(types.MessageType.Warning,
+                       f"unknown initialization option {key!r} ignored; known: {', '.join(OPTIONS)}")
+            elif not isinstance(value, bool):
+                ls.log(types.MessageType.Warning, f"initialization option {key!r} must be true or false; ignored")
+            else:
+                setattr(ls, OPTIONS[key], value)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: JaxmemServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: JaxmemServer, params: types.DidChangeTextDocumentParams) -> None:
+        if ls.check_on_change:
+            ls.schedule(params.text_document.uri, CHANGE_DELAY_S)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: JaxmemServer, params: types.DidSaveTextDocumentParams) -> None:
+        saved = params.text_document.uri
+        ls.schedule(saved)
+        for uri in list(ls.workspace.text_documents):
+            if uri != saved:
+                ls.schedule(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: JaxmemServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
+    async def code_action(ls: JaxmemServer, params: types.CodeActionParams):
+        try:
+            return await ls.code_actions(params)
+        except Exception as error:  # a bug in jaxmem: no actions, a message, keep serving
+            ls.internal_error("while computing code actions", error)
+            return None
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: JaxmemServer, *args) -> None:
+        ls.shut_down = True
+        for waiting in ls.pending.values():
+            waiting.cancel()
+        ls.analyser.shutdown(wait=False, cancel_futures=True)
+
+    return server
+
+
+def serve() -> int:
+    """Serve on stdin/stdout until the client says ``exit``; 0 after a ``shutdown``, else 1."""
+    # The protocol owns stdout: anything else printed (by jaxmem, a library,
+    # a child process) goes to stderr, which editors show as the server's log.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxmem server: %(message)s")
+    server = build_server()
+    server.start_io(sys.stdin.buffer, protocol_out)
+    return 0 if server.shut_down else 1

@@ -1,0 +1,294 @@
+"""End to end: the real ``jaxmem server`` process, spoken to over stdio."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .lsp_client import BIN, LspClient, apply_edits, utf16_column
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A missed donation (JXM001 at the decorator) and, after non-ASCII and
+# astral characters on its line, a read after donation (JXM101 at `x`).
+TRAIN = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+    LABEL = "naïve 😀"
+
+
+    @jax.jit
+    def step(state, batch):
+        return state + batch.sum()
+
+
+    def train(batches):
+        state = jnp.zeros(3)
+        for batch in batches:
+            state = step(state, batch)
+        return state
+
+
+    def g(x):
+        return x * 2
+
+
+    f = jax.jit(g, donate_argnums=0)
+
+
+    def misuse():
+        x = jnp.ones(3)
+        y = f(x); print("é😀", x)
+        return y
+    """)
+READ_LINE = 'y = f(x); print("é😀", x)'
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def client(project):
+    client = LspClient(project)
+    yield client
+    client.kill()
+
+
+def check_json(root: Path, *args) -> list[dict]:
+    """``jaxmem check --format json`` run from ``root``: the findings."""
+    completed = subprocess.run([str(BIN / "jaxmem"), "check", "--format", "json", *args], cwd=root,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode in (0, 1), completed.stderr
+    return json.loads(completed.stdout)["findings"]
+
+
+def fixed_by_jaxmem_fix(root: Path, relative: str, tmp_path: Path, *args) -> str:
+    """What ``jaxmem-fix FILE`` writes, run on a copy of the project."""
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".jaxmem_cache"))
+    completed = subprocess.run([str(BIN / "jaxmem-fix"), *args, relative], cwd=copy,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode in (0, 1), completed.stderr
+    return (copy / relative).read_text(encoding="utf-8")
+
+
+def lsp_range(text: str, finding: dict) -> dict:
+    """The LSP range of a ``jaxmem check`` JSON finding (1-based line and column)."""
+    lines = text.splitlines()
+
+    def position(line, col):
+        return {"line": line - 1, "character": utf16_column(lines[line - 1], col - 1)}
+
+    return {"start": position(finding["line"], finding["col"]), "end": position(finding["end_line"], finding["end_col"])}
+
+
+def by_code(diagnostics: list[dict], code: str) -> list[dict]:
+    return [d for d in diagnostics if d["code"] == code]
+
+
+def test_open_publishes_the_check_findings_and_the_quick_fix_is_jaxmem_fix(project, client, tmp_path):
+    response = client.initialize(project)
+    capabilities = response["result"]["capabilities"]
+    assert capabilities["textDocumentSync"]["openClose"] is True
+    assert capabilities["textDocumentSync"]["save"] is not False
+    assert "quickfix" in capabilities["codeActionProvider"]["codeActionKinds"]
+
+    uri = client.open(project / "train.py")
+    diagnostics = client.diagnostics(uri)
+
+    expected = check_json(project, "train.py")
+    assert sorted((d["code"], json.dumps(d["range"], sort_keys=True), d["message"]) for d in diagnostics) == sorted(
+        (f["code"], json.dumps(lsp_range(TRAIN, f), sort_keys=True), f["message"]) for f in expected)
+    (missed,) = by_code(diagnostics, "JXM001")
+    assert missed["source"] == "jaxmem" and missed["severity"] == 2  # Warning
+    assert missed["range"]["start"] == {"line": TRAIN.splitlines().index("@jax.jit"), "character": 0}
+    assert missed["data"] == {"confidence": "high", "fixable": True}
+    (read,) = by_code(diagnostics, "JXM101")
+    line = TRAIN.splitlines().index("    " + READ_LINE)
+    # `x` follows 26 characters, 27 UTF-16 code units (the emoji takes two).
+    assert TRAIN.splitlines()[line][26] == "x"
+    assert read["range"] == {"start": {"line": line, "character": 27}, "end": {"line": line, "character": 28}}
+    assert read["severity"] == 1  # Error
+
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": missed["range"],
+        "context": {"diagnostics": [missed]},
+    })["result"]
+    (quick_fix,) = [a for a in actions if a["kind"] == "quickfix"]
+    assert quick_fix["title"] == "jaxmem: donate `state` in `step`"
+    assert quick_fix["diagnostics"] == [missed]
+    (change,) = quick_fix["edit"]["documentChanges"]
+    assert change["textDocument"] == {"uri": uri, "version": 1}
+    assert all(edit["range"]["start"]["line"] == edit["range"]["end"]["line"] for edit in change["edits"])
+    fixed = apply_edits(TRAIN, change["edits"])
+    assert fixed == fixed_by_jaxmem_fix(project, "train.py", tmp_path)
+    assert fixed != TRAIN
+
+    assert client.close() == 0
+
+    # The fixed step really donates.
+    (project / "train.py").write_text(fixed, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-c", (
+        "import jax.numpy as jnp, train\n"
+        "state = jnp.zeros(3)\n"
+        "new = train.step(state, jnp.ones(2))\n"
+        "assert state.is_deleted() and not new.is_deleted(), 'not donated'\n")],
+        cwd=project, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+
+
+def test_unsaved_text_replaces_the_file(project, client):
+    client.initialize(project)
+    uri = client.open(project / "train.py")
+    assert by_code(client.diagnostics(uri, version=1), "JXM001")
+
+    fixed = TRAIN.replace("@jax.jit\n", "@jax.jit(donate_argnums=0)\n").split("\n\ndef g(x)")[0] + "\n"
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]})
+    assert client.diagnostics(uri, version=2) == []
+
+    # An incremental change that brings the bug back: only the decorator line.
+    line = fixed.splitlines().index("@jax.jit(donate_argnums=0)")
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{
+        "range": {"start": {"line": line, "character": 8}, "end": {"line": line, "character": 26}},
+        "text": ""}]})
+    assert [d["code"] for d in client.diagnostics(uri, version=3)] == ["JXM001"]
+    assert (project / "train.py").read_text(encoding="utf-8") == TRAIN  # nothing written
+    assert client.close() == 0
+
+
+def test_a_file_that_does_not_parse_is_jxm900(project, client):
+    client.initialize(project)
+    broken = project / "broken.py"
+    broken.write_text("import jax\n\ndef f(:\n    return 1\n")
+    uri = client.open(broken)
+    (diagnostic,) = client.diagnostics(uri)
+    assert diagnostic["code"] == "JXM900" and diagnostic["severity"] == 1
+    assert diagnostic["range"]["start"]["line"] == 2
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": diagnostic["range"], "context": {"diagnostics": [diagnostic]}})
+    assert actions["result"] is None
+    assert client.close() == 0
+
+
+LIB = textwrap.dedent("""\
+    import jax
+
+
+    @jax.jit
+    def step(state, batch):
+        return state + batch
+    """)
+CALLER = textwrap.dedent("""\
+    import jax.numpy as jnp
+    from lib import step
+
+
+    def train(batches):
+        state = jnp.zeros(3)
+        for batch in batches:
+            state = step(state, batch)
+        return state
+    """)
+UNSAFE_CALLER = textwrap.dedent("""\
+    import jax.numpy as jnp
+    from lib import step
+
+
+    def evaluate(batch):
+        state = jnp.zeros(3)
+        new = step(state, batch)
+        return new, state
+    """)
+
+
+def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "lib.py").write_text(LIB)
+    (root / "train.py").write_text(CALLER)
+    client = LspClient(root)
+    try:
+        client.initialize(root)
+        uri = client.open(root / "lib.py")
+        (missed,) = client.diagnostics(uri)
+        # The call sites are in train.py, which is not open: as `jaxmem check lib.py` says.
+        (expected,) = check_json(root, "lib.py")
+        assert (missed["code"], missed["message"]) == (expected["code"], expected["message"])
+        assert missed["data"]["confidence"] == "high"
+
+        # A new caller that reads `state` after the call is saved in another file.
+        evaluate = root / "evaluate.py"
+        evaluate.write_text(UNSAFE_CALLER)
+        other = client.open(evaluate)
+        client.diagnostics(other)
+        client.notify("textDocument/didSave", {"textDocument": {"uri": other}})
+        assert client.diagnostics(uri) == []
+        assert check_json(root, "lib.py") == []
+        assert client.close() == 0
+    finally:
+        client.kill()
+
+
+def test_config_and_unsafe_fixes(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n\n[tool.jaxmem]\nignore = ["JXM1"]\n')
+    shutil.copy(REPO / "examples" / "train.py", root / "train.py")
+    text = (root / "train.py").read_text(encoding="utf-8")
+    expected = check_json(root, "train.py")
+    assert {f["code"] for f in expected} == {"JXM001"}
+    assert {f["confidence"] for f in expected} == {"high", "medium"}
+
+    def actions_for(options):
+        client = LspClient(root)
+        try:
+            client.initialize(root, options)
+            uri = client.open(root / "train.py")
+            diagnostics = client.diagnostics(uri)
+            assert sorted(d["message"] for d in diagnostics) == sorted(f["message"] for f in expected)
+            whole = {"start": {"line": 0, "character": 0}, "end": {"line": len(text.splitlines()), "character": 0}}
+            result = client.request("textDocument/codeAction", {
+                "textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": diagnostics},
+            })["result"] or []
+            assert client.close() == 0
+            return result
+        finally:
+            client.kill()
+
+    safe = actions_for(None)
+    assert [a["kind"] for a in safe] == ["quickfix"]
+    assert "unsafe" not in safe[0]["title"]
+    assert apply_edits(text, safe[0]["edit"]["documentChanges"][0]["edits"]) == fixed_by_jaxmem_fix(
+        root, "train.py", tmp_path / "safe")
+
+    unsafe = actions_for({"unsafeFixes": True})
+    titles = [a["title"] for a in unsafe if a["kind"] == "quickfix"]
+    assert len(titles) == 2 and sum("(unsafe: medium confidence)" in t for t in titles) == 1
+    (fix_all,) = [a for a in unsafe if a["kind"] == "source.fixAll.jaxmem"]
+    assert apply_edits(text, fix_all["edit"]["documentChanges"][0]["edits"]) == fixed_by_jaxmem_fix(
+        root, "train.py", tmp_path / "unsafe", "--unsafe-fixes")
+
+
+def test_exit_without_shutdown_is_an_error(project):
+    client = LspClient(project)
+    try:
+        client.initialize(project)
+        client.notify("exit", None)
+        assert client.process.wait(timeout=60) == 1
+    finally:
+        client.kill()
