@@ -4,7 +4,7 @@
 root, with the editor's unsaved text in place of the file's bytes (the
 stdin path of :func:`jaxmem.api.check_paths`): the other files of the
 project and the facts cache are the same, so are the findings and their
-confidence.  :func:`fix_results` computes what ``jaxmem-fix`` would write
+confidence.  :func:`fix_document` computes what ``jaxmem-fix`` would write
 for some of those findings, with the options ``jaxmem-fix`` would use.
 """
 
@@ -17,7 +17,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from jaxmem.findings import Confidence, Finding
 from jaxmem.settings import Settings
@@ -33,11 +33,13 @@ _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 class DocumentAnalysis:
     """The findings for one document's text, and what a fix needs to know.
 
-    ``findings`` name files relative to ``root``, as ``jaxmem check`` run
-    from the root does.
+    ``name`` is the document's path as ``jaxmem check`` run from ``root``
+    reports it (relative to the root, when inside it); ``findings`` name
+    files the same way.
     """
 
     path: Path
+    name: str
     text: str
     root: Path
     settings: Settings
@@ -49,11 +51,10 @@ class DocumentAnalysis:
 
 
 @dataclass(frozen=True)
-class FileFix:
-    """What ``jaxmem-fix`` would make of one file: ``after`` (equal to
+class DocumentFix:
+    """What ``jaxmem-fix`` would make of the document: ``after`` (equal to
     ``before`` when nothing changed), the edits it made and the fixes it refused."""
 
-    path: Path
     before: str
     after: str
     edits: tuple = ()
@@ -70,6 +71,7 @@ def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = Tr
     from jaxmem.config import load_config
 
     path = Path(path).absolute()
+    path = path.parent.resolve() / path.name  # as the root is: a symlinked folder must not put it outside
     config = load_config([str(path)])
     root, has_project = config.root, _is_project(config.root)
     if not has_project:
@@ -81,7 +83,7 @@ def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = Tr
         reports = check_paths(["-"], config.settings, use_cache=use_cache, stdin_filename=name,
                               stdin=io.BytesIO(encode_like_file(text)))
     findings = [finding for report in reports for finding in report.findings]
-    return DocumentAnalysis(path, text, root, config.settings, findings)
+    return DocumentAnalysis(path, name, text, root, config.settings, findings)
 
 
 def fixable(finding: Finding, unsafe: bool) -> bool:
@@ -90,40 +92,26 @@ def fixable(finding: Finding, unsafe: bool) -> bool:
     return finding.code == FIXED_CODE and finding.fix is not None and finding.confidence.rank >= threshold.rank
 
 
-def fix_results(analysis: DocumentAnalysis, findings: Iterable[Finding],
-                read: Callable[[Path], str | None]) -> list[FileFix]:
-    """What ``jaxmem-fix`` does with ``findings`` of ``analysis``: one result per file changed.
+def fix_document(analysis: DocumentAnalysis, findings: Iterable[Finding]) -> DocumentFix:
+    """What ``jaxmem-fix`` does to the document with the fixes of ``findings``.
 
-    A fix edits the file of its definition, which may be another file of
-    the project; ``read(path)`` gives that file's text (None when it cannot
-    be read: the file is then left out).  The document itself is always
-    ``analysis.text``, the text its findings' lines refer to.
+    A JXM001 is reported on the jitted definition it edits, so every fix
+    of the document's findings edits the document's analysed text.
     """
     from jaxmem.codemod.edits import add_donations
     from jaxmem.codemod.project import donation_style_of, project_jax_lower_bound
     from jaxmem.deep import call_deep
 
-    per_file: dict[Path, list] = {}
-    for finding in findings:
-        if finding.fix is not None:
-            target = analysis.absolute(finding.definition_path or finding.path)
-            per_file.setdefault(target, []).append(finding.fix)
+    fixes = [f.fix for f in findings if f.fix is not None and (f.definition_path or f.path) == analysis.name]
     settings = analysis.settings
-    jax_version = settings.jax_version or project_jax_lower_bound(analysis.root)
-    results = []
-    for target, fixes in per_file.items():
-        before = analysis.text if target == analysis.path else read(target)
-        if before is None:
-            continue
-        result = call_deep(
-            add_donations, before, fixes, style=settings.donation_style, jax_version=jax_version,
-            extra_wrappers=settings.extra_wrappers,
-            # ``jaxmem-fix FILE`` counts the spec keywords of the files it was given.
-            project_style=lambda: donation_style_of([analysis.text]),
-        )
-        results.append(FileFix(target, before, result.source, tuple(result.edits),
-                               tuple(result.skipped), result.error))
-    return results
+    result = call_deep(
+        add_donations, analysis.text, fixes, style=settings.donation_style,
+        jax_version=settings.jax_version or project_jax_lower_bound(analysis.root),
+        extra_wrappers=settings.extra_wrappers,
+        # ``jaxmem-fix FILE`` counts the spec keywords of the files it was given.
+        project_style=lambda: donation_style_of([analysis.text]),
+    )
+    return DocumentFix(analysis.text, result.source, tuple(result.edits), tuple(result.skipped), result.error)
 
 
 def encode_like_file(text: str) -> bytes:

@@ -21,7 +21,6 @@ import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,7 +28,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 import jaxmem
 from jaxmem.findings import Confidence, Finding, Severity
-from jaxmem.server.analysis import DocumentAnalysis, FileFix, analyse_document, fix_results, fixable
+from jaxmem.server.analysis import DocumentAnalysis, DocumentFix, analyse_document, fix_document, fixable
 from jaxmem.server.text import UTF16, LineIndex, text_edits
 
 SOURCE = "jaxmem"
@@ -170,92 +169,45 @@ class JaxmemServer(LanguageServer):
         fixes = [(f, d) for f, d in published.diagnostics if fixable(f, self.unsafe_fixes)]
         quick = [(f, d) for f, d in fixes if _overlaps(d.range, params.range)] if _asks(wanted, "quickfix") else []
         fix_all = fixes if _asks(wanted, FIX_ALL) and (len(fixes) > 1 or wanted) else []
-        if not quick and not fix_all:
-            return None
-        opened = self._open_documents()
-        loop = asyncio.get_running_loop()
         actions = []
         for finding, diagnostic in quick:
-            results = await loop.run_in_executor(None, self._fix, published.analysis, [finding], opened)
-            action = self._action(results, opened, finding=finding, diagnostic=diagnostic)
-            if action is not None:
-                actions.append(action)
+            fix = await self._fix(published.analysis, [finding])
+            if fix.after != fix.before:
+                made = "; ".join(f"donate {', '.join(e.parameters)} in `{e.function}`" for e in fix.edits)
+                title = f"jaxmem: {made or 'add the donation'}"
+                if finding.confidence is not Confidence.HIGH:
+                    title += f" (unsafe: {finding.confidence.value} confidence)"
+                actions.append(types.CodeAction(
+                    title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                    edit=self._workspace_edit(uri, published.version, fix),
+                    is_preferred=finding.confidence is Confidence.HIGH))
         if fix_all:
-            results = await loop.run_in_executor(None, self._fix, published.analysis,
-                                                 [f for f, _ in fix_all], opened)
-            action = self._action(results, opened, diagnostics=[d for _, d in fix_all])
-            if action is not None:
-                actions.append(action)
+            fix = await self._fix(published.analysis, [f for f, _ in fix_all])
+            if fix.after != fix.before:
+                title = "jaxmem: add all donations" + (" (including unsafe ones)" if self.unsafe_fixes else "")
+                actions.append(types.CodeAction(
+                    title=title, kind=FIX_ALL, diagnostics=[d for _, d in fix_all],
+                    edit=self._workspace_edit(uri, published.version, fix)))
         return actions or None
 
-    def _open_documents(self) -> dict[Path, tuple[str, str, int | None]]:
-        """Every open file document: path -> (uri, text, version)."""
-        opened = {}
-        for uri, document in list(self.workspace.text_documents.items()):
-            path = to_fs_path(uri) if uri.startswith("file:") else None
-            if path is not None:
-                opened[Path(path).absolute()] = (uri, document.source, document.version)
-        return opened
+    async def _fix(self, analysis: DocumentAnalysis, findings: list[Finding]) -> DocumentFix:
+        """:func:`fix_document` off the event loop; the log says why a fix was left out."""
+        fix = await asyncio.get_running_loop().run_in_executor(None, fix_document, analysis, findings)
+        for line in [*(s.describe() for s in fix.skipped), *([fix.error] if fix.error else [])]:
+            self.log(types.MessageType.Info, f"{analysis.name}:{line}")
+        return fix
 
-    def _fix(self, analysis: DocumentAnalysis, findings: list[Finding], opened) -> list[FileFix]:
-        def read(path: Path) -> str | None:
-            from jaxmem.codemod import textfile
-
-            try:
-                text = textfile.read(str(path), analysis.settings.max_file_size).text
-            except textfile.SourceError as error:
-                self.log(types.MessageType.Warning, f"cannot fix {path}: {error}")
-                return None
-            if path in opened and opened[path][1] != text:
-                # The analysis read the saved file: its lines may not be the buffer's.
-                self.log(types.MessageType.Info, f"{path} has unsaved changes; save it to get its fixes")
-                return None
-            return text
-
-        results = fix_results(analysis, findings, read)
-        for result in results:
-            for line in [*(s.describe() for s in result.skipped), *([result.error] if result.error else [])]:
-                self.log(types.MessageType.Info, f"{result.path}:{line}")
-        return results
-
-    def _action(self, results: list[FileFix], opened, *, finding: Finding | None = None,
-                diagnostic=None, diagnostics=None) -> types.CodeAction | None:
-        """One code action applying ``results``, or None when they change nothing."""
-        changes = []
-        for result in results:
-            if result.error or result.before == result.after:
-                continue
-            uri, _, version = opened.get(result.path, (from_fs_path(str(result.path)), None, None))
-            encoding = self.encoding
-            edits = [types.TextEdit(range=_range(edit.start, edit.end), new_text=edit.new_text)
-                     for edit in text_edits(result.before, result.after, encoding)]
-            changes.append((uri, version, edits))
-        if not changes:
-            return None
-        if finding is not None:
-            made = [edit for result in results for edit in result.edits]
-            what = "; ".join(f"donate {', '.join(edit.parameters)} in `{edit.function}`" for edit in made)
-            title = f"jaxmem: {what or 'add the donation'}"
-            if finding.confidence is not Confidence.HIGH:
-                title += f" (unsafe: {finding.confidence.value} confidence)"
-            return types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
-                                    diagnostics=[diagnostic], edit=self._workspace_edit(changes),
-                                    is_preferred=finding.confidence is Confidence.HIGH)
-        title = "jaxmem: add all donations" + (" (including unsafe ones)" if self.unsafe_fixes else "")
-        return types.CodeAction(title=title, kind=FIX_ALL, diagnostics=diagnostics,
-                                edit=self._workspace_edit(changes))
-
-    def _workspace_edit(self, changes) -> types.WorkspaceEdit:
+    def _workspace_edit(self, uri: str, version: int | None, fix: DocumentFix) -> types.WorkspaceEdit:
+        """The edit turning the document's analysed text (``version``) into the fixed text."""
+        edits = [types.TextEdit(range=_range(e.start, e.end), new_text=e.new_text)
+                 for e in text_edits(fix.before, fix.after, self.encoding)]
         capabilities = self.client_capabilities.workspace
-        versioned = bool(capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes)
-        if versioned:
-            # Applies only to the text the edits were computed on.
-            return types.WorkspaceEdit(document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                    edits=edits)
-                for uri, version, edits in changes])
-        return types.WorkspaceEdit(changes={uri: edits for uri, _, edits in changes})
+        if capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes:
+            # The client applies it only to the text it was computed on.
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=edits)])
+        return types.WorkspaceEdit(changes={uri: edits})
 
 
 def _range(start, end) -> types.Range:

@@ -292,3 +292,21 @@ def test_exit_without_shutdown_is_an_error(project):
         assert client.process.wait(timeout=60) == 1
     finally:
         client.kill()
+
+
+def test_a_bad_config_is_logged_and_the_server_keeps_serving(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[tool.jaxmem]\nmin-confidence = "sure"\n')
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    client = LspClient(root)
+    try:
+        client.initialize(root, {"unsafeFixes": "yes"})
+        warning = client.wait_for("window/logMessage", lambda p: "unsafeFixes" in p["message"])
+        assert warning["type"] == 2 and "true or false" in warning["message"]
+        client.open(root / "train.py")
+        error = client.wait_for("window/logMessage", lambda p: p["type"] == 1)
+        assert "pyproject.toml" in error["message"] and "min-confidence" in error["message"]
+        assert client.close() == 0
+    finally:
+        client.kill()
