@@ -35,6 +35,8 @@ SOURCE = "jaxmem"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.jaxmem"
 # Typing pauses shorter than this do not start an analysis.
 CHANGE_DELAY_S = 0.4
+# How long a code action request waits for the check of the current text.
+ACTION_WAIT_S = 10.0
 SEVERITIES = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -161,6 +163,9 @@ class JaxmemServer(LanguageServer):
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         """Quick fixes for the fixable JXM001 findings in ``params.range``, and the fix-all action."""
         uri = params.text_document.uri
+        waiting = self.pending.get(uri)
+        if waiting is not None:  # e.g. fix-all on save, right after typing
+            await asyncio.wait({waiting}, timeout=ACTION_WAIT_S)
         published = self.published.get(uri)
         document = self.workspace.text_documents.get(uri)
         if published is None or document is None or document.version != published.version:
