@@ -238,6 +238,11 @@ def _asks(only, kind: str) -> bool:
     return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
 
 
+def _preload() -> None:
+    import jaxmem.codemod.edits  # noqa: F401
+    import jaxmem.lint.engine  # noqa: F401
+
+
 def build_server() -> JaxmemServer:
     """The server with its handlers registered."""
     server = JaxmemServer()
@@ -258,6 +263,11 @@ def build_server() -> JaxmemServer:
                 ls.log(types.MessageType.Warning, f"initialization option {key!r} must be true or false; ignored")
             else:
                 setattr(ls, OPTIONS[key], value)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: JaxmemServer, params: types.InitializedParams) -> None:
+        # The analysis and the codemod import in about a second: do it before the first file.
+        ls.analyser.submit(_preload)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: JaxmemServer, params: types.DidOpenTextDocumentParams) -> None:
