@@ -44,6 +44,7 @@ class DocumentAnalysis:
     root: Path
     settings: Settings
     findings: list[Finding] = field(default_factory=list)
+    skipped: str | None = None  # why the document was not checked
 
     def absolute(self, relative: str) -> Path:
         """The absolute path of a file a finding names."""
@@ -79,11 +80,38 @@ def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = Tr
         root, use_cache = path.parent, False
     relative = os.path.relpath(path, root)
     name = str(path) if relative.startswith("..") else relative
+    skipped = skip_reason(path, root, config.settings)
+    if skipped is not None:
+        return DocumentAnalysis(path, name, text, root, config.settings, skipped=skipped)
     with _CWD_LOCK, _working_directory(root):
         reports = check_paths(["-"], config.settings, use_cache=use_cache, stdin_filename=name,
                               stdin=io.BytesIO(encode_like_file(text)))
     findings = [finding for report in reports for finding in report.findings]
     return DocumentAnalysis(path, name, text, root, config.settings, findings)
+
+
+def skip_reason(path: Path, root: Path, settings: Settings) -> str | None:
+    """Why a document is not checked, or None.
+
+    As ``jaxmem check --force-exclude`` and the folder walk leave files
+    alone: excluded in ``[tool.jaxmem]``, or inside a folder jaxmem never
+    walks into (a virtualenv, build output); nor is an installed package.
+    """
+    from jaxmem.discovery import ExcludeMatcher, is_skipped_dir
+
+    matcher = ExcludeMatcher(settings.exclude, root)
+    if matcher.matches(str(path)):
+        return "excluded by `exclude` in [tool.jaxmem]"
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return "an installed package (site-packages)"
+    folder = root
+    for name in path.parent.relative_to(root).parts if path.is_relative_to(root) else ():
+        folder = folder / name
+        if matcher.matches_name(name):
+            return f"inside {folder.relative_to(root)}/, excluded by `exclude` in [tool.jaxmem]"
+        if is_skipped_dir(str(folder), name):
+            return f"inside {folder.relative_to(root)}/, a folder jaxmem does not check"
+    return None
 
 
 def fixable(finding: Finding, unsafe: bool) -> bool:

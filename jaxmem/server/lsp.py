@@ -123,6 +123,8 @@ class JaxmemServer(LanguageServer):
         document = self.workspace.text_documents.get(uri)
         if document is None or document.version != version:
             return  # the text changed meanwhile: its own check is on its way
+        if analysis.skipped and uri not in self.published:
+            self.log(types.MessageType.Info, f"{path}: not checked: {analysis.skipped}")
         index = LineIndex(text, self.encoding)
         pairs = tuple((finding, self.diagnostic(finding, index, analysis)) for finding in analysis.findings)
         self.published[uri] = Published(analysis, version, pairs)

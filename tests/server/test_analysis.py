@@ -97,3 +97,18 @@ def test_the_fix_is_jaxmem_fix_s_edit(tmp_path):
     assert fix.error is None and fix.before == MISSED
     assert fix.after == add_donations(MISSED, [finding.fix], style="argnames").source
     assert "donate_argnames=" in fix.after
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("gen/train.py", "excluded"),
+    (".venv/lib/python3.11/site-packages/lib/train.py", "site-packages"),
+    ("build/lib/train.py", "inside build/"),
+    ("env/train.py", "inside env/"),  # a virtualenv by its pyvenv.cfg
+])
+def test_files_jaxmem_does_not_walk_into_are_not_checked(tmp_path, name, reason):
+    root = _project(tmp_path, {name: MISSED, "train.py": MISSED}, '\n[tool.jaxmem]\nexclude = ["gen"]\n')
+    (root / "env").mkdir(exist_ok=True)
+    (root / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    analysis = analyse_document(root / name, MISSED)
+    assert analysis.findings == [] and reason in analysis.skipped
+    assert analyse_document(root / "train.py", MISSED).skipped is None
