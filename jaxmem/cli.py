@@ -217,14 +217,14 @@ def run_rule(args) -> int:
 
 def run_server(args) -> int:
     """``jaxmem server``: serve until the client says exit."""
-    import importlib.util
-
-    missing = [name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None]
-    if missing:
-        _error(f"jaxmem server needs {' and '.join(missing)}; install them with: pip install 'jaxmem[server]'")
+    try:
+        from jaxmem.server.lsp import serve
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        _error(f"jaxmem server needs {error.name.partition('.')[0]}, which is not installed; "
+               "install it with: pip install 'jaxmem[server]'")
         return EXIT_ERROR
-    from jaxmem.server.lsp import serve
-
     return serve()
 
 

@@ -336,3 +336,20 @@ def test_a_bad_config_is_logged_and_the_server_keeps_serving(tmp_path):
         assert client.close() == 0
     finally:
         client.kill()
+
+
+def test_the_cli_imports_pygls_only_for_the_server_and_says_when_it_is_missing(tmp_path):
+    lazy = subprocess.run([sys.executable, "-c", (
+        "import sys, jaxmem.cli\n"
+        "jaxmem.cli.build_parser()\n"
+        "assert not {'pygls', 'lsprotocol'} & set(sys.modules), 'imported too early'\n")],
+        capture_output=True, text=True, timeout=120)
+    assert lazy.returncode == 0, lazy.stderr
+    missing = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "sys.modules['pygls'] = None  # as if it were not installed\n"
+        "from jaxmem.cli import main\n"
+        "sys.exit(main(['server']))\n")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "pip install 'jaxmem[server]'" in missing.stderr and "pygls" in missing.stderr
