@@ -256,6 +256,11 @@ def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
         (expected,) = check_json(root, "lib.py")
         assert (missed["code"], missed["message"]) == (expected["code"], expected["message"])
         assert missed["data"]["confidence"] == "high"
+        # The call sites it rests on, as related information.
+        call = CALLER.splitlines().index("        state = step(state, batch)")
+        assert {"uri": (root / "train.py").as_uri(),
+                "range": {"start": {"line": call, "character": 0}, "end": {"line": call, "character": 0}}} in [
+            related["location"] for related in missed["relatedInformation"]]
 
         # A new caller that reads `state` after the call is saved in another file.
         evaluate = root / "evaluate.py"
