@@ -3,8 +3,8 @@
 Diagnostics: a document is checked when it is opened or saved, and after
 a short pause in typing (its unsaved text replaces the file, see
 :func:`jaxmem.server.analysis.analyse_document`); a save checks the other
-open documents again, since a call in one file decides the advice in
-another.  Code actions: each JXM001 that ``jaxmem-fix`` would apply is a
+open documents of its project again, since a call in one file decides the
+advice in another.  Code actions: each JXM001 that ``jaxmem-fix`` would apply is a
 quick fix with the edit ``jaxmem-fix`` would make, and ``source.fixAll.jaxmem``
 applies them all.  The initialization option ``unsafeFixes: true`` offers
 the medium-confidence ones too (``jaxmem-fix --unsafe-fixes``), titled as
@@ -284,8 +284,11 @@ def build_server() -> JaxmemServer:
     def did_save(ls: JaxmemServer, params: types.DidSaveTextDocumentParams) -> None:
         saved = params.text_document.uri
         ls.schedule(saved)
+        root = ls.published[saved].analysis.root if saved in ls.published else None
         for uri in list(ls.workspace.text_documents):
-            if uri != saved:
+            other = ls.published.get(uri)
+            # A saved file changes the advice only within its own project.
+            if uri != saved and (root is None or other is None or other.analysis.root == root):
                 ls.schedule(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
