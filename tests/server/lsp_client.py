@@ -66,6 +66,9 @@ class LspClient:
         except queue.Empty:
             raise AssertionError(f"no message from jaxmem server in {TIMEOUT_S} s; its stderr:\n"
                                  + b"".join(self.stderr).decode("utf-8", "replace")) from None
+        return self._take(message)
+
+    def _take(self, message: dict | None) -> dict:
         if message is None:
             raise ServerDied("jaxmem server closed its output; its stderr:\n"
                              + b"".join(self.stderr).decode("utf-8", "replace"))
@@ -102,6 +105,16 @@ class LspClient:
                     return message["params"]
             seen = len(self.notifications)
             self._next(deadline)
+
+    def listen(self, seconds: float) -> None:
+        """Take in what the server sends during ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                message = self.inbox.get(timeout=left)
+            except queue.Empty:
+                return
+            self._take(message)
 
     def diagnostics(self, uri: str, version: int | None = None) -> list[dict]:
         """The next diagnostics published for ``uri`` (for ``version`` when given)."""

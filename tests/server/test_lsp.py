@@ -186,6 +186,21 @@ def test_unsaved_text_replaces_the_file(project, client):
     assert client.close() == 0
 
 
+def test_without_check_on_change_unsaved_text_waits_for_the_save(project, client):
+    client.initialize(project, {"checkOnChange": False})
+    uri = client.open(project / "train.py")
+    assert by_code(client.diagnostics(uri, version=1), "JXM001")
+    fixed = TRAIN.replace("@jax.jit\n", "@jax.jit(donate_argnums=0)\n").split("\n\ndef g(x)")[0] + "\n"
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]})
+    client.listen(3 * 0.4 + 1)
+    assert not [n for n in client.notifications if n["method"] == "textDocument/publishDiagnostics"]
+    (project / "train.py").write_text(fixed, encoding="utf-8")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri, version=2) == []
+    assert client.close() == 0
+
+
 def test_columns_follow_the_negotiated_position_encoding(project, client):
     response = client.initialize(project, capabilities={"general": {"positionEncodings": ["utf-8", "utf-16"]}})
     assert response["result"]["capabilities"]["positionEncoding"] == "utf-8"
