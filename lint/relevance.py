@@ -44,7 +44,7 @@ _JITTED_ASSIGNMENT = re.compile(
 # then ``a(...)``, or ``m.a(...)``.
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n\\]+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
-_ATTRIBUTE_CALL = re.compile(r"\.([A-Za-z_]\w*)[ \t]*\(")
+_ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 
 
@@ -196,7 +196,7 @@ _CHUNK_START = re.compile(r"^(?:@|def[ \t]|async[ \t]+def[ \t]|class[ \t])")
 _TOP_LEVEL_NAME = re.compile(
     r"^(?:async[ \t]+)?def[ \t]+(\w+)|^class[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE
 )
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD = re.compile(r"[^\W\d]\w*")  # identifiers, non-ASCII ones too
 
 
 def _chunks(lines: list[str]) -> list[tuple[int, int]]:

@@ -199,3 +199,31 @@ def test_hints_survive_split_decorators_and_backslash_imports():
 
 def test_a_file_that_only_turns_on_debug_nans_is_not_skipped():
     assert might_involve_jit('import jax\njax.config.update("jax_debug_nans", True)\n', S)
+
+
+def test_a_non_ascii_jitted_name_is_not_blanked_away():
+    # ``étape`` was read as the word ``tape``, so main() looked unrelated and was blanked.
+    source = textwrap.dedent(
+        """
+        import jax
+        import jax.numpy as jnp
+
+        def unrelated():
+            return 1
+
+        def update(s, b):
+            return s + b
+
+        étape = jax.jit(update)
+
+        def main():
+            s = jnp.zeros(3)
+            for b in range(3):
+                s = étape(s, b)
+            return s
+        """
+    )
+    found = [(f.code, f.span.line) for f in analyze_source(source, "m.py").findings]
+    ascii_found = [(f.code, f.span.line) for f in analyze_source(source.replace("étape", "etape"), "m.py").findings]
+    assert ("JXM001", 11) in found
+    assert found == ascii_found
