@@ -65,7 +65,8 @@ def test_json_output(tmp_path, jaxmem):
     assert finding["severity"] == "warning"
     assert finding["confidence"] == "high"
     assert finding["function"] == "step" and finding["wrapped"] == "step"
-    assert finding["definition"] == {"path": "train.py", "line": MISSED_DONATION_LINE}
+    assert finding["definition"] == {"path": "train.py", "line": MISSED_DONATION_LINE, "cell": None}
+    assert finding["cell"] is None
     assert finding["parameter"] == {"index": 0, "name": "state"}
     assert finding["fix"] is True
     assert any(e["line"] == 11 for e in finding["evidence"])
