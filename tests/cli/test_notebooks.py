@@ -255,3 +255,20 @@ def test_fix_refuses_a_layout_it_cannot_reproduce(tmp_path):
     assert result.returncode == 1
     assert "train.ipynb: its JSON layout is not one json.dumps writes" in result.stderr
     assert path.read_text() == odd
+
+
+def test_the_fixed_notebooks_imports_pass_ruff_import_sorting(tmp_path):
+    ruff = pytest.importorskip("ruff.__main__").find_ruff_bin()
+    path = write(tmp_path, "train.ipynb", jupyter_json(notebook(IMPORTS, STEP, LOOP)))
+
+    def sorting():
+        import subprocess
+
+        return subprocess.run([ruff, "check", "--isolated", "--select", "I", str(path)],
+                              capture_output=True, text=True, check=False)
+
+    assert sorting().returncode == 0
+    assert fix("train.ipynb", cwd=tmp_path).returncode == 1
+    assert "from functools import partial" in path.read_text()
+    result = sorting()
+    assert result.returncode == 0, result.stdout
