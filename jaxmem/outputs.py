@@ -333,6 +333,7 @@ def _result_to_sarif(f: Finding, rule_index: int, base: Path, seen: dict[str, in
                     "artifactLocation": _artifact(e.path, base),
                     "region": {"startLine": e.line},
                 },
+                **({"properties": {"cell": e.cell}} if e.cell is not None else {}),
             }
             for i, e in enumerate(f.evidence)
         ]

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from .conftest import run_tool, write
+from .sarif_shape import problems
 
 from jaxmem.notebooks import MAGIC_CALL, magic_lines, read_notebook
 
@@ -129,6 +130,7 @@ def test_missed_donation_in_a_notebook_is_reported_with_cell_and_line(tmp_path, 
     assert {(e["cell"], e["line"]) for e in finding["evidence"]} == {(4, 4)}
 
     sarif = json.loads(jaxmem("check", "--no-cache", "--format", "sarif", "train.ipynb").stdout)
+    assert problems(sarif) == []
     result = sarif["runs"][0]["results"][0]
     assert result["properties"]["cell"] == 3
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
