@@ -186,7 +186,19 @@ def is_skipped_dir(path: str, name: str) -> bool:
     )
 
 
+def _included(include):
+    """A test of a file name against the ``include`` globs; ``*.py``-like globs
+    become one ``str.endswith`` (a folder walk tests every file name)."""
+    simple = [glob for glob in include if glob.startswith("*") and not any(c in glob[1:] for c in "*?[")]
+    suffixes = tuple(glob[1:] for glob in simple)
+    others = tuple(glob for glob in include if glob not in simple)
+    if not others:
+        return lambda name: name.endswith(suffixes)
+    return lambda name: name.endswith(suffixes) or any(fnmatch.fnmatch(name, glob) for glob in others)
+
+
 def _walk(top: str, matcher: ExcludeMatcher, include=DEFAULT_INCLUDE):
+    included = _included(include)
     for folder, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(
             d for d in dirnames
@@ -195,7 +207,7 @@ def _walk(top: str, matcher: ExcludeMatcher, include=DEFAULT_INCLUDE):
             and not (matcher.path_patterns and matcher.matches(os.path.join(folder, d)))
         )
         for name in sorted(filenames):
-            if not any(fnmatch.fnmatch(name, glob) for glob in include) or matcher.matches_name(name):
+            if not included(name) or matcher.matches_name(name):
                 continue
             path = os.path.normpath(os.path.join(folder, name))
             if matcher.path_patterns and matcher.matches(path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from .conftest import (
     CLEAN, MISSED_DONATION, MISSED_DONATION_LINE, READ_AFTER_DONATION,
@@ -358,3 +359,22 @@ def test_calls_in_files_that_never_mention_jit_are_joined_across_files(tmp_path,
     assert (finding["code"], finding["path"], finding["line"]) == (
         "JXM001", "lib.py", MISSED_DONATION_LINE)
     assert [e["path"] for e in finding["evidence"]] == ["main.py"]
+
+
+# GitHub's workflow-command grammar: ::command key=value,key=value::data, where
+# property values hold no raw ':' or ',' and nothing holds a raw CR or LF.
+WORKFLOW_COMMAND = re.compile(r"^::(error|warning|notice)( [A-Za-z]+=[^,:\r\n]*(,[A-Za-z]+=[^,:\r\n]*)*)?::[^\r\n]*$")
+
+
+def test_github_format_prints_one_workflow_command_per_finding(tmp_path, jaxmem):
+    write(tmp_path, "train.py", MISSED_DONATION)
+    write(tmp_path, "use.py", READ_AFTER_DONATION)
+    result = jaxmem("check", "--no-cache", "--format", "github", ".")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(WORKFLOW_COMMAND.match(line) for line in lines), lines
+    line = MISSED_DONATION_LINE
+    assert lines[0].startswith(f"::warning file=train.py,line={line},col=1,endLine={line},endColumn=8,"
+                               "title=JXM001::`step` does not donate `state`")
+    assert lines[1].startswith(f"::error file=use.py,line={READ_AFTER_DONATION_LINE},col=")
+    assert ",title=JXM101::" in lines[1]
