@@ -38,6 +38,7 @@ MAGIC_CALL = "__jaxmem_magic__"
 # Cell magics whose body is Python (ruff keeps the same ones).
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
+_IMPORT_STARTS = ("import ", "from ")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # ``files = !ls``, ``out = %time f()``: targets, then ``=`` and a magic.
 _MAGIC_ASSIGNMENT = re.compile(r"^(?P<targets>[^\W\d][\w.]*(?:\s*,\s*[^\W\d][\w.]*)*)\s*=\s*(?P<magic>[%!](?!=).*)$")
@@ -192,8 +193,11 @@ class Notebook:
         return cells
 
     def _insertion_cell(self, before: int, inserted: list[str]) -> int:
-        """The cell that gets lines inserted before analysed line ``before`` (0-based):
-        between two cells, new imports end the earlier one, anything else starts the later one."""
+        """The cell that gets lines inserted before analysed line ``before`` (0-based).
+
+        Between two cells, new lines start the later cell, unless they are
+        imports that extend the imports ending the earlier one.
+        """
         if before == 0 or not self.line_cells:
             return 0
         if before >= len(self.line_cells):
@@ -201,8 +205,10 @@ class Notebook:
         previous, following = self.line_cells[before - 1][0], self.line_cells[before][0]
         if previous == following:
             return previous
+        lines = self.text.splitlines()
         first = next((line.strip() for line in inserted if line.strip()), "")
-        return previous if first.startswith(("import ", "from ")) else following
+        extends_imports = first.startswith(_IMPORT_STARTS) and lines[before - 1].startswith(_IMPORT_STARTS)
+        return previous if extends_imports else following
 
     def _where(self, index: int) -> str:
         cell_number, line = self.locate(index + 1)

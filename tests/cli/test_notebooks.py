@@ -274,3 +274,15 @@ def test_the_fixed_notebooks_imports_pass_ruff_import_sorting(tmp_path):
     assert "from functools import partial" in path.read_text()
     result = sorting()
     assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize("cells, fixed_cell", [
+    (("%matplotlib inline", "import jax\nimport jax.numpy as jnp"), 2),   # the import joins the imports' cell
+    (("import os", "import jax\nimport jax.numpy as jnp"), 1),           # the stdlib section's cell
+])
+def test_a_new_import_goes_to_the_cell_of_its_section(tmp_path, cells, fixed_cell):
+    path = write(tmp_path, "train.ipynb", jupyter_json(notebook(*cells, STEP, LOOP)))
+    assert fix("train.ipynb", cwd=tmp_path).returncode == 1
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert [i for i, s in enumerate(sources) if "from functools import partial" in s] == [fixed_cell]
+    assert sources[1].startswith(cells[0])
