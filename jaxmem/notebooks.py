@@ -27,11 +27,14 @@ reproduce byte for byte is refused rather than reformatted.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import keyword
 import re
 from dataclasses import dataclass
+
+from jaxmem.findings import Span
 
 NOTEBOOK_SUFFIX = ".ipynb"
 MAGIC_CALL = "__jaxmem_magic__"
@@ -82,9 +85,10 @@ class Layout:
     ensure_ascii: bool
     newline: str
     final_newline: bool
+    separators: tuple[str, str] | None = None
 
     def dumps(self, document) -> str:
-        text = json.dumps(document, indent=self.indent, ensure_ascii=self.ensure_ascii)
+        text = json.dumps(document, indent=self.indent, ensure_ascii=self.ensure_ascii, separators=self.separators)
         if self.final_newline:
             text += "\n"
         return text.replace("\n", self.newline) if self.newline != "\n" else text
@@ -236,10 +240,11 @@ def detect_layout(text: str, document) -> Layout | None:
     indents = [width] if width else []
     indents += [i for i in (1, 2, 4) if i not in indents] + [None]
     for indent in indents:
-        for ensure_ascii in (False, True):
-            layout = Layout(indent, ensure_ascii, newline, final)
-            if layout.dumps(document) == text:
-                return layout
+        for separators in ((None, (",", ":")) if indent is None else (None,)):
+            for ensure_ascii in (False, True):
+                layout = Layout(indent, ensure_ascii, newline, final, separators)
+                if layout.dumps(document) == text:
+                    return layout
     return None
 
 
@@ -400,10 +405,6 @@ def in_cells(finding, notebooks: dict):
     """``finding`` (a :class:`jaxmem.findings.Finding` on joined code) with its lines
     counted in cells, for every notebook among ``notebooks`` (path -> :class:`Notebook`)
     it points into.  ``finding.fix`` keeps the joined line that ``jaxmem-fix`` edits."""
-    import dataclasses
-
-    from jaxmem.findings import Span
-
     changes = {}
     notebook = notebooks.get(finding.path)
     if notebook is not None and finding.cell is None:
@@ -424,8 +425,6 @@ def in_cells(finding, notebooks: dict):
 
 
 def _evidence_in_cells(evidence, notebooks: dict):
-    import dataclasses
-
     notebook = notebooks.get(evidence.path)
     if notebook is None or evidence.cell is not None:
         return evidence
@@ -436,8 +435,6 @@ def _evidence_in_cells(evidence, notebooks: dict):
 
 def refusal_in_cells(refusal, notebooks: dict):
     """A :class:`jaxmem.findings.Refusal` with its line counted in its notebook cell."""
-    import dataclasses
-
     notebook = notebooks.get(refusal.path)
     if notebook is None or refusal.cell is not None:
         return refusal
