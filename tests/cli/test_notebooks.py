@@ -286,3 +286,13 @@ def test_a_new_import_goes_to_the_cell_of_its_section(tmp_path, cells, fixed_cel
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
     assert [i for i, s in enumerate(sources) if "from functools import partial" in s] == [fixed_cell]
     assert sources[1].startswith(cells[0])
+
+
+def test_cached_runs_report_the_same_cells(tmp_path, jaxmem):
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    write(tmp_path, "train.ipynb", jupyter_json(notebook(IMPORTS, STEP, LOOP)))
+    first = jaxmem("check", "--format", "json", ".")
+    assert (tmp_path / ".jaxmem_cache").is_dir()
+    second = jaxmem("check", "--format", "json", ".")
+    assert first.stdout == second.stdout
+    assert json.loads(second.stdout)["findings"][0]["cell"] == 3
