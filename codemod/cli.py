@@ -268,7 +268,7 @@ class _Fixer:
                 return
         # Said only once the file really holds it.
         for done in (*result.edits, *result.skipped):
-            self.say(source.where(done.line) + done.describe()[len(f"{done.line}"):])
+            self.say(_located(source, done))
         self.refused_count += len(result.skipped)
         if not result.changed:
             return
@@ -295,6 +295,12 @@ def unified_diff(path: str, before: str, after: str) -> str:
         fromfile=f"a/{path}", tofile=f"b/{path}",
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _located(source, done) -> str:
+    """An edit's or skipped fix's ``describe()`` (``"12: ..."``) with its line as
+    ``source`` names lines: ``path:12``, or ``path:cell 3:1`` in a notebook."""
+    return source.where(done.line) + done.describe().removeprefix(str(done.line))
 
 
 def notebook_diff(notebook, after: str) -> str:
