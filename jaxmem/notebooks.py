@@ -143,9 +143,7 @@ class Notebook:
             if list(lines) == list(cell.lines):
                 continue
             changed = True
-            source = "".join(lines)
-            if not cell.ends_with_newline and source.endswith("\n"):
-                source = source[:-1]
+            source = "".join(lines)  # a cell without a final newline still has none (``_split``)
             document["cells"][cell.index]["source"] = (
                 source.splitlines(keepends=True) if cell.source_is_list else source)
         if not changed:

@@ -296,3 +296,31 @@ def test_cached_runs_report_the_same_cells(tmp_path, jaxmem):
     second = jaxmem("check", "--format", "json", ".")
     assert first.stdout == second.stdout
     assert json.loads(second.stdout)["findings"][0]["cell"] == 3
+
+
+# -- writing back, without the CLI ---------------------------------------------
+
+
+def test_write_back_keeps_magics_and_refuses_edits_it_cannot_place():
+    from jaxmem.notebooks import NotebookError
+
+    data = jupyter_json(notebook(IMPORTS, STEP, LOOP)).encode()
+    nb = read_notebook("t.ipynb", data)
+    assert nb.updated(nb.text) is data
+    edited = nb.updated(nb.text.replace("return state + batch", "return batch + state"))
+    cells = json.loads(edited)["cells"]
+    assert "".join(cells[1]["source"]) == IMPORTS and "".join(cells[3]["source"]) == LOOP
+    assert "".join(cells[2]["source"]) == STEP.replace("state + batch", "batch + state")
+    with pytest.raises(NotebookError, match="t.ipynb:cell 2:1: an edit would change a line holding IPython magic"):
+        nb.updated(nb.text.replace(f"{MAGIC_CALL}(matplotlib, inline)", "x = 1"))
+    with pytest.raises(NotebookError, match="an edit would span two cells"):
+        nb.updated(nb.text.replace("jnp\n@jax.jit\n", "jnp; jit = jax.jit\n"))
+
+
+def test_write_back_keeps_a_bom_and_crlf_json():
+    text = jupyter_json(notebook(IMPORTS, STEP, LOOP)).replace("\n", "\r\n")
+    data = b"\xef\xbb\xbf" + text.encode()
+    nb = read_notebook("t.ipynb", data)
+    edited = nb.updated(nb.text.replace("state + batch", "batch + state"))
+    assert edited.startswith(b"\xef\xbb\xbf{\r\n") and b"\n" not in edited.replace(b"\r\n", b"")
+    assert edited.replace(b"batch + state", b"state + batch") == data
