@@ -378,3 +378,11 @@ def test_github_format_prints_one_workflow_command_per_finding(tmp_path, jaxmem)
                                "title=JXM001::`step` does not donate `state`")
     assert lines[1].startswith(f"::error file=use.py,line={READ_AFTER_DONATION_LINE},col=")
     assert ",title=JXM101::" in lines[1]
+
+
+def test_show_source_prints_the_line_and_a_caret(tmp_path, jaxmem):
+    write(tmp_path, "use.py", READ_AFTER_DONATION)
+    result = jaxmem("check", "--no-cache", "--show-source", "--output-format", "text", "use.py")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"use.py:{READ_AFTER_DONATION_LINE}:17: JXM101 ")
+    assert lines[1:3] == ["    y = f(x); print(x)", "    " + " " * 16 + "^"]
