@@ -286,6 +286,15 @@ def read_notebook(path: str, data: bytes) -> Notebook:
     return Notebook(path, data, document, cells)
 
 
+def from_cells(path: str, sources: list[str]) -> Notebook:
+    """A :class:`Notebook` of code cells given as text (an editor's notebook
+    document, whose cells arrive one by one): cell ``i`` of ``sources`` is cell
+    number ``i + 1``; :meth:`Notebook.cell_sources` then gives the new text of
+    each cell an edit of :attr:`Notebook.text` changes."""
+    document = {"cells": [{"cell_type": "code", "source": source} for source in sources], "nbformat": 4}
+    return read_notebook(path, json.dumps(document).encode("utf-8"))
+
+
 def _is_python(document: dict) -> bool:
     """Whether the notebook's kernel runs Python (a notebook that does not say is taken as Python)."""
     metadata = document.get("metadata")

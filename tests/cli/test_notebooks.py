@@ -324,3 +324,12 @@ def test_write_back_keeps_a_bom_and_crlf_json():
     edited = nb.updated(nb.text.replace("state + batch", "batch + state"))
     assert edited.startswith(b"\xef\xbb\xbf{\r\n") and b"\n" not in edited.replace(b"\r\n", b"")
     assert edited.replace(b"batch + state", b"state + batch") == data
+
+
+def test_cells_given_as_text_map_and_split_like_a_file():
+    from jaxmem.notebooks import from_cells
+
+    nb = from_cells("t.ipynb", [IMPORTS, STEP, LOOP])
+    assert nb.locate(4) == (2, 1)  # no markdown cell here: the step is cell 2
+    changed = nb.cell_sources(nb.text.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)"))
+    assert changed == [(2, STEP, STEP.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)"))]
