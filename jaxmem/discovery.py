@@ -171,10 +171,14 @@ class PerFileIgnores:
 
 
 def _matches_file(matcher: ExcludeMatcher, path: str) -> bool:
-    """Whether ``path`` or one of the folders holding it matches."""
+    """Whether ``path`` or one of its folders inside the project root matches."""
     if matcher.matches(path):
         return True
-    return any(matcher.matches_name(part) for part in Path(path).parts[:-1])
+    try:
+        folders = Path(os.path.abspath(path)).relative_to(matcher.root).parts[:-1]
+    except ValueError:
+        return False
+    return any(matcher.matches_name(part) for part in folders)
 
 
 def is_skipped_dir(path: str, name: str) -> bool:

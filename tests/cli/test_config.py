@@ -181,3 +181,13 @@ def test_per_file_ignores_silence_codes_in_matching_files_only(tmp_path):
     import json
 
     assert [f["path"] for f in json.loads(result.stdout)["findings"]] == ["src/train.py"]
+
+
+def test_per_file_ignores_match_folders_inside_the_project_only(tmp_path):
+    from jaxmem.discovery import PerFileIgnores
+
+    root = tmp_path / "tmp" / "project"
+    ignores = PerFileIgnores((("tmp", ("JXM001",)), ("tests", ("JXM1",)), ("*_test.py", ("JXM002",))), root)
+    assert ignores.codes(str(root / "src" / "train.py")) == ()
+    assert ignores.codes(str(root / "tests" / "unit" / "train.py")) == ("JXM1",)
+    assert ignores.codes(str(root / "src" / "loop_test.py")) == ("JXM002",)
