@@ -131,7 +131,8 @@ def render_github(findings: list[Finding]) -> str:
         if f.cell is None:
             properties += [("line", f.span.line), ("col", f.span.col + 1)]
             if (f.span.end_line, f.span.end_col) > (f.span.line, f.span.col):
-                properties += [("endLine", f.span.end_line), ("endColumn", f.span.end_col)]
+                # 1-based and just past the range, as ruff's github format and SARIF's endColumn
+                properties += [("endLine", f.span.end_line), ("endColumn", f.span.end_col + 1)]
             properties.append(("title", f.code))
         else:
             properties.append(("title", f"{f.code} (cell {f.cell}:{f.span.line}:{f.span.col + 1})"))

@@ -374,7 +374,7 @@ def test_github_format_prints_one_workflow_command_per_finding(tmp_path, jaxmem)
     lines = result.stdout.splitlines()
     assert all(WORKFLOW_COMMAND.match(line) for line in lines), lines
     line = MISSED_DONATION_LINE
-    assert lines[0].startswith(f"::warning file=train.py,line={line},col=1,endLine={line},endColumn=8,"
+    assert lines[0].startswith(f"::warning file=train.py,line={line},col=1,endLine={line},endColumn=9,"
                                "title=JXM001::`step` does not donate `state`")
     assert lines[1].startswith(f"::error file=use.py,line={READ_AFTER_DONATION_LINE},col=")
     assert ",title=JXM101::" in lines[1]

@@ -249,9 +249,9 @@ def test_github_annotations_follow_the_workflow_command_syntax():
     lines = render("github", REPORTS).splitlines()
     assert lines == [
         "::error file=broken.py,line=1,col=1,title=JXM900::syntax error",
-        "::error file=src/naïve dir/run.py,line=9,col=13,endLine=9,endColumn=13,title=JXM101::"
+        "::error file=src/naïve dir/run.py,line=9,col=13,endLine=9,endColumn=14,title=JXM101::"
         "`x` was donated to `f` at line 9 and is read here",
-        "::warning file=src/train.py,line=4,col=1,endLine=4,endColumn=8,title=JXM001::" + MISSED.message,
+        "::warning file=src/train.py,line=4,col=1,endLine=4,endColumn=9,title=JXM001::" + MISSED.message,
     ]
 
 
