@@ -181,13 +181,13 @@ def parse_error_finding(path: str, message: str, line: int = 1, col: int = 0,
                         cell: int | None = None) -> Finding:
     """A JXM900 finding at ``line``/``col`` (1-based line, 0-based column; in ``cell`` of a notebook)."""
     return Finding(
-        cell=cell,
         code=PARSE_ERROR_CODE,
         path=path,
         span=Span(line, col, line, col),
         message=message,
         severity=Severity.ERROR,
         confidence=Confidence.HIGH,
+        cell=cell,
     )
 
 
