@@ -165,20 +165,22 @@ class _Fixer:
     def collect(self, reports) -> dict[str, list]:
         """Group applicable fixes by the file of their definition; report the rest."""
         from jaxmem.api import is_internal_error
+        from jaxmem.outputs import location
 
         per_file: dict[str, list] = {}
         for report in reports:
             for finding in report.findings:
                 if finding.code == PARSE_ERROR_CODE:
                     report_problem = self.fail if is_internal_error(finding) else self.cannot_fix
-                    report_problem(f"{finding.path}:{finding.span.line}:{finding.span.col + 1}: error: "
-                                   f"{finding.message}; file left untouched")
+                    report_problem(f"{location(finding)}: error: {finding.message}; file left untouched")
                     continue
                 if finding.code != FIXED_CODE or finding.fix is None:
                     continue
                 path = finding.definition_path or finding.path
                 parameter = f"`{finding.fix.name}`" if finding.fix.name else f"#{finding.fix.index}"
-                where = f"{path}:{finding.fix.definition_line}: {finding.function or finding.wrapped or '?'}"
+                line = (f"cell {finding.definition_cell}:{finding.definition_line}" if finding.definition_cell
+                        else finding.fix.definition_line)
+                where = f"{path}:{line}: {finding.function or finding.wrapped or '?'}"
                 if finding.confidence.rank < self.threshold.rank:
                     self.say(f"{where}: not donating {parameter}: {finding.confidence.value} confidence "
                              "(the value may be read by code jaxmem cannot see); apply with --unsafe-fixes")
@@ -191,7 +193,8 @@ class _Fixer:
                 per_file.setdefault(path, []).append(finding.fix)
             for refusal in report.refusals:
                 self.refused_count += 1
-                self.say(f"{refusal.path}:{refusal.line}: {refusal.function}: refused `{refusal.parameter}`: "
+                cell = f"cell {refusal.cell}:" if refusal.cell is not None else ""
+                self.say(f"{refusal.path}:{cell}{refusal.line}: {refusal.function}: refused `{refusal.parameter}`: "
                          f"{refusal.reason}")
         return per_file
 
@@ -246,11 +249,16 @@ class _Fixer:
         if result.error:
             report_problem = self.fail if result.error.startswith("internal error") else self.cannot_fix
             report_problem(f"{path}: error: {result.error}")
+        try:
+            new_data = source.encode(result.source) if result.changed else source.data
+        except textfile.SourceError as error:  # a notebook whose cells cannot take the edit
+            self.cannot_fix(f"jaxmem-fix: {error}")
+            return
         if is_stdin and not self.args.diff and not self.args.check:
-            sys.stdout.buffer.write(source.encode(result.source) if result.changed else source.data)
+            sys.stdout.buffer.write(new_data)
         if result.changed and not (self.args.diff or self.args.check or is_stdin):
             try:
-                textfile.replace_if_unchanged(path, source.data, source.encode(result.source))
+                textfile.replace_if_unchanged(path, source.data, new_data)
             except textfile.SourceError as error:
                 self.cannot_fix(f"jaxmem-fix: {error}")
                 return
@@ -259,17 +267,18 @@ class _Fixer:
                                 f"{error.strerror or error}; left untouched")
                 return
         # Said only once the file really holds it.
-        for edit in result.edits:
-            self.say(f"{path}:{edit.describe()}")
-        for skipped in result.skipped:
-            self.say(f"{path}:{skipped.describe()}")
+        for done in (*result.edits, *result.skipped):
+            self.say(_located(source, done))
         self.refused_count += len(result.skipped)
         if not result.changed:
             return
         self.changed_files += 1
         self.edit_count += len(result.edits)
         if self.args.diff:
-            sys.stdout.write(unified_diff(path, source.text, result.source))
+            if isinstance(source, textfile.NotebookFile):
+                sys.stdout.write(notebook_diff(source.notebook, result.source))
+            else:
+                sys.stdout.write(unified_diff(path, source.text, result.source))
 
     def summary(self) -> None:
         if not (self.edit_count or self.refused_count):
@@ -286,6 +295,20 @@ def unified_diff(path: str, before: str, after: str) -> str:
         fromfile=f"a/{path}", tofile=f"b/{path}",
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _located(source, done) -> str:
+    """An edit's or skipped fix's ``describe()`` (``"12: ..."``) with its line as
+    ``source`` names lines: ``path:12``, or ``path:cell 3:1`` in a notebook."""
+    return source.where(done.line) + done.describe().removeprefix(str(done.line))
+
+
+def notebook_diff(notebook, after: str) -> str:
+    """A unified diff per changed cell, headed ``a/train.ipynb:cell 3`` (as ruff shows notebook diffs)."""
+    return "".join(
+        unified_diff(f"{notebook.path}:cell {number}", before, new)
+        for number, before, new in notebook.cell_sources(after)
+    )
 
 
 if __name__ == "__main__":

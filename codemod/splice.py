@@ -26,6 +26,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from jaxmem.codemod.imports import add_import, import_block
 from jaxmem.lint.positions import Positions
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
@@ -118,17 +119,13 @@ def _expression(node: cst.CSTNode) -> cst.CSTNode:
 
 
 def _after_import_block(module: cst.Module) -> int:
-    """Index of the last statement of the leading import block (where ``AddImportsVisitor``
-    inserts), -1 when there is none; a leading docstring counts as part of it."""
-    body = module.body
-    index = 0 if body and _is_docstring(body[0]) else -1
-    for position in range(index + 1, len(body)):
-        statement = body[position]
-        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-                and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))):
-            break
-        index = position
-    return index
+    """Index of the last statement of the leading import block (where imports are
+    inserted), -1 when there is none; a leading docstring (and, in a notebook, the
+    magic lines before the imports) counts as part of it."""
+    start, end = import_block(module.body)
+    if start == end:
+        return 0 if module.body and _is_docstring(module.body[0]) else -1
+    return end - 1
 
 
 def _is_docstring(statement) -> bool:
@@ -147,10 +144,21 @@ def _line_starts(text: str) -> list[int]:
 
 
 def _add_imports(module: cst.Module, imports) -> cst.Module:
+    """``module`` with ``imports`` added where isort puts them (:mod:`jaxmem.codemod.imports`);
+    libcst's ``AddImportsVisitor`` when the module has no import block to sort into."""
     if not imports:
         return module
-    context = CodemodContext()
+    left = []
     for module_name, obj in sorted(imports, key=repr):
+        added = add_import(module, module_name, obj)
+        if added is None:
+            left.append((module_name, obj))
+        else:
+            module = added
+    if not left:
+        return module
+    context = CodemodContext()
+    for module_name, obj in left:
         AddImportsVisitor.add_needed_import(context, module_name, obj)
     return AddImportsVisitor(context).transform_module(module)
 

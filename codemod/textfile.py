@@ -7,6 +7,7 @@ to a temporary file in the same folder that then replaces the original
 owner, group and permission bits: an interrupted run never leaves half a
 file behind.  A hard-linked file, or one whose owner a non-root user cannot
 give a new file, is rewritten in place instead, so links and ownership stay.
+A notebook is read as the code of its cells and written back into them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import tokenize
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from jaxmem.notebooks import Notebook, NotebookError, is_notebook, read_notebook
 from jaxmem.settings import DEFAULT_MAX_FILE_SIZE
 from jaxmem.sources import UnreadableFile, read_regular_file
 
@@ -46,8 +48,44 @@ class SourceFile:
         return text.encode(self.encoding)
 
 
-def decode(path: str, data: bytes) -> SourceFile:
+    def where(self, line: int) -> str:
+        """``path:line``: how messages name a line of :attr:`text`."""
+        return f"{self.path}:{line}"
+
+
+@dataclass(frozen=True)
+class NotebookFile:
+    """A notebook as :class:`SourceFile` offers it: ``text`` is the Python of its
+    code cells (:mod:`jaxmem.notebooks`), and :meth:`encode` writes edited code
+    back into the cells it came from, in the notebook's own JSON layout."""
+
+    path: str
+    text: str
+    data: bytes
+    notebook: Notebook
+
+    def encode(self, text: str) -> bytes:
+        """The notebook's bytes with its code replaced by ``text``; raises :class:`SourceError`
+        when that cannot be done without touching a magic or reformatting the file."""
+        try:
+            return self.notebook.updated(text)
+        except NotebookError as error:
+            raise SourceError(str(error)) from None
+
+    def where(self, line: int) -> str:
+        """``path:cell N:line`` for a line of :attr:`text`."""
+        cell, in_cell = self.notebook.locate(line)
+        return f"{self.path}:cell {cell}:{in_cell}" if cell is not None else f"{self.path}:{line}"
+
+
+def decode(path: str, data: bytes) -> SourceFile | NotebookFile:
     """Decode ``data`` read from ``path``; raises :class:`SourceError`."""
+    if is_notebook(path):
+        try:
+            notebook = read_notebook(path, data)
+        except NotebookError as error:
+            raise SourceError(f"{path}: {error}") from None
+        return NotebookFile(path, notebook.text, data, notebook)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
@@ -61,7 +99,7 @@ def decode(path: str, data: bytes) -> SourceFile:
     return SourceFile(path, text, encoding, data)
 
 
-def read(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile:
+def read(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> SourceFile | NotebookFile:
     """Read and decode the regular file ``path``; raises :class:`SourceError`."""
     try:
         data = read_regular_file(path, max_bytes)

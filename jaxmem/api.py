@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from jaxmem.cache import FactsCache
 from jaxmem.config import load_config
 from jaxmem.deep import call_deep, too_deep_message
-from jaxmem.discovery import STDIN, RealPaths, discover
+from jaxmem.discovery import STDIN, PerFileIgnores, RealPaths, discover
 from jaxmem.findings import FileReport, Finding
 from jaxmem.nesting import nesting_error, python_syntax_error
 from jaxmem.noqa import is_suppressed, parse_noqa
+from jaxmem.notebooks import in_cells, refusal_in_cells
 from jaxmem.runcache import RunCache, inputs_digest
 from jaxmem.settings import Settings
 from jaxmem.sources import PARSE_ERROR_CODE, decode_raw, parse_error_finding, read_raw
@@ -70,11 +71,12 @@ def check_paths(
     paths = [str(p) for p in paths] or ["."]
     config = load_config(paths, config_file)
     settings = settings if settings is not None else config.settings
-    files = discover(paths, root=config.root, exclude=settings.exclude,
+    files = discover(paths, root=config.root, exclude=settings.exclude, include=settings.include,
                      force_exclude=force_exclude)
     context = context_files(paths, files, config.root, settings, stdin_filename) if whole_project else []
     cache = FactsCache(config.root, settings) if use_cache else None
-    run = _Run(settings, cache, progress, total=len(files), context=set(context))
+    run = _Run(settings, cache, progress, total=len(files), context=set(context),
+               per_file_ignores=PerFileIgnores(settings.per_file_ignores, config.root))
 
     raws = [read_raw(path, stdin_filename=stdin_filename, stdin=stdin, max_bytes=settings.max_file_size)
             for path in files + context]
@@ -94,6 +96,8 @@ def check_paths(
     for path, raw in zip(files + context, raws):
         source = decode_raw(raw)
         run.digests[source.path] = source.digest
+        if source.notebook is not None:
+            run.notebooks[source.path] = source.notebook
         if source.problem is not None:
             if path not in run.context:
                 run.order.append(source.path)
@@ -176,7 +180,8 @@ def context_files(paths, files: list[str], root, settings: Settings, stdin_filen
         seen.add(os.path.realpath(stdin_filename))
     out = []
     relative_folders: dict[str, str] = {}
-    for path in discover([str(root)], root=root, exclude=settings.exclude, realpath=realpath):
+    for path in discover([str(root)], root=root, exclude=settings.exclude, include=settings.include,
+                         realpath=realpath):
         if realpath(path) not in seen:
             # os.path.relpath(path), one folder at a time
             folder, name = os.path.split(path)
@@ -326,6 +331,8 @@ class _Run:
     context: set = field(default_factory=set)  # analysed for their calls, not reported
     errors: bool = False  # the engine failed on a file (not cached, retried next run)
     packages: dict[str, bool] = field(default_factory=dict)
+    notebooks: dict = field(default_factory=dict)  # path -> Notebook: findings on its joined code go to cells
+    per_file_ignores: PerFileIgnores | None = None
 
     def in_package(self, path: str) -> bool:
         """Whether the folder of ``path`` holds an ``__init__.py`` (the engine
@@ -429,21 +436,27 @@ class _Run:
             if report.path in self.context:
                 continue  # not returned
             noqa = parse_noqa(self.texts[report.path]) if report.findings and report.path in self.texts else {}
-            report.findings = sorted(
-                (f for f in report.findings if self._wanted(f) and not is_suppressed(f, noqa)),
-                key=lambda f: f.sort_key,
-            )
+            ignored = self.per_file_ignores.codes(report.path) if self.per_file_ignores else ()
+            kept = [f for f in report.findings
+                    if self._wanted(f, ignored) and not is_suppressed(f, noqa)]
+            if self.notebooks:
+                kept = [in_cells(f, self.notebooks) for f in kept]
+                report.refusals = [refusal_in_cells(r, self.notebooks) for r in report.refusals]
+            report.findings = sorted(kept, key=lambda f: f.sort_key)
         return [reports[path] for path in sorted(reports) if path not in self.context]
 
-    def _wanted(self, finding: Finding) -> bool:
+    def _wanted(self, finding: Finding, ignored_here=()) -> bool:
+        """Whether ``finding`` passes select/ignore, min-confidence and the
+        ``ignored_here`` prefixes of its file's per-file-ignores."""
         if is_internal_error(finding):
             return True
         if finding.code == PARSE_ERROR_CODE:
             # A file that was not analysed is never hidden by --select: only an
             # explicit --ignore JXM900 (or JXM9, JXM90) silences it.
             return not any(PARSE_ERROR_CODE.startswith(p) and len(p) > len("JXM")
-                           for p in self.settings.ignore)
+                           for p in (*self.settings.ignore, *ignored_here))
         return (
             self.settings.wants(finding.code)
+            and not finding.code.startswith(tuple(ignored_here))
             and finding.confidence.rank >= self.settings.min_confidence.rank
         )

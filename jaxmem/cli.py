@@ -72,8 +72,12 @@ def _add_check(subparsers) -> None:
     )
     check.add_argument("paths", nargs="*", metavar="PATH",
                        help="files or folders to check (default: .); - reads stdin")
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                       help="output format (default: text, flake8 style)")
+    check.add_argument("--format", "--output-format", dest="format",
+                       choices=("text", "json", "sarif", "github", "gitlab"), default="text",
+                       help="output format (default: text, flake8 style; github: workflow-command "
+                       "annotations for GitHub Actions; gitlab: Code Quality JSON)")
+    check.add_argument("--show-source", action="store_true",
+                       help="show the source line of each finding, with a caret at its column (text format)")
     check.add_argument("--select", metavar="CODES",
                        help="comma-separated codes or prefixes to report (replaces the config's)")
     check.add_argument("--extend-select", metavar="CODES",
@@ -136,6 +140,7 @@ def run_check(args) -> int:
     from jaxmem.discovery import DiscoveryError, missing_paths
     from jaxmem.messages import unwritable_output
     from jaxmem.outputs import all_findings, render, render_statistics, use_color
+    from jaxmem.sources import SourceLines
 
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
     missing = missing_paths(paths)
@@ -170,7 +175,8 @@ def run_check(args) -> int:
     findings = all_findings(reports)
     to_stdout = args.output_file is None
     output = render(args.format, reports,
-                    color=args.format == "text" and to_stdout and use_color(sys.stdout))
+                    color=args.format == "text" and to_stdout and use_color(sys.stdout),
+                    source_lines=SourceLines(settings.max_file_size) if args.show_source else None)
     if args.statistics and args.format == "text":
         output += render_statistics(findings)
     if to_stdout:

@@ -120,16 +120,27 @@ def settings_from_table(table: dict, path: Path) -> Settings:
         "jax-version": ("jax_version", _jax_version),
         "max-file-size": ("max_file_size", _byte_count),
         "target-version": ("target_version", _python_version),
+        "include": ("include", _strings),
+        "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     }
-    values = {}
+    # ruff's extend-* keys: added to the key's value (or to its default).
+    extending = {"extend-select": "select", "extend-ignore": "ignore",
+                 "extend-exclude": "exclude", "extend-include": "include"}
+    values, extensions = {}, {}
     for key, value in table.items():
+        if key in extending:
+            extensions[extending[key]] = readers[extending[key]][1](value, path, key)
+            continue
         if key not in readers:
-            allowed = ", ".join(readers)
+            allowed = ", ".join([*readers, *extending])
             raise ConfigError(
                 f"{path}: unknown key {key!r} in [{TABLE}]; allowed keys: {allowed}"
             )
         field_name, read = readers[key]
         values[field_name] = read(value, path, key)
+    defaults = Settings()
+    for field_name, extra in extensions.items():
+        values[field_name] = values.get(field_name, getattr(defaults, field_name)) + extra
     return Settings(**values)
 
 
@@ -208,6 +219,16 @@ def _strings(value, path: Path, key: str) -> tuple[str, ...]:
 
 def _codes(value, path: Path, key: str) -> tuple[str, ...]:
     return parse_codes(_strings(value, path, key), f"{path}: [{TABLE}]", key)
+
+
+def _per_file_ignores(value, path: Path, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{"tests/*" = ["JXM001"], "__init__.py" = ["JXM1"]}``: glob -> code prefixes."""
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key} must be a table of glob = [codes], "
+            f"e.g. {key} = {{ \"tests/*\" = [\"JXM001\"] }}; got {value!r}"
+        )
+    return tuple((glob, _codes(codes, path, f"{key}.{glob!r}")) for glob, codes in value.items())
 
 
 def _confidence(value, path: Path, key: str) -> Confidence:

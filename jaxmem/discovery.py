@@ -1,4 +1,7 @@
-"""Expand command-line paths into the Python files to check.
+"""Expand command-line paths into the Python files (and notebooks) to check.
+
+A folder yields the files whose names match an ``include`` glob (by
+default ``*.py``, ``*.pyi`` and ``*.ipynb``, as ruff does).
 
 Directories recurse in sorted order, skipping version-control folders,
 virtualenvs (any folder holding ``pyvenv.cfg``), build and cache folders,
@@ -23,7 +26,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+from jaxmem.settings import DEFAULT_INCLUDE
+
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "build", "dist", ".tox", ".nox",
     "node_modules", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -48,6 +52,7 @@ def discover(
     force_exclude: bool = False,
     respect_gitignore: bool = True,
     realpath=None,
+    include=DEFAULT_INCLUDE,
 ) -> list[str]:
     """The files to check for ``paths``, in order, without duplicates.
 
@@ -65,7 +70,7 @@ def discover(
         elif os.path.isdir(raw):
             if force_exclude and matcher.matches(raw):
                 continue
-            found = list(_walk(raw, matcher))
+            found = list(_walk(raw, matcher, tuple(include)))
             if respect_gitignore:
                 found = _drop_git_ignored(raw, found)
             files.extend(found)
@@ -146,6 +151,36 @@ class ExcludeMatcher:
         return any(fnmatch.fnmatch(name, p) for p in self.name_patterns)
 
 
+class PerFileIgnores:
+    """``per-file-ignores``: which code prefixes are ignored in a file.
+
+    Globs follow the ``exclude`` rules (without ``/``: a file or folder
+    name; with ``/``: the path relative to the project root).
+    """
+
+    def __init__(self, table, root):
+        self.rules = [(ExcludeMatcher([glob], Path(root)), codes) for glob, codes in table]
+        self.known: dict[str, tuple[str, ...]] = {}
+
+    def codes(self, path: str) -> tuple[str, ...]:
+        """The code prefixes ignored in ``path``."""
+        if path not in self.known:
+            self.known[path] = tuple(code for matcher, codes in self.rules
+                                     if _matches_file(matcher, path) for code in codes)
+        return self.known[path]
+
+
+def _matches_file(matcher: ExcludeMatcher, path: str) -> bool:
+    """Whether ``path`` or one of its folders inside the project root matches."""
+    if matcher.matches(path):
+        return True
+    try:
+        folders = Path(os.path.abspath(path)).relative_to(matcher.root).parts[:-1]
+    except ValueError:
+        return False
+    return any(matcher.matches_name(part) for part in folders)
+
+
 def is_skipped_dir(path: str, name: str) -> bool:
     """Folders never worth descending into: VCS, virtualenvs, build output, caches."""
     return (
@@ -155,7 +190,19 @@ def is_skipped_dir(path: str, name: str) -> bool:
     )
 
 
-def _walk(top: str, matcher: ExcludeMatcher):
+def _included(include):
+    """A test of a file name against the ``include`` globs; ``*.py``-like globs
+    become one ``str.endswith`` (a folder walk tests every file name)."""
+    simple = [glob for glob in include if glob.startswith("*") and not any(c in glob[1:] for c in "*?[")]
+    suffixes = tuple(glob[1:] for glob in simple)
+    others = tuple(glob for glob in include if glob not in simple)
+    if not others:
+        return lambda name: name.endswith(suffixes)
+    return lambda name: name.endswith(suffixes) or any(fnmatch.fnmatch(name, glob) for glob in others)
+
+
+def _walk(top: str, matcher: ExcludeMatcher, include=DEFAULT_INCLUDE):
+    included = _included(include)
     for folder, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(
             d for d in dirnames
@@ -164,7 +211,7 @@ def _walk(top: str, matcher: ExcludeMatcher):
             and not (matcher.path_patterns and matcher.matches(os.path.join(folder, d)))
         )
         for name in sorted(filenames):
-            if not name.endswith(PYTHON_SUFFIXES) or matcher.matches_name(name):
+            if not included(name) or matcher.matches_name(name):
                 continue
             path = os.path.normpath(os.path.join(folder, name))
             if matcher.path_patterns and matcher.matches(path):

@@ -49,6 +49,7 @@ class Evidence:
     message: str
     path: str
     line: int
+    cell: int | None = None  # the notebook cell ``line`` is in (then a line of that cell)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,12 @@ class DonationFix:
 
 @dataclass(frozen=True)
 class Finding:
-    """One reported problem or missed opportunity."""
+    """One reported problem or missed opportunity.
+
+    In a notebook, ``cell`` is the 1-based cell number and ``span`` and
+    ``definition_line`` count lines within that cell (``definition_cell``) (``fix`` keeps the
+    line of the joined code, which ``jaxmem-fix`` edits).
+    """
 
     code: str
     path: str
@@ -82,10 +88,12 @@ class Finding:
     parameter_name: str | None = None
     evidence: tuple[Evidence, ...] = ()
     fix: DonationFix | None = None
+    cell: int | None = None
+    definition_cell: int | None = None
 
     @property
     def sort_key(self):
-        return (self.path, self.span.line, self.span.col, self.code)
+        return (self.path, self.cell or 0, self.span.line, self.span.col, self.code)
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ class Refusal:
     function: str
     parameter: str
     reason: str
+    cell: int | None = None  # the notebook cell ``line`` is in
 
 
 @dataclass

@@ -3,6 +3,7 @@
 works too, as in flake8).  A finding is silenced by a comment on its first
 line: for JXM001/JXM002 that is the jitted definition's line (the decorator
 or the ``name = jax.jit(...)`` assignment), for JXM101 the line of the read.
+A comment on a decorated ``def`` line also counts for its decorators' lines.
 
 Used by ``jaxmem check``; the flake8 plugin relies on flake8's own noqa.
 """
@@ -30,17 +31,52 @@ def parse_noqa(text: str) -> NoqaMap:
     if "noqa" not in text.lower():
         return {}
     found: NoqaMap = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if "noqa" not in line.lower():
             continue
         match = NOQA_COMMENT.search(line)
         if match is None:
             continue
         codes = match.group("codes")
-        found[number] = (
-            None if codes is None else frozenset(c.upper() for c in CODE.findall(codes))
-        )
+        silenced = None if codes is None else frozenset(c.upper() for c in CODE.findall(codes))
+        _add(found, number, silenced)
+        if _DEF_LINE.match(line):
+            # JXM001/JXM002 are reported at the first decorator: a comment on
+            # the ``def`` line, where a user writes it, silences them too.
+            for decorator in _decorator_lines(lines, number):
+                _add(found, decorator, silenced)
     return found
+
+
+_DEF_LINE = re.compile(r"^\s*(async\s+)?def\b")
+
+
+def _add(found: NoqaMap, number: int, codes) -> None:
+    """Merge ``codes`` into the comment of line ``number`` (a blanket ``# noqa`` wins)."""
+    if codes is None or (number in found and found[number] is None):
+        found[number] = None
+    else:
+        found[number] = codes | found.get(number, frozenset())
+
+
+def _decorator_lines(lines: list[str], def_line: int) -> list[int]:
+    """The 1-based lines starting the decorators of the ``def`` on ``def_line``."""
+    indent = len(lines[def_line - 1]) - len(lines[def_line - 1].lstrip())
+    starts = []
+    for number in range(def_line - 1, 0, -1):
+        line = lines[number - 1]
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        own_indent = len(line) - len(line.lstrip())
+        if own_indent == indent and stripped.startswith("@"):
+            starts.append(number)
+        elif own_indent > indent or (own_indent == indent and stripped[0] in ")]}"):
+            continue  # inside a decorator spread over lines
+        else:
+            break
+    return starts
 
 
 def is_suppressed(finding: Finding, noqa: NoqaMap) -> bool:

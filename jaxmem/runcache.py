@@ -80,7 +80,8 @@ def _is_span(span) -> bool:
 
 
 def _is_evidence(item) -> bool:
-    return type(item) is Evidence and type(item.message) is str and type(item.path) is str and type(item.line) is int
+    return (type(item) is Evidence and type(item.message) is str and type(item.path) is str and type(item.line) is int
+            and _optional(item.cell, int))
 
 
 def _is_fix(fix) -> bool:
@@ -92,12 +93,12 @@ def _is_finding(f) -> bool:
     return (type(f) is Finding and type(f.code) is str and type(f.path) is str and _is_span(f.span)
             and type(f.message) is str and type(f.severity) is Severity and type(f.confidence) is Confidence
             and all(_optional(v, str) for v in (f.function, f.wrapped, f.definition_path, f.parameter_name))
-            and all(_optional(v, int) for v in (f.definition_line, f.parameter_index))
+            and all(_optional(v, int) for v in (f.definition_line, f.parameter_index, f.cell, f.definition_cell))
             and type(f.evidence) is tuple and all(_is_evidence(e) for e in f.evidence) and _is_fix(f.fix))
 
 
 def _is_refusal(r) -> bool:
-    return (type(r) is Refusal and type(r.line) is int
+    return (type(r) is Refusal and type(r.line) is int and _optional(r.cell, int)
             and all(type(v) is str for v in (r.path, r.function, r.parameter, r.reason)))
 
 

@@ -8,6 +8,8 @@ from jaxmem.findings import Confidence
 
 # Larger files are reported, not read: a hostile "huge.py" cannot exhaust memory.
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+# Files a folder is searched for, as ruff's default ``include``.
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,9 @@ class Settings:
     ``target_version`` is the Python grammar files are parsed with
     (``"3.12"``); ``None`` means the newest libcst knows.  The host
     interpreter's version never decides what is a syntax error.
+    ``include`` are the file-name globs a folder is searched for
+    (notebooks included); ``per_file_ignores`` maps path globs to the code
+    prefixes ignored in the files they match (ruff's ``per-file-ignores``).
     """
 
     select: tuple[str, ...] = ("JXM",)
@@ -38,6 +43,8 @@ class Settings:
     jax_version: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     target_version: str | None = None
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""

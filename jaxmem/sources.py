@@ -1,5 +1,8 @@
 """Read a source file's bytes into text the way Python itself would.
 
+A Jupyter notebook (``.ipynb``) is read as the Python of its code cells
+(:mod:`jaxmem.notebooks`); a notebook that is not valid JSON is a JXM900.
+
 Only regular files are read, up to ``max-file-size`` bytes.  The encoding comes from the BOM or the PEP 263 cookie
 (``tokenize.detect_encoding``); line endings are kept as they are (libcst
 round-trips CRLF).  Nothing here raises for a bad file: an unreadable,
@@ -17,6 +20,7 @@ import tokenize
 from dataclasses import dataclass
 
 from jaxmem.findings import Confidence, Finding, Severity, Span
+from jaxmem.notebooks import NotebookError, is_notebook, read_notebook
 from jaxmem.settings import DEFAULT_MAX_FILE_SIZE
 
 PARSE_ERROR_CODE = "JXM900"
@@ -38,6 +42,7 @@ class Source:
     digest: str
     problem: Finding | None = None
     data: bytes | None = None  # the bytes not yet decoded (``read_raw``)
+    notebook: object = None  # a :class:`jaxmem.notebooks.Notebook`: ``text`` is its joined code
 
 
 class UnreadableFile(Exception):
@@ -120,7 +125,10 @@ def decode_raw(raw: Source) -> Source:
 
 def decode_source(path: str, data: bytes, data_digest: str | None = None) -> Source:
     """Decode ``data`` (the contents of ``path``, whose digest is
-    ``data_digest`` when known) into a :class:`Source`."""
+    ``data_digest`` when known) into a :class:`Source`.  A notebook
+    (``.ipynb``) becomes the Python of its code cells."""
+    if is_notebook(path):
+        return _notebook_source(path, data, data_digest or digest(data))
     if b"\0" in data:
         line, col = _position(data, data.index(b"\0"))
         return _problem(
@@ -155,13 +163,23 @@ def decode_source(path: str, data: bytes, data_digest: str | None = None) -> Sou
     return Source(path, text, data_digest or digest(data))
 
 
+def _notebook_source(path: str, data: bytes, data_digest: str) -> Source:
+    try:
+        notebook = read_notebook(path, data)
+    except NotebookError as error:
+        finding = parse_error_finding(path, str(error), error.line, error.col, cell=error.cell)
+        return Source(path, None, data_digest, finding)
+    return Source(path, notebook.text, data_digest, notebook=notebook)
+
+
 def digest(data: bytes) -> str:
     """The sha256 hex digest of ``data``."""
     return hashlib.sha256(data).hexdigest()
 
 
-def parse_error_finding(path: str, message: str, line: int = 1, col: int = 0) -> Finding:
-    """A JXM900 finding at ``line``/``col`` (1-based line, 0-based column)."""
+def parse_error_finding(path: str, message: str, line: int = 1, col: int = 0,
+                        cell: int | None = None) -> Finding:
+    """A JXM900 finding at ``line``/``col`` (1-based line, 0-based column; in ``cell`` of a notebook)."""
     return Finding(
         code=PARSE_ERROR_CODE,
         path=path,
@@ -169,6 +187,7 @@ def parse_error_finding(path: str, message: str, line: int = 1, col: int = 0) ->
         message=message,
         severity=Severity.ERROR,
         confidence=Confidence.HIGH,
+        cell=cell,
     )
 
 
@@ -180,3 +199,27 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     """1-based line and 0-based byte column of ``offset`` in ``data``."""
     line_start = data.rfind(b"\n", 0, offset) + 1
     return data.count(b"\n", 0, offset) + 1, offset - line_start
+
+
+class SourceLines:
+    """The source line of a finding, for ``--show-source``: ``lines(finding)``.
+
+    Each file is read once; a notebook's line is the cell's own text
+    (magics included).  None when the file cannot be read again (stdin).
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_FILE_SIZE):
+        self.max_bytes = max_bytes
+        self.sources: dict[str, Source | None] = {}
+
+    def __call__(self, finding: Finding) -> str | None:
+        if finding.path not in self.sources:
+            raw = read_raw(finding.path, max_bytes=self.max_bytes) if os.path.isfile(finding.path) else None
+            self.sources[finding.path] = decode_raw(raw) if raw is not None else None
+        source = self.sources[finding.path]
+        if source is None or source.text is None:
+            return None
+        if source.notebook is not None:
+            return source.notebook.cell_line(finding.cell, finding.span.line) if finding.cell else None
+        lines = source.text.splitlines()
+        return lines[finding.span.line - 1] if 1 <= finding.span.line <= len(lines) else None

@@ -78,9 +78,10 @@ RULE = Rule(
             runnable=True,
             confidence=Confidence.HIGH,
             fixed="""
+            from functools import partial
+
             import jax
             import jax.numpy as jnp
-            from functools import partial
 
             @partial(jax.jit, donate_argnums=0)  # JXM001
             def step(state, batch):

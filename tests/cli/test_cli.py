@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from .conftest import (
     CLEAN, MISSED_DONATION, MISSED_DONATION_LINE, READ_AFTER_DONATION,
@@ -65,7 +66,8 @@ def test_json_output(tmp_path, jaxmem):
     assert finding["severity"] == "warning"
     assert finding["confidence"] == "high"
     assert finding["function"] == "step" and finding["wrapped"] == "step"
-    assert finding["definition"] == {"path": "train.py", "line": MISSED_DONATION_LINE}
+    assert finding["definition"] == {"path": "train.py", "line": MISSED_DONATION_LINE, "cell": None}
+    assert finding["cell"] is None
     assert finding["parameter"] == {"index": 0, "name": "state"}
     assert finding["fix"] is True
     assert any(e["line"] == 11 for e in finding["evidence"])
@@ -357,3 +359,30 @@ def test_calls_in_files_that_never_mention_jit_are_joined_across_files(tmp_path,
     assert (finding["code"], finding["path"], finding["line"]) == (
         "JXM001", "lib.py", MISSED_DONATION_LINE)
     assert [e["path"] for e in finding["evidence"]] == ["main.py"]
+
+
+# GitHub's workflow-command grammar: ::command key=value,key=value::data, where
+# property values hold no raw ':' or ',' and nothing holds a raw CR or LF.
+WORKFLOW_COMMAND = re.compile(r"^::(error|warning|notice)( [A-Za-z]+=[^,:\r\n]*(,[A-Za-z]+=[^,:\r\n]*)*)?::[^\r\n]*$")
+
+
+def test_github_format_prints_one_workflow_command_per_finding(tmp_path, jaxmem):
+    write(tmp_path, "train.py", MISSED_DONATION)
+    write(tmp_path, "use.py", READ_AFTER_DONATION)
+    result = jaxmem("check", "--no-cache", "--format", "github", ".")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(WORKFLOW_COMMAND.match(line) for line in lines), lines
+    line = MISSED_DONATION_LINE
+    assert lines[0].startswith(f"::warning file=train.py,line={line},col=1,endLine={line},endColumn=9,"
+                               "title=JXM001::`step` does not donate `state`")
+    assert lines[1].startswith(f"::error file=use.py,line={READ_AFTER_DONATION_LINE},col=")
+    assert ",title=JXM101::" in lines[1]
+
+
+def test_show_source_prints_the_line_and_a_caret(tmp_path, jaxmem):
+    write(tmp_path, "use.py", READ_AFTER_DONATION)
+    result = jaxmem("check", "--no-cache", "--show-source", "--output-format", "text", "use.py")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"use.py:{READ_AFTER_DONATION_LINE}:17: JXM101 ")
+    assert lines[1:3] == ["    y = f(x); print(x)", "    " + " " * 16 + "^"]

@@ -115,6 +115,9 @@ def test_codes_are_normalised_to_upper_case(tmp_path):
         ('extra-wrappers = ["my lib.jit"]', r"extra-wrappers: 'my lib.jit' is not a dotted name"),
         ('jax-version = 0.4', r"jax-version: 0.4 is not a version"),
         ('exclude = "build"', r"exclude must be a list of strings"),
+        ('extend-select = ["E1"]', r"extend-select: 'E1' is not a jaxmem rule code"),
+        ('per-file-ignores = ["tests/*"]', r"per-file-ignores must be a table of glob = \[codes\]"),
+        ('per-file-ignores = {"tests/*" = ["F401"]}', r"per-file-ignores.'tests/\*': 'F401' is not a jaxmem"),
     ],
 )
 def test_bad_values_name_the_file_the_key_and_what_is_allowed(tmp_path, body, expected):
@@ -149,3 +152,42 @@ def test_fingerprint_follows_every_analysis_setting():
     fingerprints = {base.fingerprint(), *(v.fingerprint() for v in variants)}
     assert len(fingerprints) == len(variants) + 1
     assert Settings().fingerprint() == base.fingerprint()
+
+
+def test_extend_keys_add_to_the_value_or_its_default(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem]\nselect = ["JXM0"]\nextend-select = ["JXM101"]\n'
+          'extend-ignore = ["JXM002"]\nextend-exclude = ["*.ipynb"]\nextend-include = ["*.pyw"]\n')
+    settings = load_settings([tmp_path])
+    assert settings.select == ("JXM0", "JXM101")
+    assert settings.ignore == ("JXM002",)
+    assert settings.exclude == ("*.ipynb",)
+    assert settings.include == (*Settings().include, "*.pyw")
+
+
+def test_per_file_ignores_are_read_in_order(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem.per-file-ignores]\n"tests/*" = ["jxm001"]\n'
+          '"__init__.py" = ["JXM1", "JXM002"]\n')
+    assert load_settings([tmp_path]).per_file_ignores == (
+        ("tests/*", ("JXM001",)), ("__init__.py", ("JXM1", "JXM002")))
+
+
+def test_per_file_ignores_silence_codes_in_matching_files_only(tmp_path):
+    from .conftest import MISSED_DONATION, run_tool
+
+    for name in ("tests/test_train.py", "src/train.py", "nested/tests/deep/train.py"):
+        write(tmp_path, name, MISSED_DONATION)
+    write(tmp_path, "pyproject.toml", '[tool.jaxmem.per-file-ignores]\n"tests" = ["JXM0"]\n"src/*" = ["JXM101"]\n')
+    result = run_tool("jaxmem", "check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    import json
+
+    assert [f["path"] for f in json.loads(result.stdout)["findings"]] == ["src/train.py"]
+
+
+def test_per_file_ignores_match_folders_inside_the_project_only(tmp_path):
+    from jaxmem.discovery import PerFileIgnores
+
+    root = tmp_path / "tmp" / "project"
+    ignores = PerFileIgnores((("tmp", ("JXM001",)), ("tests", ("JXM1",)), ("*_test.py", ("JXM002",))), root)
+    assert ignores.codes(str(root / "src" / "train.py")) == ()
+    assert ignores.codes(str(root / "tests" / "unit" / "train.py")) == ("JXM1",)
+    assert ignores.codes(str(root / "src" / "loop_test.py")) == ("JXM002",)

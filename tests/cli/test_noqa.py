@@ -24,7 +24,7 @@ def f(x):  # NOQA
 
 def test_parse_noqa_maps_lines_to_codes():
     assert parse_noqa(SOURCE) == {
-        1: frozenset({"JXM001"}),
+        1: None,  # the blanket noqa of the def line below counts for its decorator
         2: None,
         3: frozenset({"JXM101", "JXM105"}),
         4: frozenset({"JXM1"}),
@@ -40,7 +40,7 @@ def test_text_without_noqa_is_an_empty_map():
     ("code", "line", "suppressed"),
     [
         ("JXM001", 1, True),
-        ("JXM101", 1, False),
+        ("JXM101", 1, True),  # from the def line
         ("JXM101", 2, True),
         ("JXM105", 3, True),
         ("JXM104", 3, False),
@@ -55,3 +55,36 @@ def test_is_suppressed(code, line, suppressed):
 
 def test_crlf_lines_count_the_same():
     assert parse_noqa("x = 1\r\ny = 2  # noqa\r\n") == {2: None}
+
+
+DECORATED = """\
+class Model:
+    @partial(
+        jax.jit,
+        static_argnums=1,
+    )
+    @other  # noqa: JXM002
+    def f(self, x):  # noqa: JXM001
+        return x
+"""
+
+
+def test_a_noqa_on_the_def_line_counts_for_every_decorator_line():
+    noqa = parse_noqa(DECORATED)
+    assert noqa == {2: frozenset({"JXM001"}), 6: frozenset({"JXM001", "JXM002"}), 7: frozenset({"JXM001"})}
+    assert is_suppressed(finding("JXM001", 2), noqa)
+    assert not is_suppressed(finding("JXM002", 2), noqa)
+
+
+def test_check_honours_noqa_on_the_def_line(tmp_path):
+    from .conftest import MISSED_DONATION, MISSED_DONATION_LINE, run_tool, write
+
+    lines = MISSED_DONATION.splitlines(keepends=True)
+    assert lines[MISSED_DONATION_LINE].startswith("def step")
+    lines[MISSED_DONATION_LINE] = lines[MISSED_DONATION_LINE].rstrip("\n") + "  # noqa: JXM001\n"
+    write(tmp_path, "train.py", "".join(lines))
+    quiet = run_tool("jaxmem", "check", "--no-cache", "train.py", cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stdout
+    write(tmp_path, "train.py", "".join(lines).replace("JXM001", "JXM101"))
+    loud = run_tool("jaxmem", "check", "--no-cache", "train.py", cwd=tmp_path)
+    assert loud.returncode == 1 and "JXM001" in loud.stdout

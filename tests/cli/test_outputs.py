@@ -134,6 +134,7 @@ def test_json_document_follows_schema_version_1():
     assert missed == {
         "code": "JXM001",
         "path": "src/train.py",
+        "cell": None,
         "line": 4,
         "col": 1,
         "end_line": 4,
@@ -143,9 +144,9 @@ def test_json_document_follows_schema_version_1():
         "confidence": "high",
         "function": "p_step",
         "wrapped": "step",
-        "definition": {"path": "src/train.py", "line": 4},
+        "definition": {"path": "src/train.py", "line": 4, "cell": None},
         "parameter": {"index": 0, "name": "state"},
-        "evidence": [{"message": MISSED.evidence[0].message, "path": "src/loop.py", "line": 11}],
+        "evidence": [{"message": MISSED.evidence[0].message, "path": "src/loop.py", "cell": None, "line": 11}],
         "fix": True,
     }
     read = document["findings"][1]
@@ -153,7 +154,7 @@ def test_json_document_follows_schema_version_1():
     assert read["definition"] is None and read["parameter"] is None
     assert read["function"] is None and read["fix"] is False and read["evidence"] == []
     assert document["skipped"] == [{
-        "path": "src/train.py", "line": 20, "function": "eval_step",
+        "path": "src/train.py", "cell": None, "line": 20, "function": "eval_step",
         "parameter": "params", "reason": "read after the call at line 31",
     }]
 
@@ -239,3 +240,48 @@ def test_statistics_count_per_code():
     assert render_statistics([MISSED, READ, MISSED], RULES) == (
         "2  JXM001  missed-donation\n1  JXM101  use-after-donation\n"
     )
+
+
+# -- GitHub workflow commands and GitLab Code Quality ------------------------------
+
+
+def test_github_annotations_follow_the_workflow_command_syntax():
+    lines = render("github", REPORTS).splitlines()
+    assert lines == [
+        "::error file=broken.py,line=1,col=1,title=JXM900::syntax error",
+        "::error file=src/naïve dir/run.py,line=9,col=13,endLine=9,endColumn=14,title=JXM101::"
+        "`x` was donated to `f` at line 9 and is read here",
+        "::warning file=src/train.py,line=4,col=1,endLine=4,endColumn=9,title=JXM001::" + MISSED.message,
+    ]
+
+
+def test_github_escapes_data_and_properties_as_documented():
+    # "Workflow commands for GitHub Actions": data escapes % CR LF; properties also : and ,
+    odd = Finding(code="JXM002", path="a,b:c%.py", span=Span(2, 0, 2, 0),
+                  message="100% dead\r\nsee: line 3, col 1", severity=Severity.INFO, confidence=Confidence.LOW)
+    [line] = render("github", [FileReport(odd.path, [odd])]).splitlines()
+    assert line == "::notice file=a%2Cb%3Ac%25.py,line=2,col=1,title=JXM002::100%25 dead%0D%0Asee: line 3, col 1"
+
+
+def test_github_names_the_cell_of_a_notebook_finding_instead_of_a_json_line():
+    in_cell = Finding(code="JXM001", path="train.ipynb", span=Span(5, 0, 5, 8), message="m",
+                      severity=Severity.WARNING, confidence=Confidence.HIGH, cell=3)
+    [line] = render("github", [FileReport(in_cell.path, [in_cell])]).splitlines()
+    assert line == "::warning file=train.ipynb,title=JXM001 (cell 3%3A5%3A1)::m"
+    assert render_text([in_cell]) == "train.ipynb:cell 3:5:1: JXM001 m\n"
+
+
+def test_gitlab_code_quality_report():
+    issues = json.loads(render("gitlab", REPORTS))
+    assert [i["check_name"] for i in issues] == ["JXM900", "JXM101", "JXM001"]
+    missed = issues[2]
+    assert missed["description"] == "JXM001 " + MISSED.message
+    assert missed["severity"] == "major" and issues[0]["severity"] == "critical"
+    assert missed["location"] == {"path": "src/train.py", "lines": {"begin": 4}}
+    assert len({i["fingerprint"] for i in issues}) == 3
+    assert json.loads(render("gitlab", REPORTS)) == issues  # stable fingerprints
+
+
+def test_show_source_puts_a_caret_under_the_range():
+    text = render_text([READ], source_lines=lambda f: "aaaa naïve; x")  # x at column 12 (characters)
+    assert text.splitlines()[1:] == ["    aaaa naïve; x", "    " + " " * 12 + "^"]

@@ -41,8 +41,9 @@ FIX_CASES = [
         """,
         [(4, 0, "x")],
         """
-        import jax
         from functools import partial
+
+        import jax
 
 
         @partial(jax.jit, donate_argnums=0)
@@ -116,8 +117,9 @@ FIX_CASES = [
         """,
         [(6, 0, "x")],
         """
-        import jax
         import functools
+
+        import jax
 
         partial = 3
 
@@ -163,8 +165,9 @@ FIX_CASES = [
         """,
         [(4, 0, "x")],
         """
-        import jax
         from functools import partial
+
+        import jax
 
 
         @partial(jax.jit, donate_argnums=0)
@@ -492,8 +495,9 @@ FIX_CASES = [
         """,
         [(4, 1, "y")],
         """
-        import jax
         from functools import partial
+
+        import jax
 
 
         @partial(jax.pmap, donate_argnums=1)
@@ -799,8 +803,9 @@ FIX_CASES = [
         """,
         [(4, 0, "x")],
         """
-        from flax import nnx
         from functools import partial
+
+        from flax import nnx
 
 
         @partial(nnx.jit, donate_argnums=0)
@@ -884,7 +889,7 @@ FIX_CASES = [
         "crlf-newlines-kept",
         "import jax\r\n\r\n\r\n@jax.jit\r\ndef step(x, y):\r\n    return x + y, x - y\r\n",
         [(4, 0, "x")],
-        "import jax\r\nfrom functools import partial\r\n\r\n\r\n"
+        "from functools import partial\r\n\r\nimport jax\r\n\r\n\r\n"
         "@partial(jax.jit, donate_argnums=0)\r\ndef step(x, y):\r\n    return x + y, x - y\r\n",
         {},
         "step(x, y)",

@@ -19,7 +19,7 @@ import pytest
 from training_programs import TRAIN
 
 TRAIN_FIXED = TRAIN.replace(
-    "import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom functools import partial\n"
+    "import jax\n", "from functools import partial\n\nimport jax\n", 1
 ).replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
 
 # ``state`` comes from the caller: medium confidence.

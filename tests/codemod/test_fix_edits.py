@@ -14,7 +14,12 @@ from jaxmem.codemod import add_donations
 
 
 def _import_lines(text: str) -> int:
-    return sum(line.startswith(("from functools", "import functools")) for line in text.splitlines())
+    """Lines of ``functools`` imports, and the blank line opening a new section after one."""
+    lines = text.splitlines()
+    return sum(line.startswith(("from functools", "import functools"))
+               + (line.startswith(("from functools", "import functools")) and i + 1 < len(lines)
+                  and not lines[i + 1].strip() and i + 2 < len(lines) and lines[i + 2].startswith(("import", "from")))
+               for i, line in enumerate(lines))
 
 
 @pytest.mark.parametrize(
@@ -28,7 +33,7 @@ def test_fix(before, fixes, after, options):
     assert result.source == source_of(after)
     assert len(result.edits) == 1
     # Idempotent: the fixed definition already donates everything (an added
-    # import line moves it down by one).
+    # import line, and the blank line of a new import section, move it down).
     shift = _import_lines(result.source) - _import_lines(source_of(before))
     moved = [(line + shift, index, name) for line, index, name in fixes]
     again = add_donations(result.source, fixes_of(*moved), **options)
@@ -102,10 +107,11 @@ def test_only_the_definition_and_one_import_line_change():
     )
     result = add_donations(source, fixes_of((10, 0, "x"), (10, 1, "y")))
     before, after = source.splitlines(), result.source.splitlines()
-    assert after[:4] == before[:4]
-    assert after[4] == "from functools import partial"
-    assert after[5:] == [
-        "@partial(jax.jit, donate_argnums=(0, 1))" if line == "@jax.jit" else line for line in before[4:]
+    # The import opens a standard-library section above the others, as isort puts it.
+    assert after[:1] == before[:1]
+    assert after[1:3] == ["from functools import partial", ""]
+    assert after[3:] == [
+        "@partial(jax.jit, donate_argnums=(0, 1))" if line == "@jax.jit" else line for line in before[1:]
     ]
 
 

@@ -17,7 +17,7 @@ __all__ = ["MISSED_DONATION", "MISSED_DONATION_LINE", "TRAIN", "write"]
 
 # What jaxmem-fix makes of TRAIN (a bare @jax.jit whose first argument is dead).
 TRAIN_FIXED = TRAIN.replace(
-    "import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom functools import partial\n"
+    "import jax\n", "from functools import partial\n\nimport jax\n", 1
 ).replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
 
 

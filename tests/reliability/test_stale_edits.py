@@ -23,7 +23,7 @@ ADJACENT = TRAIN.replace(
           "        state = update(state, grad)\n    doubled = keep(state)\n    return doubled + state\n")
 assert "keep = jax.jit" in ADJACENT and "doubled = keep(state)" in ADJACENT
 ADJACENT_FIXED = ADJACENT.replace(
-    "import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom functools import partial\n"
+    "import jax\n", "from functools import partial\n\nimport jax\n", 1
 ).replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
 
 
