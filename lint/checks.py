@@ -632,7 +632,8 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     seen = set()
     unique = []
     for f in sorted(findings, key=lambda f: f.sort_key):
-        key = (f.code, f.span.line, f.span.col, f.parameter_name, f.function)
+        # The index too: parameters of a function whose signature is not visible have no name.
+        key = (f.code, f.span.line, f.span.col, f.parameter_index, f.parameter_name, f.function)
         if key not in seen:
             seen.add(key)
             unique.append(f)
