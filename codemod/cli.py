@@ -174,9 +174,14 @@ class _Fixer:
                     report_problem(f"{finding.path}:{finding.span.line}:{finding.span.col + 1}: error: "
                                    f"{finding.message}; file left untouched")
                     continue
-                if finding.code != FIXED_CODE or finding.fix is None:
+                if finding.code != FIXED_CODE:
                     continue
                 path = finding.definition_path or finding.path
+                if finding.fix is None:  # e.g. equinox, when no `donate=` mode is safe: the message says why
+                    self.refused_count += 1
+                    self.say(f"{path}:{finding.definition_line or finding.span.line}: "
+                             f"{finding.function or finding.wrapped or '?'}: no automatic fix: {finding.message}")
+                    continue
                 parameter = f"`{finding.fix.name}`" if finding.fix.name else f"#{finding.fix.index}"
                 where = f"{path}:{finding.fix.definition_line}: {finding.function or finding.wrapped or '?'}"
                 if finding.confidence.rank < self.threshold.rank:
