@@ -24,7 +24,7 @@ from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blo
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.jit_api import EQX_FILTER_JIT
 from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
-from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRNG, SCALAR
+from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, map_arguments
@@ -271,6 +271,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
     if arg.origins and all(origin.kind == HOST for origin in arg.origins):
         return  # host NumPy data: jit copies it and never deletes it
     subject = render(arg.key)
+    raises, unsure = _crash_claim(d, name)
+    confidence = Confidence.MEDIUM if unsure else Confidence.HIGH
     for use in arg.reads_after:
         if d.keeps_module_args:
             break  # flax nnx writes Module outputs back: the argument stays usable
@@ -278,16 +280,18 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             out.add(
                 "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
                 f"`{subject}` is donated to `{d.function}` inside a loop and not rebound: the next iteration "
-                f"passes a deleted array (\"Buffer has been deleted or donated\"); rebind it from the result "
-                f"(`{subject} = {d.function}(...)`) or stop donating {label}",
-                evidence=[where], **common,
+                f"{'may pass' if unsure else 'passes'} a deleted array (\"Buffer has been deleted or donated\")"
+                f"{unsure}; "
+                f"rebind it from the result (`{subject} = {d.function}(...)`) or stop donating {label}",
+                confidence=confidence, evidence=[where], **common,
             )
         else:
             out.add(
                 "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
                 f"`{subject}` is read here after it was donated to `{d.function}` at line {rc.call.line} "
-                f"({label}): this raises \"Array has been deleted\"; use the call's result or stop donating it",
-                evidence=[where], **common,
+                f"({label}): this {raises} \"Array has been deleted\"{unsure}; use the call's result or stop "
+                f"donating it",
+                confidence=confidence, evidence=[where], **common,
             )
     for use in arg.alias_reads:
         if d.keeps_module_args:
@@ -295,8 +299,9 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
         out.add(
             "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
             f"`{use.text}` refers to the value of `{subject}`, which was donated to `{d.function}` at line "
-            f"{rc.call.line}: reading it raises \"Array has been deleted\"; copy it before the call or stop donating",
-            evidence=[where], **common,
+            f"{rc.call.line}: reading it {raises} \"Array has been deleted\"{unsure}; copy it before the call or "
+            f"stop donating",
+            confidence=confidence, evidence=[where], **common,
         )
     for use in arg.escapes:
         if use.kind in _ESCAPE_KINDS:
@@ -313,6 +318,16 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             f"returns: assign the call's result back to `{subject}` on every path",
             confidence=Confidence.MEDIUM, evidence=[where], **common,
         )
+
+
+def _crash_claim(definition: JitDefinition, name: str | None) -> tuple[str, str]:
+    """``(verb, caveat)`` for a read after donation.  JAX deletes a donated input only
+    when an output can reuse its buffer; otherwise it warns "Some donated buffers were
+    not usable" and the input stays readable (jax 0.10.2)."""
+    if name is not None and definition.output_verdict(name) in (PRESERVED, MUTATED):
+        return "raises", ""
+    return "may raise", (f" (when an output of `{definition.function}` can reuse its buffer; otherwise JAX only "
+                         f"warns \"Some donated buffers were not usable\")")
 
 
 def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
@@ -576,10 +591,13 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                 parameter=(index, param_name), evidence=evidence, fix=DonationFix(definition.line, index, param_name),
             )
         else:
+            # Dead in the calling scope is all that is known; say what is not (the caller, a container).
+            unproved = f", but {doubts[0]}" if doubts else ""
             out.add(
                 "JXM002", def_path, span,
-                f"`{name}` is not used after any call of `{definition.function}`: donating it ({spelled}) "
-                f"saves memory only if an output has its shape and dtype",
+                f"`{name}` is not read again after any call of `{definition.function}`{unproved}: "
+                f"donating it ({spelled}) saves memory only if an output has its shape and dtype"
+                f"{' and nothing else holds it' if doubts else ''}",
                 confidence=Confidence.LOW, definition=definition, definition_path=def_path,
                 parameter=(index, param_name), evidence=evidence,
             )
