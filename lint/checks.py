@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
 from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blocker
+from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.jit_api import EQX_FILTER_JIT
 from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
@@ -102,7 +103,8 @@ class Index:
             if found:
                 return found
         if call.qualified is not None:
-            return self.qualified.get(call.qualified.lstrip("."), [])
+            found = self.qualified.get(call.qualified.lstrip("."), [])
+            return nearest_modules(path, call.qualified, found, lambda item: (item[0], item[1].callee[0]))
         return []
 
 
@@ -693,18 +695,24 @@ def _propose_mode(definition: JitDefinition, def_path: str, calls: list[Resolved
 def _with_factory_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
     """Definitions that jit what another file's factory returns get that function's
     signature and outputs (``wrapped_qualname`` is ``pkg.mod.make_step()``)."""
-    factories = {}
+    factories: dict[str, list] = defaultdict(list)
     for facts in all_facts:
         for name, info in facts.factories.items():
             for module in facts.module_names:
-                factories.setdefault(f"{module}.{name}()", info)
+                factories[f"{module}.{name}()"].append((facts.path, name, info))
     if not factories:
         return all_facts
+
+    def factory(path: str, key: str):
+        found = nearest_modules(path, key[:-2], factories[key], lambda item: (item[0], item[1]))
+        return found[0][2]
+
     out = []
     for facts in all_facts:
         patched = [
-            dataclasses.replace(d, signature=factories[key][0], outputs=factories[key][1])
-            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories else d
+            dataclasses.replace(d, signature=info[0], outputs=info[1])
+            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories
+            and (info := factory(facts.path, key)) else d
             for d in facts.definitions
         ]
         out.append(facts if patched == facts.definitions else dataclasses.replace(facts, definitions=patched))
