@@ -43,7 +43,8 @@ RULE = Rule(
     operations (arithmetic, `tree_map`, `optax.apply_updates`, `.replace`,
     `.apply_gradients`); one that is reduced, reshaped or concatenated away,
     a Python scalar, a PRNG key or host NumPy data is not proposed at all
-    (`--format json` lists it under `skipped` with the reason).
+    (`jaxmem check --show-skipped` lists it with the reason, as does
+    `--format json` under `skipped`).
 
     equinox's `eqx.filter_jit` has no per-argument donation: the advice is
     `donate="all"` or `donate="all-except-first"`, given only when every

@@ -357,3 +357,47 @@ def test_calls_in_files_that_never_mention_jit_are_joined_across_files(tmp_path,
     assert (finding["code"], finding["path"], finding["line"]) == (
         "JXM001", "lib.py", MISSED_DONATION_LINE)
     assert [e["path"] for e in finding["evidence"]] == ["main.py"]
+
+
+DISAGREEING_CALLS = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state, batch):
+    return state + batch
+
+
+def train(batch):
+    state = jnp.zeros(3)
+    state = step(state, batch)
+    return state
+
+
+def evaluate(batch):
+    state = jnp.zeros(3)
+    new = step(state, batch)
+    return new, state
+"""
+
+
+def test_refusals_are_summarised_and_listed_with_show_skipped(tmp_path, jaxmem):
+    write(tmp_path, "train.py", DISAGREEING_CALLS)
+    plain = jaxmem("check", "train.py")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == ""
+    assert "1 parameter(s) not proposed; --show-skipped lists why" in plain.stderr
+
+    shown = jaxmem("check", "--show-skipped", "train.py")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "train.py:5: step: `state` not proposed: call sites disagree: `state` is read after the call at "
+        "train.py:18: `state` reads it (line 19)"
+    ]
+    assert "not proposed" not in shown.stderr  # listed, so not summarised again
+    # The same refusals as the JSON document's `skipped`.
+    document = json.loads(jaxmem("check", "--format", "json", "train.py").stdout)
+    assert [(s["parameter"], s["line"]) for s in document["skipped"]] == [("state", 5)]
+    # Nothing to say when donation advice is not selected.
+    assert "not proposed" not in jaxmem("check", "--select", "JXM101", "train.py").stderr
