@@ -452,6 +452,13 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     )
 
 
+def _nnx_not_updated(definition: JitDefinition, name: str) -> str:
+    """Why an ``nnx.jit`` parameter read after its calls is not proposed."""
+    return (f"`{name}` is read after the call, which is fine for an nnx Module (nnx writes it back), but the body of "
+            f"`{definition.wrapped}` does not visibly update `{name}` in place (`optimizer.update({name}, grads)`, "
+            f"`{name}.x[...] = ...`), so jaxmem cannot tell it is a Module whose buffers nnx reuses")
+
+
 def _useless_param(definition: JitDefinition, name: str) -> str | None:
     """Why no output of the jitted body can take parameter ``name``'s buffers, if so."""
     verdict = definition.output_verdict(name)
@@ -564,6 +571,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             live = [v for _, v in verdicts if v.live]
             if live and len(live) < len(verdicts):
                 blocked = "call sites disagree: " + live[0].live
+            elif live and definition.keeps_module_args:
+                blocked = _nnx_not_updated(definition, name)  # a read after nnx.jit is no reason: say the real one
             elif live:
                 continue  # read later at every call: nothing to propose, nothing to say
         if blocked is not None:
@@ -594,12 +603,13 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             )
         else:
             # Dead in the calling scope is all that is known; say what is not (the caller, a container).
-            unproved = f", but {doubts[0]}" if doubts else ""
+            held = [d for d in doubts if d != _output_doubt(definition, name)]
+            unproved = f", but {held[0]}" if held else ""
             out.add(
                 "JXM002", def_path, span,
                 f"`{name}` is not read again after any call of `{definition.function}`{unproved}: "
                 f"donating it ({spelled}) saves memory only if an output has its shape and dtype"
-                f"{' and nothing else holds it' if doubts else ''}",
+                f"{' and nothing else holds it' if held else ''}",
                 confidence=Confidence.LOW, definition=definition, definition_path=def_path,
                 parameter=(index, param_name), evidence=evidence,
             )

@@ -195,3 +195,41 @@ def test_jxm002_says_the_container_holds_the_loop_variable():
     )
     (finding,) = [f for f in _findings(source, "JXM002") if f.parameter_name == "state"]
     assert "a loop variable taken from `states`, which still holds it" in finding.message
+
+
+NNX_STEP = """\
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+    {update}
+    return 0.0
+
+
+def main(model):
+    optimizer = {optimizer}
+    for _ in range(3):
+        train_step(model, optimizer, jnp.ones((2, 4)))
+        print(model.lin.kernel[...].sum())
+"""
+
+
+def test_nnx_model_and_optimizer_are_proposed_together():
+    source = NNX_STEP.format(update="optimizer.update(model, grads)",
+                             optimizer="nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)")
+    found = {f.parameter_name: f for f in _findings(source, "JXM001")}
+    assert set(found) == {"model", "optimizer"}
+    assert all(f.fix is not None and f.confidence is Confidence.MEDIUM for f in found.values())
+
+
+def test_nnx_model_not_proposed_says_why():
+    source = NNX_STEP.format(update="optimizer.update(grads)",
+                             optimizer="nnx.ModelAndOptimizer(model, optax.adam(1e-3), wrt=nnx.Param)")
+    assert [f.parameter_name for f in _findings(source, "JXM001")] == ["optimizer"]
+    (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+                  if r.parameter == "model"]
+    assert "does not visibly update `model` in place" in refusal.reason
