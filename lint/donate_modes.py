@@ -54,5 +54,5 @@ def first_blocker(params: Sequence[ParamState], wanted: ParamState) -> ParamStat
     for mode in (ALL_EXCEPT_FIRST, ALL):
         donated = covered(mode, params)
         if wanted in donated:
-            return next(p for p in donated if p.blocker is not None and not p.donated)
+            return next((p for p in donated if p.blocker is not None and not p.donated), None)
     return None
