@@ -84,6 +84,17 @@ class Provenance:
                     self._writes.setdefault(event.key, []).append((point, event))
         return self._writes.get(key, [])
 
+    def _host_at_call(self, key: RefKey, after: Point) -> list[Origin]:
+        """The origins of ``key`` at the call when every write reaching it makes host
+        NumPy data (``for batch in ds: batch = jax.tree.map(np.asarray, batch)``), else [].
+        Only then are the other writes dropped: a derived value's origins do not follow
+        its sources, so narrowing anything else could lose what they share."""
+        writes = self._reaching_writes(key, after)
+        if len(writes) == len(self._write_points(key)):
+            return []
+        origins = [origin for event in writes for origin in self.of_write(event, after, 1)]
+        return origins if origins and all(origin.kind == HOST for origin in origins) else []
+
     def _reaching_writes(self, key: RefKey, after: Point) -> list:
         """The writes of ``key`` whose value can reach the call just before ``after``
         (``for batch in ds: batch = np.asarray(batch)``: the loop's own value never does)."""
@@ -96,9 +107,9 @@ class Provenance:
 
     def of_key(self, key: RefKey, after: Point, depth: int = 0) -> list[Origin]:
         """Origins of the value ``key`` (a local name) holds at a call."""
-        # Only the argument itself is narrowed to the writes reaching the call: a name it
-        # was copied from may have been rebound between that copy and the call.
-        writes = self._reaching_writes(key, after) if depth == 0 else self.writes_of(key)
+        if depth == 0 and (host := self._host_at_call(key, after)):
+            return host
+        writes = self.writes_of(key)
         if not writes or depth > _MAX_DEPTH:
             return [Origin(UNKNOWN, 0, f"`{key[0]}` is not assigned here")]
         out: list[Origin] = []

@@ -233,3 +233,37 @@ def test_nnx_model_not_proposed_says_why():
     (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
                   if r.parameter == "model"]
     assert "does not visibly update `model` in place" in refusal.reason
+
+
+OPTAX_SAM_LIKE = """\
+import jax
+import jax.numpy as jnp
+
+
+class Opt:
+    def init(self, params):
+        return {"cache": params, "count": jnp.zeros(())}  # optax.contrib.sam keeps params too
+
+
+@jax.jit
+def step(params, state):
+    return params * 0.9, {"cache": state["cache"] + params, "count": state["count"] + 1}
+
+
+def main():
+    opt = Opt()
+    params = jnp.ones(3)
+    state = opt.init(params)
+    state = jax.tree.map(lambda v: v, state)  # the same leaves: still the init's
+    for _ in range(3):
+        params, state = step(params, state)
+    return state
+"""
+
+
+def test_a_rebinding_through_a_derived_value_keeps_the_first_values_doubts():
+    (finding,) = [f for f in _findings(OPTAX_SAM_LIKE, "JXM001") if f.parameter_name == "state"]
+    assert finding.confidence is Confidence.MEDIUM and "opt.init(params)" in finding.message
+    donated = OPTAX_SAM_LIKE.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=1)\n")
+    with pytest.raises(Exception, match="Attempt to donate a buffer which is also used by the same call"):
+        _run("from functools import partial\n" + donated)
