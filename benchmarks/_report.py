@@ -76,6 +76,11 @@ def summarize(report: dict) -> dict:
     run = report.get("fix_then_run")
     if run:
         summary["fix_then_run"] = run["summary"]
+    fixed_point = report.get("fixed_point", {})
+    summary["fixed_point"] = {
+        mode: sorted(f"{package}/{path}" for package, modes in fixed_point.items() for path in modes.get(mode, []))
+        for mode in ("fix", "unsafe-fix")
+    }
     return summary
 
 
@@ -112,6 +117,11 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
          ">= 90%", _verdict(pre["jxm101_real_ratio"], TARGETS["jxm101_real_bug"])),
         ("precision: unreviewed candidates", str(pre["unreviewed"]), "0", ""),
     ]
+    again = s["fixed_point"] if report.get("fixed_point") else None
+    if again:
+        changed = len(again["fix"]) + len(again["unsafe-fix"])
+        rows.append(("fixed point: files a second fix run changes (default / unsafe)",
+                     f"{len(again['fix'])} / {len(again['unsafe-fix'])}", "0", "ok" if changed == 0 else "MISSED"))
     run = s.get("fix_then_run")
     if run:
         rows.append(("fix-then-run: unsafe fixes (default / unsafe)",
@@ -171,6 +181,10 @@ def format_markdown(report: dict) -> str:
             out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
                        f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
                        f"shortcuts): {message}")
+    if report.get("fixed_point"):
+        out += ["", "## Fixed point: files a second jaxmem-fix run changed", ""]
+        changed = [(mode, path) for mode, paths in s["fixed_point"].items() for path in paths]
+        out += [f"- {mode}: `{path}`" for mode, path in changed] or ["None, default or --unsafe-fixes."]
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:

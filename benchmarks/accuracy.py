@@ -8,7 +8,9 @@ Five measurements, each a section of the output:
 2. recall: the donations the authors wrote are stripped; how many come back
    as JXM001/JXM002 for the same parameter, and how many the default
    ``jaxmem-fix`` (and ``--unsafe-fixes``) restores, split by whether the
-   call site rebinds the argument from the result;
+   call site rebinds the argument from the result; and the fixed point: a
+   second ``jaxmem-fix`` run over every file of the fixed package changes
+   nothing;
 3. use-after-donation: a read injected after each donating call (directly,
    and through an alias taken before it): how many get JXM101 on that line;
 4. fix-then-run: tests and examples the fixer changes, run before and after
@@ -155,7 +157,25 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
                 finding = recovered_by(moved, relative, index, name, findings)
                 restored = {mode: restored_in(donation, index, name, fixed[mode][relative]) for mode in fixed}
                 cases.append(_case(label, relative, donation, index, name, status, finding, restored, "resolved"))
-    return {"cases": cases, "findings": findings}
+    return {"cases": cases, "findings": findings, "stripped": stripped}
+
+
+def second_fix_changes(root: Path, *, unsafe: bool) -> list[str]:
+    """Files of ``root`` that a second ``jaxmem-fix`` run changes after a first one
+    (fixes ``root`` in place; the fixer must reach its fixed point in one run)."""
+    jaxmem.fix(["."], root, unsafe=unsafe)
+    once = {p: p.read_bytes() for p in python_files(root)}
+    jaxmem.fix(["."], root, unsafe=unsafe)
+    return sorted(str(p.relative_to(root)) for p, data in once.items() if p.read_bytes() != data)
+
+
+def measure_fixed_point(stripped: Path, label: str) -> dict:
+    """Section 2b: every file of the package (donations stripped) fixed twice: the second run changes nothing."""
+    changed = {}
+    for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
+        log(f"{label}: fixed point ({mode}, twice over every file)")
+        changed[mode] = second_fix_changes(fresh_copy(stripped, f"{label}-{mode}-twice"), unsafe=unsafe)
+    return changed
 
 
 def _case(label, relative, donation, index, name, status, finding, restored, resolution) -> dict:
@@ -266,6 +286,7 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
     if donations:
         recall = measure_recall(root, donations, label)
         report["recall"].extend(recall["cases"])
+        report.setdefault("fixed_point", {})[label] = measure_fixed_point(recall["stripped"], label)
         report["injection"].extend(measure_injection(root, donations, label)["cases"])
     report["precision_candidates"].extend(
         precision_candidates(label, exactness["runs"]["no-shortcuts"], report["recall"], donations))

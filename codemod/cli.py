@@ -174,9 +174,14 @@ class _Fixer:
                     report_problem = self.fail if is_internal_error(finding) else self.cannot_fix
                     report_problem(f"{location(finding)}: error: {finding.message}; file left untouched")
                     continue
-                if finding.code != FIXED_CODE or finding.fix is None:
+                if finding.code != FIXED_CODE:
                     continue
                 path = finding.definition_path or finding.path
+                if finding.fix is None:  # e.g. equinox, when no `donate=` mode is safe: the message says why
+                    self.refused_count += 1
+                    self.say(f"{path}:{finding.definition_line or finding.span.line}: "
+                             f"{finding.function or finding.wrapped or '?'}: no automatic fix: {finding.message}")
+                    continue
                 parameter = f"`{finding.fix.name}`" if finding.fix.name else f"#{finding.fix.index}"
                 line = (f"cell {finding.definition_cell}:{finding.definition_line}" if finding.definition_cell
                         else finding.fix.definition_line)

@@ -94,11 +94,24 @@ def append_items(
     tail = _tail_of(last) if (trailing or not _has_comma(last)) else NOTHING
     separator = _separator(items, opening)
 
+    line_break = _item_line_break(items, opening)
+    if _is_multiline(tail) and line_break is None:
+        # Only the closing bracket has a line of its own; the items share lines
+        # (``f(\n    a, b\n)``, ``f(a, b=(\n    1, 2),\n)``): the new items join
+        # the last item's line, and the bracket keeps its line and indentation.
+        between = cst.Comma(whitespace_after=SPACE)
+        old_last = _without_tail(last).with_changes(comma=between)
+        added = _joined(list(new_items), between, final_comma=cst.MaybeSentinel.DEFAULT)
+        if trailing:
+            added[-1] = added[-1].with_changes(comma=last.comma)
+        else:
+            added[-1] = _with_tail(added[-1], tail)
+        return [*items[:-1], old_last, *added]
     if _is_multiline(tail):
-        # The closing bracket is on its own line: the new items go on lines of
-        # their own before it, and a comment after the old last item stays there.
-        line_break = _item_line_break(items, opening)
-        item_indent = line_break.last_line if line_break is not None else tail.last_line
+        # The closing bracket is on its own line and the items one per line: the new
+        # items go on lines of their own before it, and a comment after the old last
+        # item stays there.
+        item_indent = line_break.last_line
         old_comma = last.comma if _has_comma(last) else cst.Comma()
         old_last = _without_tail(last).with_changes(
             comma=old_comma.with_changes(whitespace_after=tail.with_changes(last_line=item_indent))

@@ -24,6 +24,7 @@ from jaxmem.lint.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, Si
 ARGNUMS = "argnums"
 ARGNAMES = "argnames"
 EQUINOX = "eqx.filter_jit"
+_MODE_SKIP = {"all-except-first": 1, "all": 0}
 EQX_MODE_PREFIX = {"all": "", "warn": "warn", "all-except-first": "", "warn-except-first": "warn"}
 
 
@@ -233,8 +234,11 @@ def _plan_mode(plan: SitePlan, fixes: list[DonationFix]) -> SitePlan:
     wanted = current | {f.name if f.name else signature.name_at(f.index) for f in fixes}
     if wanted == current:
         return plan
+    chosen = {f.mode for f in fixes if f.mode in _MODE_SKIP}
     for mode, skip in (("all-except-first", 1), ("all", 0)):
-        if len(signature.params) > skip and wanted == _donatable_names(signature, skip):
+        # The analysis names the mode it proved safe; without one, the donated set must be exactly the mode's.
+        fits = mode in chosen if chosen else wanted == _donatable_names(signature, skip)
+        if len(signature.params) > skip and fits and wanted <= _donatable_names(signature, skip):
             prefix = EQX_MODE_PREFIX.get(spec.mode or "", "")
             value = mode.replace("all", "warn", 1) if prefix == "warn" else mode
             plan.edits.append(KeywordEdit(transform.mode_kw, replace=value))

@@ -103,6 +103,9 @@ def _add_check(subparsers) -> None:
                        help="print the number of findings per code after the findings")
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when there are findings")
+    check.add_argument("--show-skipped", action="store_true",
+                       help="after the findings, list the parameters considered and not proposed for donation, "
+                       "with the reason (text format; json always lists them under `skipped`)")
     check.set_defaults(handler=run_check)
 
 
@@ -138,7 +141,7 @@ def run_check(args) -> int:
     from jaxmem.api import check_paths, is_internal_error
     from jaxmem.config import ConfigError, load_config
     from jaxmem.discovery import DiscoveryError, missing_paths
-    from jaxmem.messages import unwritable_output
+    from jaxmem.messages import skipped_lines, unwritable_output
     from jaxmem.outputs import all_findings, render, render_statistics, use_color
     from jaxmem.sources import SourceLines
 
@@ -179,6 +182,9 @@ def run_check(args) -> int:
                     source_lines=SourceLines(settings.max_file_size) if args.show_source else None)
     if args.statistics and args.format == "text":
         output += render_statistics(findings)
+    refusals = _refusals(reports, settings)
+    if args.show_skipped and args.format == "text":
+        output += "".join(line + "\n" for line in skipped_lines(refusals))
     if to_stdout:
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -190,7 +196,7 @@ def run_check(args) -> int:
             _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
             return EXIT_ERROR
     if not args.quiet:
-        _print_summary(findings, len(reports))
+        _print_summary(findings, len(reports), 0 if args.show_skipped else len(refusals))
     if missing or any(is_internal_error(f) for f in findings):
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
@@ -275,9 +281,19 @@ def _print_progress(done: int, total: int, path: str) -> None:
     sys.stderr.flush()
 
 
-def _print_summary(findings, file_count: int) -> None:
+def _refusals(reports, settings) -> list:
+    """The donations considered and not proposed, when donation advice is selected at all."""
+    if not (settings.wants("JXM001") or settings.wants("JXM002")):
+        return []
+    return [r for report in reports for r in report.refusals]
+
+
+def _print_summary(findings, file_count: int, skipped: int = 0) -> None:
+    from jaxmem.messages import skipped_summary
+
+    note = skipped_summary(skipped)
     if not findings:
-        sys.stderr.write(f"jaxmem: no findings in {file_count} file(s).\n")
+        sys.stderr.write(f"jaxmem: no findings in {file_count} file(s)" + (f"; {note}" if note else "") + ".\n")
         return
     safe = sum(1 for f in findings if f.fix is not None and f.confidence is Confidence.HIGH)
     unsafe = sum(1 for f in findings if f.fix is not None and f.confidence is not Confidence.HIGH)
@@ -288,7 +304,7 @@ def _print_summary(findings, file_count: int) -> None:
         fixes.append(f"{unsafe} more with jaxmem-fix --unsafe-fixes")
     sys.stderr.write(
         f"jaxmem: {len(findings)} finding(s) in {file_count} file(s)"
-        + "".join(", " + part for part in fixes) + ".\n"
+        + "".join(", " + part for part in fixes) + (f"; {note}" if note else "") + ".\n"
     )
 
 

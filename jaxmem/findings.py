@@ -57,12 +57,14 @@ class DonationFix:
     """What ``jaxmem-fix`` must add to the definition at ``definition_line``.
 
     ``index`` is the position ``donate_argnums`` would use on that
-    definition; ``name`` the parameter's name (for ``donate_argnames``).
+    definition; ``name`` the parameter's name (for ``donate_argnames``);
+    ``mode`` the ``donate=`` value for equinox, which has no per-argument donation.
     """
 
     definition_line: int
     index: int | None
     name: str | None
+    mode: str | None = None  # equinox: the ``donate=`` mode that donates it (and the others it covers)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What jaxmem tells its user, shared by every command: printable text, internal errors,
-and whether an output file can be written before any work is done."""
+whether an output file can be written before any work is done, and the donations
+the analysis considered and did not propose."""
 
 from __future__ import annotations
 
@@ -36,3 +37,20 @@ def report_internal_error(program: str, error: BaseException) -> None:
                      "(set JAXMEM_DEBUG=1 to see where)\n")
     if os.environ.get("JAXMEM_DEBUG"):
         traceback.print_exception(error)
+
+
+def skipped_lines(refusals) -> list[str]:
+    """One line per donation the analysis did not propose, with the reason
+    (``jaxmem check --show-skipped``; ``--format json`` lists them under ``skipped``)."""
+    lines = []
+    for r in sorted(refusals, key=lambda r: (r.path, r.line, r.parameter)):
+        what = "no parameter" if r.parameter == "*" else f"`{r.parameter}`"
+        lines.append(printable(f"{r.path}:{r.line}: {r.function}: {what} not proposed: {r.reason}"))
+    return lines
+
+
+def skipped_summary(count: int) -> str:
+    """The summary's note on what was not proposed ("" when nothing was)."""
+    if not count:
+        return ""
+    return f"{count} parameter(s) not proposed; --show-skipped lists why"

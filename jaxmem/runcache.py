@@ -86,7 +86,7 @@ def _is_evidence(item) -> bool:
 
 def _is_fix(fix) -> bool:
     return fix is None or (type(fix) is DonationFix and type(fix.definition_line) is int
-                           and _optional(fix.index, int) and _optional(fix.name, str))
+                           and _optional(fix.index, int) and _optional(fix.name, str) and _optional(fix.mode, str))
 
 
 def _is_finding(f) -> bool:

@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
+from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blocker
+from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
+from jaxmem.lint.jit_api import EQX_FILTER_JIT
 from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
-from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRNG, SCALAR
+from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
-from jaxmem.lint.signatures import map_arguments
+from jaxmem.lint.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, map_arguments
 from jaxmem.settings import Settings
 
 _LITERAL = re.compile(r"^-?[\d.]+(e-?\d+)?j?$|^(True|False|None)$|^[rbuf]*['\"]")
@@ -100,7 +103,8 @@ class Index:
             if found:
                 return found
         if call.qualified is not None:
-            return self.qualified.get(call.qualified.lstrip("."), [])
+            found = self.qualified.get(call.qualified.lstrip("."), [])
+            return nearest_modules(path, call.qualified, found, lambda item: (item[0], item[1].callee[0]))
         return []
 
 
@@ -269,6 +273,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
     if arg.origins and all(origin.kind == HOST for origin in arg.origins):
         return  # host NumPy data: jit copies it and never deletes it
     subject = render(arg.key)
+    raises, unsure = _crash_claim(d, name)
+    confidence = Confidence.MEDIUM if unsure else Confidence.HIGH
     for use in arg.reads_after:
         if d.keeps_module_args:
             break  # flax nnx writes Module outputs back: the argument stays usable
@@ -276,16 +282,18 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             out.add(
                 "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
                 f"`{subject}` is donated to `{d.function}` inside a loop and not rebound: the next iteration "
-                f"passes a deleted array (\"Buffer has been deleted or donated\"); rebind it from the result "
-                f"(`{subject} = {d.function}(...)`) or stop donating {label}",
-                evidence=[where], **common,
+                f"{'may pass' if unsure else 'passes'} a deleted array (\"Buffer has been deleted or donated\")"
+                f"{unsure}; "
+                f"rebind it from the result (`{subject} = {d.function}(...)`) or stop donating {label}",
+                confidence=confidence, evidence=[where], **common,
             )
         else:
             out.add(
                 "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
                 f"`{subject}` is read here after it was donated to `{d.function}` at line {rc.call.line} "
-                f"({label}): this raises \"Array has been deleted\"; use the call's result or stop donating it",
-                evidence=[where], **common,
+                f"({label}): this {raises} \"Array has been deleted\"{unsure}; use the call's result or stop "
+                f"donating it",
+                confidence=confidence, evidence=[where], **common,
             )
     for use in arg.alias_reads:
         if d.keeps_module_args:
@@ -293,8 +301,9 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
         out.add(
             "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
             f"`{use.text}` refers to the value of `{subject}`, which was donated to `{d.function}` at line "
-            f"{rc.call.line}: reading it raises \"Array has been deleted\"; copy it before the call or stop donating",
-            evidence=[where], **common,
+            f"{rc.call.line}: reading it {raises} \"Array has been deleted\"{unsure}; copy it before the call or "
+            f"stop donating",
+            confidence=confidence, evidence=[where], **common,
         )
     for use in arg.escapes:
         if use.kind in _ESCAPE_KINDS:
@@ -311,6 +320,16 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             f"returns: assign the call's result back to `{subject}` on every path",
             confidence=Confidence.MEDIUM, evidence=[where], **common,
         )
+
+
+def _crash_claim(definition: JitDefinition, name: str | None) -> tuple[str, str]:
+    """``(verb, caveat)`` for a read after donation.  JAX deletes a donated input only
+    when an output can reuse its buffer; otherwise it warns "Some donated buffers were
+    not usable" and the input stays readable (jax 0.10.2)."""
+    if name is not None and definition.output_verdict(name) in (PRESERVED, MUTATED):
+        return "raises", ""
+    return "may raise", (f" (when an output of `{definition.function}` can reuse its buffer; otherwise JAX only "
+                         f"warns \"Some donated buffers were not usable\")")
 
 
 def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
@@ -433,6 +452,13 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     )
 
 
+def _nnx_not_updated(definition: JitDefinition, name: str) -> str:
+    """Why an ``nnx.jit`` parameter read after its calls is not proposed."""
+    return (f"`{name}` is read after the call, which is fine for an nnx Module (nnx writes it back), but the body of "
+            f"`{definition.wrapped}` does not visibly update `{name}` in place (`optimizer.update({name}, grads)`, "
+            f"`{name}.x[...] = ...`), so jaxmem cannot tell it is a Module whose buffers nnx reuses")
+
+
 def _useless_param(definition: JitDefinition, name: str) -> str | None:
     """Why no output of the jitted body can take parameter ``name``'s buffers, if so."""
     verdict = definition.output_verdict(name)
@@ -459,12 +485,48 @@ def _output_doubt(definition: JitDefinition, name: str) -> str | None:
     return None
 
 
+def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: int | None, name: str,
+                   project: Index) -> tuple[list[tuple[ResolvedCall, _Verdict]], str | None]:
+    """Each call's verdict on parameter ``index``/``name`` (calls that use its
+    default give none), or why the calls cannot be judged."""
+    verdicts: list[tuple[ResolvedCall, _Verdict]] = []
+    for rc in calls:
+        if not rc.resolved and definition.signature is not None:
+            return verdicts, f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
+        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
+            continue  # pmap ignores keyword-passed arguments
+        verdict = _verdict(rc, arg, project)
+        if verdict is not None:
+            verdicts.append((rc, verdict))
+    return verdicts, None
+
+
+def _definition_doubts(definition: JitDefinition, def_path: str, name: str, project: Index,
+                       partial_view: bool) -> list[str]:
+    """What keeps any proposal for parameter ``name`` at medium, whatever the call sites say."""
+    doubts = []
+    if definition.public:
+        doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
+    if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0]):
+        doubts.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
+    if partial_view:
+        doubts.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
+                      "analyses the whole project)")
+    output = _output_doubt(definition, name)
+    if output is not None:
+        doubts.append(output)
+    return doubts
+
+
 def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter,
             *, partial_view: bool = False) -> None:
     """JXM001/JXM002 for the parameters ``definition`` does not donate yet."""
     spec, sig = definition.spec, definition.signature
     if not calls or definition.form == IMMEDIATE:
         return
+    if definition.transform == EQX_FILTER_JIT.name and spec.known and sig is not None:
+        return _propose_mode(definition, def_path, calls, project, out, partial_view)
     positional_view = sig is None and spec.known and spec.mode is None and all(not rc.call.has_star for rc in calls)
     if not spec.known or (sig is None and not positional_view):
         reason = spec.unknown_reason or "the jitted function's signature is not visible here"
@@ -497,18 +559,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if definition.keeps_module_args and definition.output_verdict(name) == MUTATED:
             _propose_module(definition, def_path, calls, index, name, out, partial_view)
             continue
-        verdicts: list[tuple[ResolvedCall, _Verdict]] = []
-        blocked = None
-        for rc in calls:
-            if not rc.resolved and sig is not None:
-                blocked = f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
-                break
-            arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
-            if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
-                continue  # pmap ignores keyword-passed arguments
-            verdict = _verdict(rc, arg, project)
-            if verdict is not None:
-                verdicts.append((rc, verdict))
+        verdicts, blocked = _call_verdicts(definition, calls, index, name, project)
         if blocked is None:
             useless = next((v.useless for _, v in verdicts if v.useless), None)
             if verdicts and useless is None:
@@ -520,6 +571,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             live = [v for _, v in verdicts if v.live]
             if live and len(live) < len(verdicts):
                 blocked = "call sites disagree: " + live[0].live
+            elif live and definition.keeps_module_args:
+                blocked = _nnx_not_updated(definition, name)  # a read after nnx.jit is no reason: say the real one
             elif live:
                 continue  # read later at every call: nothing to propose, nothing to say
         if blocked is not None:
@@ -528,21 +581,9 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if not verdicts:
             continue
         confidence = Confidence.lowest(v.confidence for _, v in verdicts)
-        extra = []
-        if definition.public:
+        extra = _definition_doubts(definition, def_path, name, project, partial_view)
+        if extra:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
-            extra.append(f"`{definition.function}` is public: callers outside this project are not seen")
-        if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0]):
-            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
-            extra.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
-        if partial_view:
-            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
-            extra.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
-                         "analyses the whole project)")
-        output = _output_doubt(definition, name)
-        if output is not None:
-            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
-            extra.append(output)
         evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
         evidence += [Evidence(text, def_path, definition.line) for text in extra]
         doubts = [d for _, v in verdicts for d in v.doubts] + extra
@@ -561,30 +602,127 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                 parameter=(index, param_name), evidence=evidence, fix=DonationFix(definition.line, index, param_name),
             )
         else:
+            # Dead in the calling scope is all that is known; say what is not (the caller, a container).
+            held = [d for d in doubts if d != _output_doubt(definition, name)]
+            unproved = f", but {held[0]}" if held else ""
             out.add(
                 "JXM002", def_path, span,
-                f"`{name}` is not used after any call of `{definition.function}`: donating it ({spelled}) "
-                f"saves memory only if an output has its shape and dtype",
+                f"`{name}` is not read again after any call of `{definition.function}`{unproved}: "
+                f"donating it ({spelled}) saves memory only if an output has its shape and dtype"
+                f"{' and nothing else holds it' if held else ''}",
                 confidence=Confidence.LOW, definition=definition, definition_path=def_path,
                 parameter=(index, param_name), evidence=evidence,
             )
 
 
+def _mode_param(definition: JitDefinition, calls: list[ResolvedCall], index: int | None, name: str,
+                project: Index) -> tuple[ParamState, Confidence, list[str], list[tuple[ResolvedCall, _Verdict]]]:
+    """What equinox's ``donate=`` may do with one parameter: ``(state, confidence, doubts, verdicts)``."""
+    spec = definition.spec
+    if spec.donates_name(name) or (index is not None and spec.donates_index(index)):
+        return ParamState(name, donated=True), Confidence.HIGH, [], []
+    if definition.shift and index == 0:
+        return ParamState(name, blocker=f"`{name}` is the object whose method is jitted"), Confidence.HIGH, [], []
+    if definition.output_verdict(name) == SCALAR:
+        return ParamState(name), Confidence.HIGH, [], []  # not an array: equinox holds it static
+    verdicts, blocked = _call_verdicts(definition, calls, index, name, project)
+    if blocked is not None:
+        return ParamState(name, blocker=blocked), Confidence.HIGH, [], verdicts
+    live = next((v.live for _, v in verdicts if v.live), None)
+    if live is not None:
+        return ParamState(name, blocker=live), Confidence.HIGH, [], verdicts
+    unpassed = next((rc for rc in calls if (rc.by_index.get(index) if index is not None else rc.by_name.get(name))
+                     is None), None)
+    if unpassed is not None:
+        return ParamState(name, blocker=f"the call at {unpassed.path}:{unpassed.call.line} uses its default value, "
+                          "which would be donated too"), Confidence.HIGH, [], verdicts
+    useless = next((v.useless for _, v in verdicts if v.useless), None) or _useless_param(definition, name)
+    dead = [v for _, v in verdicts if not v.useless]
+    confidence = Confidence.lowest([v.confidence for v in dead] or [Confidence.HIGH])
+    doubts = [d for v in dead for d in v.doubts]
+    wanted = useless is None and any(v.rebound for v in dead)
+    return ParamState(name, wanted=wanted), confidence, doubts, verdicts
+
+
+def _propose_mode(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index,
+                  out: Reporter, partial_view: bool) -> None:
+    """JXM001 for an ``eqx.filter_jit`` function: a ``donate=`` mode, which donates
+    every parameter it covers, proposed only when each of them may be donated."""
+    sig = definition.signature
+    if sig.has_var_positional or sig.has_var_keyword:
+        out.report(def_path).refusals.append(Refusal(
+            def_path, definition.line, definition.function, "*",
+            "equinox `donate=` would also donate `*args`/`**kwargs`, which the analysis cannot follow"))
+        return
+    params = [p for p in sig.params if p.kind in (POSITIONAL_ONLY, POSITIONAL, KEYWORD_ONLY)]
+    states, facts = [], {}
+    for param in params:
+        index = sig.index_of(param.name) if param.kind != KEYWORD_ONLY else None
+        state, confidence, doubts, verdicts = _mode_param(definition, calls, index, param.name, project)
+        states.append(state)
+        facts[param.name] = (index, confidence, doubts, verdicts)
+    mode = choose_mode(states)
+    donated = [p for p in covered(mode, states) if not p.donated] if mode else []
+    for state in states:
+        if not state.wanted:
+            continue
+        index, _, _, verdicts = facts[state.name]
+        evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
+        head = (f"`{definition.function}` does not donate `{state.name}`, which is dead after every call and "
+                f"rebound from the result")
+        span = _span(definition.line, definition.col, definition.end_line, definition.end_col)
+        if state not in donated:
+            blocker = first_blocker(states, state)
+            why = f"`{blocker.name}` must not be donated: {blocker.blocker}" if blocker else "no mode covers it"
+            out.add(
+                "JXM001", def_path, span,
+                f"{head}, but equinox donates all arguments (`donate=\"all\"`) or all but the first "
+                f"(`\"all-except-first\"`), and {why}; pass what must survive as the first argument and use "
+                f"`donate=\"all-except-first\"` (medium confidence: no automatic fix)",
+                confidence=Confidence.MEDIUM, definition=definition, definition_path=def_path,
+                parameter=(index, state.name), evidence=evidence + [Evidence(why, def_path, definition.line)],
+            )
+            continue
+        others = [p.name for p in donated if p is not state]
+        doubts = [d for p in donated for d in facts[p.name][2]]
+        doubts += _definition_doubts(definition, def_path, state.name, project, partial_view)
+        confidence = Confidence.lowest([facts[p.name][1] for p in donated] + [Confidence.HIGH])
+        if doubts:
+            confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
+        why = f": {doubts[0]}" if doubts and confidence is not Confidence.HIGH else ""
+        also = (f" (it donates {', '.join(f'`{n}`' for n in others)} too, dead after every call or holding no "
+                f"buffer it deletes)") if others else ""
+        out.add(
+            "JXM001", def_path, span,
+            f"{head}: use `eqx.filter_jit(donate=\"{mode}\")` to reuse its memory{also} "
+            f"({confidence.value} confidence{why})",
+            confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, state.name),
+            evidence=evidence + [Evidence(d, def_path, definition.line) for d in doubts],
+            fix=DonationFix(definition.line, index, state.name, mode=mode),
+        )
+
+
 def _with_factory_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
     """Definitions that jit what another file's factory returns get that function's
     signature and outputs (``wrapped_qualname`` is ``pkg.mod.make_step()``)."""
-    factories = {}
+    factories: dict[str, list] = defaultdict(list)
     for facts in all_facts:
         for name, info in facts.factories.items():
             for module in facts.module_names:
-                factories.setdefault(f"{module}.{name}()", info)
+                factories[f"{module}.{name}()"].append((facts.path, name, info))
     if not factories:
         return all_facts
+
+    def factory(path: str, key: str):
+        found = nearest_modules(path, key[:-2], factories[key], lambda item: (item[0], item[1]))
+        return found[0][2]
+
     out = []
     for facts in all_facts:
         patched = [
-            dataclasses.replace(d, signature=factories[key][0], outputs=factories[key][1])
-            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories else d
+            dataclasses.replace(d, signature=info[0], outputs=info[1])
+            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories
+            and (info := factory(facts.path, key)) else d
             for d in facts.definitions
         ]
         out.append(facts if patched == facts.definitions else dataclasses.replace(facts, definitions=patched))
@@ -632,7 +770,8 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     seen = set()
     unique = []
     for f in sorted(findings, key=lambda f: f.sort_key):
-        key = (f.code, f.span.line, f.span.col, f.parameter_name, f.function)
+        # The index too: parameters of a function whose signature is not visible have no name.
+        key = (f.code, f.span.line, f.span.col, f.parameter_index, f.parameter_name, f.function)
         if key not in seen:
             seen.add(key)
             unique.append(f)

@@ -24,6 +24,7 @@ from jaxmem.lint.definitions import (
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
@@ -172,6 +173,10 @@ class _Context:
         else:
             text = self.text(node)
         return Use(pos.start.line, pos.start.column, text, kind or (event.detail or "read"))
+
+    def reads_metadata(self, call: cst.Call) -> bool:
+        """Whether ``call`` reads only its arguments' metadata (``jnp.shape(x)``)."""
+        return is_metadata_call(self.imports.resolve(call.func), call)
 
     def retains(self, call: cst.Call) -> bool:
         """Whether ``call`` may keep a reference to its arguments."""
@@ -489,12 +494,12 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
             facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
     extractor = FactExtractor(ctx)
 
-    module_flow = FlowBuilder(ctx.retains).build_module(module)
+    module_flow = FlowBuilder(ctx.retains, ctx.reads_metadata).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
 
     for function, scopes, class_scope in _function_scopes(module.body):
-        flow = FlowBuilder(ctx.retains).build_function(function)
+        flow = FlowBuilder(ctx.retains, ctx.reads_metadata).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
         self_name = sig.params[0].name if class_scope and sig.params else None

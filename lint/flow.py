@@ -22,6 +22,7 @@ from typing import Callable
 import libcst as cst
 
 from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
+from jaxmem.lint.metadata import is_metadata_key
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key
 from jaxmem.lint.walk import children, suite_statements
 
@@ -78,7 +79,7 @@ def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
         return ()
     key = ref_key(expr)
     if key is not None:
-        return () if len(key) > 1 and key[-1] in BENIGN_ATTRIBUTES else (key,)
+        return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
     out: list[RefKey] = []
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         for element in expr.elements:
@@ -298,8 +299,10 @@ class _Loop:
 class FlowBuilder:
     """Builds a :class:`Flow` for a module body or a function body."""
 
-    def __init__(self, retains: Callable[[cst.Call], bool]) -> None:
+    def __init__(self, retains: Callable[[cst.Call], bool],
+                 reads_metadata: Callable[[cst.Call], bool] = lambda call: False) -> None:
         self.retains = retains
+        self.reads_metadata = reads_metadata  # jnp.shape(x), jax.tree.map(lambda a: a.shape, x)
         self.flow = Flow()
         self.loops: list[_Loop] = []
         self.handlers: list[list[int]] = []
@@ -689,8 +692,8 @@ class FlowBuilder:
             if key is not None:
                 if key[0] in skip:
                     return
-                if len(key) > 1 and key[-1] in BENIGN_ATTRIBUTES:
-                    return  # x.shape, x.dtype: metadata stays readable after donation
+                if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)):
+                    return  # x.shape, x.shape[0], x.dtype: metadata stays readable after donation
                 events.append(Event(READ, key, expr))
                 return
             if kind is cst.Attribute:
@@ -796,8 +799,9 @@ class FlowBuilder:
 
     def _call(self, call: cst.Call, events: list[Event], skip) -> None:
         func = call.func
-        if isinstance(func, cst.Name) and func.value in BENIGN_FUNCTIONS and func.value not in skip:
-            # len(x), isinstance(x, T): answered from metadata, fine on a donated value
+        if (isinstance(func, cst.Name) and func.value in BENIGN_FUNCTIONS and func.value not in skip) \
+                or self.reads_metadata(call):
+            # len(x), isinstance(x, T), jnp.shape(x): answered from metadata, fine on a donated value
             for arg in call.args:
                 if ref_key(arg.value) is None:
                     self._expr(arg.value, events, skip)

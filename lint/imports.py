@@ -6,6 +6,9 @@ is far too slow for whole repositories (see STYLE.md).
 
 from __future__ import annotations
 
+import posixpath
+from typing import Callable, TypeVar
+
 import libcst as cst
 
 from jaxmem.lint.walk import small_statements
@@ -76,3 +79,34 @@ class _ImportCollector:
                 continue
             local = alias.asname.name.value if alias.asname is not None else name
             self.names[local] = f"{prefix}.{name}" if prefix and not prefix.endswith(".") else f"{prefix}{name}"
+
+
+T = TypeVar("T")
+
+
+def nearest_modules(importer: str, qualified: str, found: list[T], where: Callable[[T], tuple[str, str]]) -> list[T]:
+    """Of the definitions ``found`` for the import-resolved name ``qualified`` in
+    file ``importer``, the ones Python would import: when a module beside the
+    importing file has that name, only its definitions (a script run from its
+    folder has that folder first on ``sys.path``, so ``import train`` in
+    ``examples/seq2seq/`` is ``examples/seq2seq/train.py``, not another
+    example's).  ``where(item)`` gives an item's file and top-level name."""
+    if len(found) < 2:
+        return found
+    folder = posixpath.dirname(importer.replace("\\", "/"))
+    dotted = qualified.lstrip(".")
+    near = [item for item in found if _module_beside(folder, *where(item)) == dotted]
+    return near or found
+
+
+def _module_beside(folder: str, path: str, name: str) -> str | None:
+    """``train.train_step`` for ``folder/train.py`` and ``train_step``; None when not under ``folder``."""
+    path = path.replace("\\", "/")
+    if folder:
+        if not path.startswith(folder + "/"):
+            return None
+        path = path[len(folder) + 1:]
+    module = path.rsplit(".", 1)[0].split("/")
+    if module[-1] == "__init__":
+        module = module[:-1]
+    return ".".join(module + [name]) if module else None

@@ -74,15 +74,41 @@ class Provenance:
 
     def writes_of(self, key: RefKey) -> list:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
+        return [event for _, event in self._write_points(key)]
+
+    def _write_points(self, key: RefKey) -> list:
         if self._writes is None:
             self._writes = {}
-            for _, event in self.flow.events():
+            for point, event in self.flow.events():
                 if event.kind == WRITE and event.key is not None and event.detail != "del":
-                    self._writes.setdefault(event.key, []).append(event)
+                    self._writes.setdefault(event.key, []).append((point, event))
         return self._writes.get(key, [])
+
+    def _host_at_call(self, key: RefKey, after: Point) -> list[Origin]:
+        """The origins of ``key`` at the call when every write reaching it makes host
+        NumPy data (``for batch in ds: batch = jax.tree.map(np.asarray, batch)``), else [].
+        Only then are the other writes dropped: a derived value's origins do not follow
+        its sources, so narrowing anything else could lose what they share."""
+        writes = self._reaching_writes(key, after)
+        if len(writes) == len(self._write_points(key)):
+            return []
+        origins = [origin for event in writes for origin in self.of_write(event, after, 1)]
+        return origins if origins and all(origin.kind == HOST for origin in origins) else []
+
+    def _reaching_writes(self, key: RefKey, after: Point) -> list:
+        """The writes of ``key`` whose value can reach the call just before ``after``
+        (``for batch in ds: batch = np.asarray(batch)``: the loop's own value never does)."""
+        writes = self._write_points(key)
+        call_event = self.flow.nodes[after.node].events[after.index - 1] if after.index else None
+        if len(writes) < 2 or call_event is None or call_event.kind != "call":
+            return [event for _, event in writes]
+        return [event for point, event in writes
+                if self.flow.search(Point(point.node, point.index + 1), key, until_call=call_event.node).reached]
 
     def of_key(self, key: RefKey, after: Point, depth: int = 0) -> list[Origin]:
         """Origins of the value ``key`` (a local name) holds at a call."""
+        if depth == 0 and (host := self._host_at_call(key, after)):
+            return host
         writes = self.writes_of(key)
         if not writes or depth > _MAX_DEPTH:
             return [Origin(UNKNOWN, 0, f"`{key[0]}` is not assigned here")]
@@ -155,6 +181,8 @@ class Provenance:
             return [Origin(FRESH, line, text)]
         if is_host_producer(qualified):
             return [Origin(HOST, line, text)]
+        if qualified in TREE_MAPS and call.args and is_host_producer(ctx.imports.resolve(call.args[0].value)):
+            return [Origin(HOST, line, text)]  # jax.tree.map(np.asarray, batch)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if method == "copy" and not call.args:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer

@@ -21,7 +21,7 @@ Per parameter the verdict is one of:
   ``treedef``): it has no device buffer;
 * ``prng``: it is only used as a PRNG key (``jax.random.*``): a few bytes;
 * ``mutated``: the body updates it in place (``model.count[...] += 1``,
-  ``optimizer.update(model, grads)``, ``nnx.update(model, ...)``), which
+  ``optimizer.update(model, grads)`` (both of them), ``nnx.update(model, ...)``), which
   only an object (an nnx Module) allows: ``nnx.jit`` writes it back.
 
 The analysis is flow-insensitive over the body (a name's value is the
@@ -238,4 +238,20 @@ def _statement(body: _Body, small) -> _Flow:
         return _EMPTY
     if isinstance(small, cst.Expr):
         body.expr(small.value)  # records uses (PRNG keys, receivers)
+        if (model := _updated_model(small.value)) is not None:
+            body.mutated.add(model)
     return _EMPTY
+
+
+def _updated_model(expr) -> str | None:
+    """``optimizer.update(model, grads)`` as a statement: nnx's Optimizer (flax >= 0.11,
+    checked on 0.12.8) writes the new parameters into ``model``, so ``model`` is updated
+    in place too.  Only a discarded result counts: optax's ``tx.update(grads, state)``
+    returns its updates and changes nothing."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _MUTATING_METHODS and isinstance(expr.func.value, cst.Name)):
+        return None
+    positional = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+    if len(positional) >= 2 and isinstance(positional[0], cst.Name):
+        return positional[0].value
+    return None

@@ -43,7 +43,13 @@ RULE = Rule(
     operations (arithmetic, `tree_map`, `optax.apply_updates`, `.replace`,
     `.apply_gradients`); one that is reduced, reshaped or concatenated away,
     a Python scalar, a PRNG key or host NumPy data is not proposed at all
-    (`--format json` lists it under `skipped` with the reason).
+    (`jaxmem check --show-skipped` lists it with the reason, as does
+    `--format json` under `skipped`).
+
+    equinox's `eqx.filter_jit` has no per-argument donation: the advice is
+    `donate="all"` or `donate="all-except-first"`, given only when every
+    parameter the mode covers may be donated; otherwise the message names
+    the parameter that must survive and there is no automatic fix.
 
     ## Fix safety
     `jaxmem-fix` applies high-confidence findings only. High means proved:
@@ -124,6 +130,38 @@ RULE = Rule(
             params, opt_state = jnp.ones(8), jnp.zeros(8)
             for i in range(3):
                 params, opt_state = update_fn(params, opt_state, jnp.ones(8))
+            """,
+        ),
+        Example(
+            """
+            import equinox as eqx
+            import jax.numpy as jnp
+
+            @eqx.filter_jit  # JXM001
+            def step(batch, params):
+                return params - 0.1 * batch
+
+            def train(batch):
+                params = jnp.ones(3)
+                for _ in range(3):
+                    params = step(batch, params)
+                return params, batch
+            """,
+            confidence=Confidence.HIGH,
+            note="equinox donates by mode: `batch`, read later, travels first, so \"all-except-first\" is safe",
+            fixed="""
+            import equinox as eqx
+            import jax.numpy as jnp
+
+            @eqx.filter_jit(donate="all-except-first")  # JXM001
+            def step(batch, params):
+                return params - 0.1 * batch
+
+            def train(batch):
+                params = jnp.ones(3)
+                for _ in range(3):
+                    params = step(batch, params)
+                return params, batch
             """,
         ),
         Example(

@@ -17,8 +17,17 @@ RULE = Rule(
     ## Why is this bad?
     Donation hands the buffer to XLA, which deletes the input. Any later
     use raises `RuntimeError: Array has been deleted`, often far from the
-    call and only on the path that reads it. Reading `.shape`, `.dtype`,
-    `.ndim`, `.size` or `.sharding`, or calling `.is_deleted()`, is fine.
+    call and only on the path that reads it. Reading metadata is fine:
+    `.shape` (also `x.shape[0]`), `.dtype`, `.ndim`, `.size`, `.sharding`,
+    `len(x)`, `jnp.shape(x)`, `np.shape(x)`, `jax.typeof(x)`, as are
+    `.is_deleted()`, `.delete()` and host NumPy data (never deleted).
+
+    ## Known problems
+    JAX deletes a donated input only when an output can reuse its buffer;
+    otherwise it warns "Some donated buffers were not usable" and the input
+    stays readable. When jaxmem cannot show that an output has the
+    parameter's shape and dtype, the message says the read *may* raise
+    (medium confidence).
 
     ## Example
     ```python

@@ -246,3 +246,35 @@ def test_fix_then_run_selects_the_test_functions_the_fix_changed():
     after = before.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
     assert changed_tests(before, after) == ["test_a"]
     assert changed_tests(before, "from functools import partial\n" + after) is None
+
+
+def test_second_fix_run_over_a_fixed_tree_changes_nothing(tmp_path):
+    from accuracy import second_fix_changes
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import jax
+        import jax.numpy as jnp
+        from lib import train_step
+
+        step = jax.jit(train_step)
+
+
+        def main():
+            state, x = jnp.zeros(3), jnp.ones(3)
+            for _ in range(3):
+                state, x = step(state, x)
+            return state
+        """))
+    assert second_fix_changes(tmp_path, unsafe=True) == []
+    assert "donate_argnums=(0, 1)" in (tmp_path / "train.py").read_text()  # both positions in one run
+
+
+def test_fixed_point_row_in_the_summary():
+    from _report import _rows, summarize
+
+    report = {"exactness": {}, "recall": [], "injection": [], "precision_candidates": [],
+              "fixed_point": {"flax-0.12.8": {"fix": [], "unsafe-fix": ["tests/a_test.py"]}}}
+    report["summary"] = summarize(report)
+    (row,) = [r for r in _rows(report) if r[0].startswith("fixed point")]
+    assert row[1:] == ("0 / 1", "0", "MISSED")

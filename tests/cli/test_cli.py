@@ -386,3 +386,47 @@ def test_show_source_prints_the_line_and_a_caret(tmp_path, jaxmem):
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"use.py:{READ_AFTER_DONATION_LINE}:17: JXM101 ")
     assert lines[1:3] == ["    y = f(x); print(x)", "    " + " " * 16 + "^"]
+
+
+DISAGREEING_CALLS = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state, batch):
+    return state + batch
+
+
+def train(batch):
+    state = jnp.zeros(3)
+    state = step(state, batch)
+    return state
+
+
+def evaluate(batch):
+    state = jnp.zeros(3)
+    new = step(state, batch)
+    return new, state
+"""
+
+
+def test_refusals_are_summarised_and_listed_with_show_skipped(tmp_path, jaxmem):
+    write(tmp_path, "train.py", DISAGREEING_CALLS)
+    plain = jaxmem("check", "train.py")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == ""
+    assert "1 parameter(s) not proposed; --show-skipped lists why" in plain.stderr
+
+    shown = jaxmem("check", "--show-skipped", "train.py")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "train.py:5: step: `state` not proposed: call sites disagree: `state` is read after the call at "
+        "train.py:18: `state` reads it (line 19)"
+    ]
+    assert "not proposed" not in shown.stderr  # listed, so not summarised again
+    # The same refusals as the JSON document's `skipped`.
+    document = json.loads(jaxmem("check", "--format", "json", "train.py").stdout)
+    assert [(s["parameter"], s["line"]) for s in document["skipped"]] == [("state", 5)]
+    # Nothing to say when donation advice is not selected.
+    assert "not proposed" not in jaxmem("check", "--select", "JXM101", "train.py").stderr

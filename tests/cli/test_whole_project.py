@@ -90,3 +90,67 @@ def test_context_is_what_can_change_the_advice():
     assert wanted("pkg/train.py", "from pkg.lib import step\nstate = step(state)\n")  # a call site
     assert wanted("pkg/util.py", "def helper():\n    return 1\n")  # imported by the requested file
     assert not wanted("pkg/other.py", "def stepper():\n    return 2\n")  # neither
+
+
+
+EXAMPLE_TRAIN = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def train_step(state, batch):
+    return state + batch
+
+def make_step():
+    def step({carry}, batch):
+        return {carry} * batch
+    return step
+
+def init():
+    return jnp.zeros(3)
+"""
+EXAMPLES = {
+    # Reads its state after the call: its own train.py must not be donated. Its
+    # folder sorts first, so a first-found resolution would pick it for both.
+    "lm1b": ("old", """
+import jax.numpy as jnp
+import train
+
+def main():
+    state = train.init()
+    new = train.train_step(state, jnp.ones(3))
+    return new, state
+"""),
+    # Rebinds its state: a real donation, through its own train.py.
+    "seq2seq": ("carry", """
+import jax
+import jax.numpy as jnp
+import train
+from train import make_step
+
+step_fn = make_step()
+p_step = jax.jit(step_fn)
+
+def main():
+    state = train.init()
+    for _ in range(3):
+        state = train.train_step(state, jnp.ones(3))
+        state = p_step(state, jnp.ones(3))
+    return state
+"""),
+}
+
+
+def test_import_resolves_to_the_module_beside_the_importing_file(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for example, (carry, main) in EXAMPLES.items():
+        folder = tmp_path / "examples" / example
+        folder.mkdir(parents=True)
+        (folder / "train.py").write_text(textwrap.dedent(EXAMPLE_TRAIN.format(carry=carry)))
+        (folder / "main.py").write_text(textwrap.dedent(main))
+    monkeypatch.chdir(tmp_path)
+    reports = check_paths(["."], Settings(), use_cache=False)
+    assert sorted((path, name) for path, name, _ in _jxm001(reports)) == [
+        ("examples/seq2seq/main.py", "carry"),  # the factory beside main.py gave the signature
+        ("examples/seq2seq/train.py", "state"),  # lm1b's call site does not reach it
+    ]

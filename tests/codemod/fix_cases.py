@@ -22,11 +22,12 @@ def source_of(text: str) -> str:
 
 
 def fixes_of(*triples) -> list[DonationFix]:
-    """``DonationFix`` objects from ``(line, index, name)`` triples."""
-    return [DonationFix(line, index, name) for line, index, name in triples]
+    """``DonationFix`` objects from ``(line, index, name)`` triples (or ``(line, index, name, mode)``)."""
+    return [DonationFix(*fields) for fields in triples]
 
 
-# (id, before, fixes, after, options, call): ``call`` runs the fixed module
+# (id, before, fixes, after, options, call): ``fixes`` are ``(line, index, name)``, plus
+# equinox's ``donate=`` mode when the analysis chose one; ``call`` runs the fixed module
 # (names x, y, z are fresh arrays); None when the form cannot run here.
 FIX_CASES = [
     (
@@ -835,6 +836,28 @@ FIX_CASES = [
             return x + y, x - y
         """,
         {},
+        "step(x, y)",
+    ),
+    (
+        "equinox-mode-chosen-by-the-analysis",
+        """
+        import equinox as eqx
+
+
+        @eqx.filter_jit
+        def step(x, y, z):
+            return x + y, z
+        """,
+        [(4, 0, "x", "all"), (4, 1, "y", "all")],
+        """
+        import equinox as eqx
+
+
+        @eqx.filter_jit(donate="all")
+        def step(x, y, z):
+            return x + y, z
+        """,
+        {},
         None,
     ),
     (
@@ -857,7 +880,7 @@ FIX_CASES = [
             return x + y, x - y
         """,
         {},
-        None,
+        "step(z, x, y)",
     ),
     (
         "equinox-mode-widened",

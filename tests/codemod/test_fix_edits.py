@@ -35,7 +35,7 @@ def test_fix(before, fixes, after, options):
     # Idempotent: the fixed definition already donates everything (an added
     # import line, and the blank line of a new import section, move it down).
     shift = _import_lines(result.source) - _import_lines(source_of(before))
-    moved = [(line + shift, index, name) for line, index, name in fixes]
+    moved = [(line + shift, *rest) for line, *rest in fixes]
     again = add_donations(result.source, fixes_of(*moved), **options)
     assert again.source == result.source and not again.edits and not again.skipped
 

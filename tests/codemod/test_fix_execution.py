@@ -50,4 +50,4 @@ def test_fixed_source_runs_and_donates(before, fixes, options, call):
     got, inputs = _run(fixed, call)
     jax.tree_util.tree_map(np.testing.assert_array_equal, got, expected)
     donated_after = {name for name, array in inputs.items() if array.is_deleted()}
-    assert donated_after == donated_before | {name for _, _, name in fixes}
+    assert donated_after == donated_before | {fix[2] for fix in fixes}

@@ -306,7 +306,10 @@ def test_nnx_modules_updated_in_place_are_proposed_without_rebinding():
     (result,) = _run({"m.py": source}).values()
     found = {(f.code, f.parameter_name, f.confidence.value) for f in result.findings}
     assert ("JXM001", "optimizer", "medium") in found  # nnx objects may share Variables: not proved
-    assert not any(code == "JXM001" and name in ("model", "batch") for code, name, _ in found)
+    # optimizer.update(model, grads) updates the model too (flax 0.12.8): proposed with it;
+    # `alias` is the same Module, which nnx writes back.
+    assert ("JXM001", "model", "medium") in found
+    assert not any(code == "JXM001" and name == "batch" for code, name, _ in found)
     assert not any(code == "JXM101" for code, _, _ in found)
 
 

@@ -1,0 +1,269 @@
+"""Every claim true: JXM101/JXM105 only where a deleted buffer is really read, "may" where
+JAX only warns, and JXM002 saying what it does not know.  Each program also runs
+under real JAX (CPU), so the claim is checked against what JAX does."""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+import pytest
+
+from jaxmem.findings import Confidence
+from jaxmem.lint.engine import facts_for_file, report
+from jaxmem.settings import Settings
+
+jax = pytest.importorskip("jax")
+
+ALL = Settings(min_confidence=Confidence.LOW)
+
+HEADER = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@partial(jax.jit, donate_argnums=0)
+def step(x, y):
+    return x + y
+
+
+@partial(jax.jit, donate_argnums=0)
+def total(x, y):
+    return (x + y).sum()  # no output has x's shape: JAX cannot reuse, only warns
+
+"""
+
+
+def _findings(source: str, code: str | None = None):
+    found = report([facts_for_file("prog.py", source, ALL)], ALL)[0].findings
+    return [f for f in found if code is None or f.code == code]
+
+
+def _run(source: str, call: str = "main()"):
+    namespace: dict = {"__name__": "prog"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(source, "prog.py", "exec"), namespace)
+        return eval(call, namespace)
+
+
+def _program(read: str) -> str:
+    return HEADER + textwrap.dedent(
+        f"""
+        def main():
+            x = jnp.ones(3)
+            out = step(x, 1.0)
+            seen = {read}
+            return out, seen
+        """
+    )
+
+
+METADATA_READS = [
+    "x.shape", "x.shape[0]", "f'{x.shape}'", "x.dtype.itemsize", "len(x)", "(x.ndim, x.size, x.sharding)",
+    "jnp.shape(x)", "np.shape(x)", "np.ndim(x)", "jnp.size(x)", "jnp.result_type(x)", "jax.typeof(x)",
+    "jax.tree.map(lambda a: a.shape, x)", "jax.tree_util.tree_map(lambda a: (a.shape, a.dtype), x)",
+    "x.is_deleted()", "x.delete()",
+]
+
+
+@pytest.mark.parametrize("read", METADATA_READS)
+def test_metadata_read_after_donation_is_not_reported_and_does_not_raise(read):
+    source = _program(read)
+    assert _findings(source, "JXM101") == []
+    _run(source)  # really fine on the deleted array
+
+
+@pytest.mark.parametrize("read", ["x.sum()", "x + 1", "str(x)", "jax.tree.map(lambda a: a + 1, x)"])
+def test_value_read_after_donation_is_reported_and_raises(read):
+    source = _program(read)
+    (finding,) = _findings(source, "JXM101")
+    assert 'this raises "Array has been deleted"' in finding.message
+    assert finding.confidence is Confidence.HIGH
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
+        _run(source)
+
+
+def test_unusable_donation_only_may_raise():
+    source = HEADER + textwrap.dedent(
+        """
+        def main():
+            x = jnp.ones(3)
+            out = total(x, 1.0)
+            return out, x.sum()
+        """
+    )
+    (finding,) = _findings(source, "JXM101")
+    assert 'may raise "Array has been deleted"' in finding.message
+    assert "Some donated buffers were not usable" in finding.message
+    assert finding.confidence is Confidence.MEDIUM
+    _run(source)  # JAX warned and kept the buffer: the read works
+
+
+def test_host_batch_converted_in_the_loop_is_not_reported_and_runs():
+    source = HEADER + textwrap.dedent(
+        """
+        def update(state, batch):
+            return state + batch["x"].sum()
+
+
+        fit = jax.jit(update, donate_argnums=(0, 1))
+
+
+        def main():
+            state = jnp.zeros(3)
+            for batch in [{"x": 1.0}, {"x": 2.0}]:
+                batch = jax.tree.map(np.asarray, batch)
+                state = fit(state, batch)
+                print(batch["x"].sum())  # host NumPy: jit copies it, never deletes it
+            return state
+        """
+    )
+    assert _findings(source, "JXM101") == []
+    _run(source)
+
+
+def test_jxm105_wording_follows_usefulness():
+    loop = textwrap.dedent(
+        """
+        def main():
+            x = jnp.ones(3)
+            for _ in range(2):
+                out = {fn}(x, 1.0)
+            return out
+        """
+    )
+    (sure,) = _findings(HEADER + loop.format(fn="step"), "JXM105")
+    assert "the next iteration passes a deleted array" in sure.message
+    with pytest.raises(ValueError, match="Buffer has been deleted or donated"):
+        _run(HEADER + loop.format(fn="step"))
+    (unsure,) = _findings(HEADER + loop.format(fn="total"), "JXM105")
+    assert "may pass a deleted array" in unsure.message and unsure.confidence is Confidence.MEDIUM
+    _run(HEADER + loop.format(fn="total"))
+
+
+def test_jxm002_says_the_caller_may_hold_the_value():
+    source = textwrap.dedent(
+        """
+        import jax
+        import jax.numpy as jnp
+
+
+        @jax.jit
+        def step(state, batch):
+            return state + batch
+
+
+        def helper(state, batch):
+            out = step(state, batch)
+            return out
+
+
+        def train(batch):
+            state = jnp.ones(3)
+            out = helper(state, batch)
+            return out, state.sum()  # the caller reads it after the helper returns
+        """
+    )
+    (finding,) = [f for f in _findings(source, "JXM002") if f.parameter_name == "state"]
+    assert "not read again after any call of `step`, but the caller of the enclosing function may still hold it" \
+        in finding.message
+    assert "not used after any call" not in finding.message
+    _run(source, "train(jnp.ones(3))")  # undonated, the caller's read works
+
+
+def test_jxm002_says_the_container_holds_the_loop_variable():
+    source = textwrap.dedent(
+        """
+        import jax
+
+
+        @jax.jit
+        def step(state, batch):
+            return state + batch
+
+
+        def run(batch):
+            states = [batch * 1, batch * 2]
+            for state in states:
+                out = step(state, batch)
+            return out, [s.sum() for s in states]  # iterated again
+        """
+    )
+    (finding,) = [f for f in _findings(source, "JXM002") if f.parameter_name == "state"]
+    assert "a loop variable taken from `states`, which still holds it" in finding.message
+
+
+NNX_STEP = """\
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+    {update}
+    return 0.0
+
+
+def main(model):
+    optimizer = {optimizer}
+    for _ in range(3):
+        train_step(model, optimizer, jnp.ones((2, 4)))
+        print(model.lin.kernel[...].sum())
+"""
+
+
+def test_nnx_model_and_optimizer_are_proposed_together():
+    source = NNX_STEP.format(update="optimizer.update(model, grads)",
+                             optimizer="nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)")
+    found = {f.parameter_name: f for f in _findings(source, "JXM001")}
+    assert set(found) == {"model", "optimizer"}
+    assert all(f.fix is not None and f.confidence is Confidence.MEDIUM for f in found.values())
+
+
+def test_nnx_model_not_proposed_says_why():
+    source = NNX_STEP.format(update="optimizer.update(grads)",
+                             optimizer="nnx.ModelAndOptimizer(model, optax.adam(1e-3), wrt=nnx.Param)")
+    assert [f.parameter_name for f in _findings(source, "JXM001")] == ["optimizer"]
+    (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+                  if r.parameter == "model"]
+    assert "does not visibly update `model` in place" in refusal.reason
+
+
+OPTAX_SAM_LIKE = """\
+import jax
+import jax.numpy as jnp
+
+
+class Opt:
+    def init(self, params):
+        return {"cache": params, "count": jnp.zeros(())}  # optax.contrib.sam keeps params too
+
+
+@jax.jit
+def step(params, state):
+    return params * 0.9, {"cache": state["cache"] + params, "count": state["count"] + 1}
+
+
+def main():
+    opt = Opt()
+    params = jnp.ones(3)
+    state = opt.init(params)
+    state = jax.tree.map(lambda v: v, state)  # the same leaves: still the init's
+    for _ in range(3):
+        params, state = step(params, state)
+    return state
+"""
+
+
+def test_a_rebinding_through_a_derived_value_keeps_the_first_values_doubts():
+    (finding,) = [f for f in _findings(OPTAX_SAM_LIKE, "JXM001") if f.parameter_name == "state"]
+    assert finding.confidence is Confidence.MEDIUM and "opt.init(params)" in finding.message
+    donated = OPTAX_SAM_LIKE.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=1)\n")
+    with pytest.raises(Exception, match="Attempt to donate a buffer which is also used by the same call"):
+        _run("from functools import partial\n" + donated)
