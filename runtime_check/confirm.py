@@ -264,8 +264,10 @@ class Confirmer:
     def _refute_holder(self, owners, holder, site) -> None:
         watch = self._owner(owners, holder.held)
         if watch is not None and watch.active:
-            watch.refute("held-elsewhere", f"`{holder.held}` is also held by {holder.holder}; donating "
-                         f"`{watch.label}` would leave it a deleted array", call=_site_text(site))
+            effect = ("jax refuses to donate one buffer twice" if "(the same array" in holder.holder
+                      else "after the call it would hold a deleted array")
+            watch.refute("held-elsewhere", f"`{holder.held}` is also held by {holder.holder}: {effect}",
+                         call=_site_text(site))
 
     def _note_holder(self, owners, holder) -> None:
         watch = self._owner(owners, holder.held)
@@ -448,7 +450,7 @@ def _python_function(transformed):
     if kind == "nnx":
         return transformed.fun
     if kind == "eqx":
-        return transformed.fn
+        return getattr(transformed, "__wrapped__", None) or transformed.fn
     return getattr(transformed, "_fun", None) or getattr(transformed, "__wrapped__", transformed)
 
 
@@ -511,7 +513,7 @@ def _equinox_variant(transformed, nums: set, positional: list, args, kwargs):
         raise _CannotDonate("eqx.filter_jit donates by mode only (donate='all' or 'all-except-first'); "
                             "no mode donates exactly the proposed parameters")
     original = getattr(eqx.filter_jit, "__jaxmem_original__", eqx.filter_jit)
-    return original(transformed.fn, donate=mode)
+    return original(_python_function(transformed), donate=mode)
 
 
 _ACTIVE: list[Confirmer] = []

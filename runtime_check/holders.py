@@ -81,7 +81,7 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
     import jax
 
     nodes, ids = [], set()
-    stack = [(value, "")]
+    stack = [(value, "")] + _graph_nodes(value)
     while stack:
         node, path = stack.pop()
         if id(node) in ids or is_leaf(node):
@@ -99,6 +99,16 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
                     ids.add(id(attribute))
         stack.extend((child, path + jax.tree_util.keystr(key)) for key, child in children)
     return nodes, ids
+
+
+def _graph_nodes(value) -> list[tuple[object, str]]:
+    """Every node and Variable of an nnx graph (jax's flattening of nnx objects skips some)."""
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is None or not nnx.graph.is_graph_node(value):
+        return []
+    return [(node, "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path))
+            for path, node in nnx.graph.iter_graph(value)
+            if path and (nnx.graph.is_graph_node(node) or isinstance(node, nnx.Variable))]
 
 
 def _items(container):
