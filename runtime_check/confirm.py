@@ -8,8 +8,7 @@ call and per proposed parameter still active:
 
 1. **held elsewhere** - before the call: the same array twice among the
    donated leaves (every call), or a leaf/inner node referenced from outside
-   the argument (a heap scan, :data:`SCANNED_CALLS` first calls of each
-   definition, then every :data:`SCAN_EVERY`-th).  A refuted proposal is
+   the argument (a heap scan, on the calls :data:`SCAN_POLICY` says).  A refuted proposal is
    not donated in that call nor later: the call runs as the user wrote it.
 2. **reused** - on the first donating call of each definition and donation:
    the compiled module's aliasing per leaf (``verify_target``), bytes saved.
@@ -43,8 +42,8 @@ from jaxmem.runtime_check.holders import (
 )
 from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
 
-SCANNED_CALLS = 3  # heap scans for outside holders on the first calls of each definition...
-SCAN_EVERY = 100  # ...then on every SCAN_EVERY-th call
+SCANNED_CALLS = 3  # heap scans for outside holders on the first calls of each definition,
+SCAN_POLICY = "the first 3 calls of each definition, then its 10th, 100th, 1000th, ... call"
 _DELETED_MARKERS = ("has been deleted", "deleted or donated")
 _MAX_NOTES = 5
 
@@ -96,18 +95,26 @@ def proposal_key(path: str, line: int, name: str | None, index: int | None) -> s
 
 
 class _Donated:
-    """The leaves one call donated, named only when a message needs them."""
+    """The leaves one call donated: their structure, named only when a message needs them.
 
-    __slots__ = ("watch", "call_site", "label", "value", "_names")
+    Only the tree structure is kept (never the donated value), so the old
+    arrays die with the user's last reference to them.
+    """
 
-    def __init__(self, watch, call_site, label, value):
-        self.watch, self.call_site, self.label, self.value = watch, call_site, label, value
+    __slots__ = ("watch", "call_site", "label", "treedef", "_names")
+
+    def __init__(self, watch, call_site, label, treedef):
+        self.watch, self.call_site, self.label, self.treedef = watch, call_site, label, treedef
         self._names = None
 
     def name(self, index: int) -> str:
         if self._names is None:
-            self._names = _leaf_names(self.label, self.value)
-        return self._names[index] if index < len(self._names) else self.label
+            import jax
+
+            positions = jax.tree_util.tree_unflatten(self.treedef, range(self.treedef.num_leaves))
+            self._names = {leaf: self.label + jax.tree_util.keystr(path)
+                           for path, leaf in jax.tree_util.tree_flatten_with_path(positions)[0]}
+        return self._names.get(index, self.label)
 
 
 def _leaf_names(label: str, value) -> list[str]:
@@ -135,7 +142,7 @@ class Confirmer:
         self.calls_per_definition: dict[tuple[str, int], int] = {}
         self.variants: dict[tuple, tuple] = {}
         self.reuse_checked: set[tuple] = set()
-        self.unattributed: list[str] = []
+        self._prune_at = 20_000
         import jax
 
         self._array_type = jax.Array
@@ -158,7 +165,7 @@ class Confirmer:
         for watch, _ in labels:
             watch.calls += 1
         if watched:
-            scan = count <= SCANNED_CALLS or count % SCAN_EVERY == 0
+            scan = count <= SCANNED_CALLS or _power_of_ten(count)  # a scan costs one walk of the heap
             try:
                 self._check_holders(watched, args, kwargs, site, scan, transformed, definition)
             except Exception as error:  # noqa: BLE001 - a failing check must not break the program
@@ -338,17 +345,19 @@ class Confirmer:
         import jax
 
         record = None
-        for index, leaf in enumerate(leaf for leaf in jax.tree_util.tree_leaves(value)
-                                     if isinstance(leaf, self._array_type)):
-            if leaf.is_deleted():
+        leaves, treedef = jax.tree_util.tree_flatten(value)
+        array_type, events = self._array_type, self.events
+        for index, leaf in enumerate(leaves):
+            if isinstance(leaf, array_type) and leaf.is_deleted():
                 if record is None:
-                    record = _Donated(watch, site, label if isinstance(label, str) else watch.label, value)
+                    record = _Donated(watch, site, label if isinstance(label, str) else watch.label, treedef)
                 try:
-                    self.events[id(leaf)] = (weakref.ref(leaf), record, index)
+                    events[id(leaf)] = (weakref.ref(leaf), record, index)
                 except TypeError:
                     continue
-        if len(self.events) > 20_000:
-            self.events = {k: v for k, v in self.events.items() if v[0]() is not None}
+        if len(events) > self._prune_at:
+            self.events = {k: v for k, v in events.items() if v[0]() is not None}
+            self._prune_at = max(20_000, 2 * len(self.events))
 
     def _event(self, array):
         entry = self.events.get(id(array))
@@ -421,6 +430,12 @@ class Confirmer:
         return {"rerun": self.rerun,
                 "proposals": [{**asdict(watch), "key": watch.key}
                               for watches in self.watches.values() for watch in watches]}
+
+
+def _power_of_ten(number: int) -> bool:
+    while number % 10 == 0:
+        number //= 10
+    return number == 1
 
 
 def _type_text(array) -> str:
