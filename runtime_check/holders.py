@@ -21,6 +21,7 @@ own pytree, because that holder sees a deleted array afterwards.  Two checks:
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import types
 from dataclasses import dataclass
@@ -80,12 +81,13 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
     """
     import jax
 
-    nodes, ids = [], set()
+    nodes, ids, visited = [], set(), set()
     stack = [(value, "")] + _graph_nodes(value)
     while stack:
         node, path = stack.pop()
-        if id(node) in ids or is_leaf(node):
+        if id(node) in visited or is_leaf(node):
             continue
+        visited.add(id(node))
         children = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x, n=node: x is not n)[0]
         if len(children) == 1 and children[0][1] is node:
             continue  # an opaque leaf (not an array)
@@ -126,8 +128,10 @@ def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, 
     targets = {id(obj): (obj, name, is_root) for obj, name, is_root in
                [*((o, n, True) for o, n in roots), *((o, n, False) for o, n in leaves)]}
     frame = sys._getframe()
+    skip = own | ignore | _jaxmem_temporaries(frame)  # before the scan: its result must not hide holders
+    gc.collect()  # unreachable cycles not yet collected still hold references: they are not holders
     referrers = gc.get_referrers(*[entry[0] for entry in targets.values()])
-    skip = own | ignore | _jaxmem_temporaries(frame) | {id(referrers), id(frame)}
+    skip |= {id(referrers), id(frame)}
     found: list[Holder] = []
     try:
         for referrer in referrers:
@@ -136,6 +140,8 @@ def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, 
             for key, (obj, name, is_root) in targets.items():
                 if not _references(referrer, obj):
                     continue
+                if isinstance(referrer, tuple) and not _visibly_held(referrer, skip):
+                    continue  # a call's argument tuple on the C stack, or a running function's local
                 holder = describe_holder(referrer, obj)
                 if holder is None:
                     continue
@@ -149,7 +155,10 @@ def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, 
     return found
 
 
-_JAXMEM_DIR = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+_JAXMEM_DIR = os.path.dirname(os.path.abspath(__file__))
+# jaxmem's own folders (installed or a checkout): its frames are never the user's code
+_JAXMEM_PACKAGES = tuple(os.path.join(os.path.dirname(_JAXMEM_DIR), name).replace("\\", "/") + "/"
+                         for name in ("runtime_check", "jaxmem", "lint", "codemod"))
 
 
 def _jaxmem_temporaries(frame) -> set[int]:
@@ -169,12 +178,22 @@ def _jaxmem_temporaries(frame) -> set[int]:
 
     while frame is not None:
         path = frame.f_code.co_filename
-        if path.startswith(_JAXMEM_DIR) or path.endswith("jit_patch.py"):
+        if path.startswith(_JAXMEM_DIR):
             for value in frame.f_locals.values():
                 add(value, 0)
-            ids.add(id(frame.f_locals))
+        # A running function's variables, once read through f_locals, sit in a dict the frame
+        # keeps: that dict is the variables themselves (frame_variables names them), not a holder.
+        ids.add(id(frame.f_locals))
         frame = frame.f_back
     return ids
+
+
+def _visibly_held(obj, skip: set[int]) -> bool:
+    scan = gc.get_referrers(obj)
+    try:
+        return any(id(r) not in skip and not isinstance(r, types.FrameType) for r in scan)
+    finally:
+        del scan
 
 
 def _references(referrer, obj) -> bool:
@@ -205,7 +224,7 @@ def describe_holder(referrer, obj) -> tuple[str, str] | None:
         if function is not None:
             name = function.__code__.co_freevars[function.__closure__.index(referrer)]
             return f"the closure variable `{name}` of {_function_text(function)}", "cell"
-        return "a closure variable", "cell"
+        return None  # a running function's own cell variable, no closure alive: a local variable
     if isinstance(referrer, dict):
         module = _module_of_globals(referrer)
         key = next((k for k, v in referrer.items() if v is obj), "?")
@@ -290,13 +309,14 @@ def _user_frames():
         frame = frame.f_back
 
 
-_NOT_USER_CODE = ("/jax/", "/jaxlib/", "/jaxmem/", "/runtime_check/", "/runpy.py", "/importlib/",
-                  "/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/")
+_NOT_USER_CODE = ("/jax/", "/jaxlib/", "/runpy.py", "/importlib/", "/site-packages/", "/dist-packages/",
+                  "/_pytest/", "/pluggy/")
 
 
 def _is_user_file(path: str) -> bool:
     path = path.replace("\\", "/")
-    return not path.startswith("<") and not any(part in path for part in _NOT_USER_CODE)
+    return (not path.startswith("<") and not path.startswith(_JAXMEM_PACKAGES)
+            and not any(part in path for part in _NOT_USER_CODE))
 
 
 def frame_variables(objects: list[tuple[object, str]], skip_frames: int = 1) -> list[Holder]:
