@@ -92,7 +92,6 @@ class VerifiedDonations:
             return f"the verifier found no output that reuses {', '.join(sorted(set(outcome.unusable)))}"
         return None
 
-
     def _why_not_by_run(self, path: str, fix: DonationFix) -> str | None:
         parameters = next((found for (report_path, line), found in self.confirmations.items()
                            if line == fix.definition_line and _same_file(report_path, path)), None)

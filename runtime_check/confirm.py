@@ -221,7 +221,7 @@ class Confirmer:
         for watch, label in watched:
             value = _value(args, kwargs, label)
             leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
-            donated.append((text(label), leaves, lambda l=text(label), v=value: _leaf_names(l, v)))
+            donated.append((text(label), leaves, lambda name=text(label), v=value: _leaf_names(name, v)))
             owners[text(label)] = watch
         others = []
         if scan:
@@ -233,7 +233,7 @@ class Confirmer:
                 value = _value(args, kwargs, label)
                 leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
                 if leaves:
-                    others.append((name, leaves, lambda l=name, v=value: _leaf_names(l, v)))
+                    others.append((name, leaves, lambda name=name, v=value: _leaf_names(name, v)))
         for holder in repeated_leaves(donated, others):
             self._refute_holder(owners, holder, site)
         if not scan:
@@ -332,7 +332,8 @@ class Confirmer:
             watch.reuse = {
                 "leaves": len(mine), "reused_leaves": len(reused),
                 "reused_bytes": sum(leaf.nbytes for leaf in reused),
-                "not_reused": [f"{leaf.path} ({leaf.type_text}): {leaf.reason}" for leaf in mine if not leaf.aliased][:10],
+                "not_reused": [f"{leaf.path} ({leaf.type_text}): {leaf.reason}"
+                               for leaf in mine if not leaf.aliased][:10],
                 "predicted_saving_bytes": report.predicted_saving, "backend": report.backend,
             }
             if mine and not reused:

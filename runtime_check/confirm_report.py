@@ -112,8 +112,8 @@ def render(report: dict) -> str:
     for proposal in report["proposals"]:
         counts[proposal["outcome"]] += 1
         where = f"{relative(proposal['definition_path'])}:{proposal['definition_line']}"
-        head = (f"{where}: {proposal['function']}: donate `{proposal['parameter_name'] or '#' + str(proposal['parameter_index'])}` "
-                f"({proposal['confidence']} confidence): ")
+        parameter = proposal["parameter_name"] or f"#{proposal['parameter_index']}"
+        head = f"{where}: {proposal['function']}: donate `{parameter}` ({proposal['confidence']} confidence): "
         if proposal["outcome"] == CONFIRMED:
             reuse = proposal["reuse"]
             lines.append(head + f"CONFIRMED: {proposal['calls']} call(s) observed, {proposal['donated_calls']} "
