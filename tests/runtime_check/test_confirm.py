@@ -186,3 +186,24 @@ def test_confirm_under_pytest(tmp_path):
     (proposal,) = report["proposals"]
     assert proposal["outcome"] == "refuted" and proposal["refutations"][0]["kind"] == "read-after"
     assert result.returncode == 0 and report["runs"] == 2
+
+
+def test_equinox_step_confirmed_with_the_matching_donate_mode(tmp_path):
+    pytest.importorskip("equinox")
+    project = _project(tmp_path, "eqx_all.py")
+    result, report = _confirm(project, "python", "eqx_all.py")
+    assert result.returncode == 0, result.stderr
+    assert {p["outcome"] for p in _by_parameter(report, "step").values()} == {"confirmed"}
+    _fix(project, "eqx_all.py")
+    assert '@eqx.filter_jit(donate="all")' in (project / "eqx_all.py").read_text()
+    check = _run(project, """
+        import jax, jax.numpy as jnp, equinox as eqx
+        import eqx_all as m
+        model = eqx.nn.Linear(4, 4, key=jax.random.PRNGKey(0))
+        state = {"m": jnp.zeros((4, 4))}
+        m.step(model, state)
+        print(model.weight.is_deleted(), state["m"].is_deleted())
+        m.main()
+    """)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[0] == "True True"
