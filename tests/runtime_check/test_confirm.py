@@ -109,10 +109,8 @@ def test_program_failure_exit_status_passes_through(tmp_path):
     assert report["exit_status"] == 3
 
 
-pytest.importorskip("flax.nnx")
-
-
 def test_linen_train_state_with_helper_module(tmp_path):
+    pytest.importorskip("flax.linen")
     project = _project(tmp_path, "linen_train.py", "linen_models.py")
     result, report = _confirm(project, "python", "linen_train.py", "3")
     assert result.returncode == 0, result.stderr
@@ -132,6 +130,7 @@ def test_linen_train_state_with_helper_module(tmp_path):
 
 
 def test_linen_ema_copy_of_params_is_refuted_with_the_holder_named(tmp_path):
+    pytest.importorskip("flax.linen")
     project = _project(tmp_path, "linen_train.py", "linen_models.py")
     result, report = _confirm(project, "python", "linen_train.py", "3", "--ema")
     assert result.returncode == 0, result.stderr
@@ -143,6 +142,7 @@ def test_linen_ema_copy_of_params_is_refuted_with_the_holder_named(tmp_path):
 
 
 def test_nnx_with_dropout_prng_keys(tmp_path):
+    pytest.importorskip("flax.nnx")
     project = _project(tmp_path, "nnx_dropout.py")
     result, report = _confirm(project, "python", "nnx_dropout.py")
     assert result.returncode == 0, result.stderr
@@ -207,3 +207,44 @@ def test_equinox_step_confirmed_with_the_matching_donate_mode(tmp_path):
     """)
     assert check.returncode == 0, check.stderr
     assert check.stdout.splitlines()[0] == "True True"
+
+
+def test_confirm_without_a_command_or_with_an_unwritable_report_is_a_usage_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2 and "give the program to run after '--'" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm", "--out", "missing/dir/r.json", "--",
+                             "python", "x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "missing/dir/r.json" in result.stderr
+
+
+def _confirm_report(tmp_path, outcome, **extra):
+    from jaxmem.codemod.verified import load_verified
+
+    proposal = {"definition_path": str(tmp_path / "train.py"), "definition_line": 5, "function": "step",
+                "parameter_name": "state", "parameter_index": 0, "confidence": "medium", "outcome": outcome,
+                "refutations": [{"kind": "read-after", "message": "`state` was read at train.py:9"}]
+                if outcome == "refuted" else []}
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"format": "jaxmem-confirm", "version": 1, "proposals": [proposal], **extra}))
+    return load_verified(str(tmp_path / "report.json"))
+
+
+def test_verified_reads_confirm_reports(tmp_path):
+    from jaxmem.findings import DonationFix
+
+    fix = DonationFix(definition_line=5, index=0, name="state")
+    path = str(tmp_path / "train.py")
+    confirmed = _confirm_report(tmp_path, "confirmed")
+    assert confirmed.any_confidence and confirmed.why_not_confirmed(path, fix) is None
+    assert "read at train.py:9" in _confirm_report(tmp_path, "refuted").why_not_confirmed(path, fix)
+    assert "did not observe" in _confirm_report(tmp_path, "not observed").why_not_confirmed(path, fix)
+    other = DonationFix(definition_line=5, index=1, name="batch")
+    assert "no proposal for this parameter" in confirmed.why_not_confirmed(path, other)
+
+
+def test_verified_rejects_a_confirm_report_of_another_version(tmp_path):
+    from jaxmem.codemod.verified import VerifiedReportError
+
+    with pytest.raises(VerifiedReportError, match="report.json: confirm report version 9"):
+        _confirm_report(tmp_path, "confirmed", version=9)
