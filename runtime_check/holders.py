@@ -85,7 +85,7 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
     stack = [(value, "")] + _graph_nodes(value)
     while stack:
         node, path = stack.pop()
-        if id(node) in visited or is_leaf(node):
+        if id(node) in visited or is_leaf(node) or _shared_atom(node):
             continue
         visited.add(id(node))
         children = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x, n=node: x is not n)[0]
@@ -101,6 +101,12 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
                     ids.add(id(attribute))
         stack.extend((child, path + jax.tree_util.keystr(key)) for key, child in children)
     return nodes, ids
+
+
+def _shared_atom(value) -> bool:
+    """None, ``()`` and plain scalars are shared by the whole program: never a donated node."""
+    return value is None or type(value) in (bool, int, float, complex, str, bytes) or (
+        type(value) is tuple and not value)
 
 
 def _graph_nodes(value) -> list[tuple[object, str]]:

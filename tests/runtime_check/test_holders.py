@@ -22,6 +22,8 @@ def _holders(value, name="params"):
 
 def test_nothing_else_holds_a_fresh_tree():
     assert [h for h in _holders({"w": jnp.ones(2), "b": [jnp.zeros(2)]}) if h.refutes] == []
+    # None and () are pytree nodes shared by the whole program, never holders' targets
+    assert [h for h in _holders({"w": jnp.ones(2), "none": None, "empty": ()}) if h.refutes] == []
 
 
 def test_a_list_holding_a_leaf_is_named_by_its_variable():
