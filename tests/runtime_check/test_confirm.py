@@ -248,3 +248,17 @@ def test_verified_rejects_a_confirm_report_of_another_version(tmp_path):
 
     with pytest.raises(VerifiedReportError, match="report.json: confirm report version 9"):
         _confirm_report(tmp_path, "confirmed", version=9)
+
+
+def test_the_programs_own_read_after_donation_refutes_no_proposal(tmp_path):
+    """examples/train.py crashes on its own (ema_update's declared donation, JXM101): exit 1 passes
+    through, `params` is confirmed, and `opt_state` (mu and nu share one tree) is refuted."""
+    shutil.copy(Path(__file__).parents[2] / "examples" / "train.py", tmp_path / "train.py")
+    (tmp_path / "pyproject.toml").write_text("")
+    result, report = _confirm(tmp_path, "python", "train.py")
+    assert result.returncode == 1 and report["exit_status"] == 1 and report["runs"] == 1
+    assert "Array has been deleted" in result.stderr
+    proposals = _by_parameter(report, "train_step")
+    assert proposals["params"]["outcome"] == "confirmed"
+    assert proposals["opt_state"]["outcome"] == "refuted"
+    assert "(the same array, donated twice)" in proposals["opt_state"]["refutations"][0]["message"]
