@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "lower bound in pyproject.toml/requirements*.txt); from 0.8.1 a bare @jax.jit "
                         "becomes @jax.jit(donate_argnums=...)")
     parser.add_argument("--verified", metavar="REPORT",
-                        help="apply only donations confirmed by this `jaxmem verify --format json` report")
+                        help="apply only donations confirmed by this `jaxmem confirm --out` report (at any "
+                        "confidence) or `jaxmem verify --format json` report")
     add_run_options(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
     return parser
@@ -186,15 +187,15 @@ class _Fixer:
                 line = (f"cell {finding.definition_cell}:{finding.definition_line}" if finding.definition_cell
                         else finding.fix.definition_line)
                 where = f"{path}:{line}: {finding.function or finding.wrapped or '?'}"
-                if finding.confidence.rank < self.threshold.rank:
+                why = self.verified.why_not_confirmed(path, finding.fix) if self.verified is not None else None
+                by_run = self.verified is not None and self.verified.any_confidence  # confirm: any confidence
+                if finding.confidence.rank < self.threshold.rank and not by_run:
                     self.say(f"{where}: not donating {parameter}: {finding.confidence.value} confidence "
                              "(the value may be read by code jaxmem cannot see); apply with --unsafe-fixes")
                     continue
-                if self.verified is not None:
-                    why = self.verified.why_not_confirmed(path, finding.fix)
-                    if why is not None:
-                        self.say(f"{where}: not donating {parameter}: {why}")
-                        continue
+                if why is not None:
+                    self.say(f"{where}: not donating {parameter}: {why}")
+                    continue
                 per_file.setdefault(path, []).append(finding.fix)
             for refusal in report.refusals:
                 self.refused_count += 1

@@ -1,6 +1,10 @@
 """``jaxmem-fix --verified REPORT``: keep only donations the runtime verifier confirmed.
 
-REPORT is the JSON of ``jaxmem verify --format json`` (or ``--output``)::
+REPORT is the JSON of ``jaxmem confirm --out`` or of ``jaxmem verify --format json``
+(or ``--output``).  A ``jaxmem confirm`` report says per proposal whether the
+user's run *confirmed* it (observed, never held elsewhere nor read after,
+reused): those are applied at any confidence, refuted and unobserved ones
+never.  A ``jaxmem verify`` report speaks only of reuse::
 
     {"format": "jaxmem-verify", "version": 1,
      "reports": [{"definition_path": "train.py", "definition_line": 12,
@@ -24,6 +28,7 @@ from jaxmem.findings import DonationFix
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 FORMAT = "jaxmem-verify"
+CONFIRM_FORMAT = "jaxmem-confirm"
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 SUPPORTED_VERSIONS = (1,)
 
@@ -54,6 +59,14 @@ class VerifiedDonations:
 
     # (path, line) -> parameter key (name or "#index") -> outcome
     outcomes: dict[tuple[str, int], dict[str, _ParameterOutcome]] = field(default_factory=dict)
+    # jaxmem confirm reports: (path, line) -> parameter key -> None (confirmed) or why not
+    confirmations: dict[tuple[str, int], dict[str, str | None]] | None = None
+
+    @property
+    def any_confidence(self) -> bool:
+        """Whether a confirmation stands for safety too (a ``jaxmem confirm`` report), so it
+        applies a proposal whatever its static confidence."""
+        return self.confirmations is not None
 
     def _definition(self, path: str, line: int):
         for (report_path, report_line), parameters in self.outcomes.items():
@@ -63,6 +76,8 @@ class VerifiedDonations:
 
     def why_not_confirmed(self, path: str, fix: DonationFix) -> str | None:
         """None when ``fix`` is confirmed, else the reason it is not."""
+        if self.confirmations is not None:
+            return self._why_not_by_run(path, fix)
         parameters = self._definition(path, fix.definition_line)
         if parameters is None:
             return "the verifier report has no result for this definition; run `jaxmem verify` on it first"
@@ -76,6 +91,45 @@ class VerifiedDonations:
         if outcome.unusable:
             return f"the verifier found no output that reuses {', '.join(sorted(set(outcome.unusable)))}"
         return None
+
+    def _why_not_by_run(self, path: str, fix: DonationFix) -> str | None:
+        parameters = next((found for (report_path, line), found in self.confirmations.items()
+                           if line == fix.definition_line and _same_file(report_path, path)), None)
+        if parameters is None:
+            return "the `jaxmem confirm` run had no proposal for this definition; run it again on this code"
+        for key in (fix.name, f"#{fix.index}" if fix.index is not None else None):
+            if key is not None and key in parameters:
+                return parameters[key]
+        return "the `jaxmem confirm` run had no proposal for this parameter; run it again on this code"
+
+
+def _confirm_outcomes(path: str, document: dict) -> VerifiedDonations:
+    proposals = document.get("proposals")
+    if not isinstance(proposals, list) or not all(isinstance(p, dict) for p in proposals):
+        raise VerifiedReportError(f"{path}: \"proposals\" must be a list of objects; write it with "
+                                  "`jaxmem confirm --out FILE -- python train.py`")
+    base = os.path.dirname(os.path.abspath(path))
+    confirmations: dict[tuple[str, int], dict[str, str | None]] = {}
+    for proposal in proposals:
+        definition_path, line = proposal.get("definition_path"), proposal.get("definition_line")
+        if not isinstance(definition_path, str) or not definition_path or not isinstance(line, int):
+            continue
+        if not os.path.isabs(definition_path) and not os.path.exists(definition_path):
+            definition_path = os.path.join(base, definition_path)
+        outcome = proposal.get("outcome")
+        refutations = [r.get("message", "") for r in proposal.get("refutations") or [] if isinstance(r, dict)]
+        why = (None if outcome == "confirmed" else
+               f"refuted by the run: {refutations[0]}" if outcome == "refuted" and refutations else
+               "the run did not observe it (no call made with the donation); run a command that reaches it"
+               if outcome == "not observed" else f"the run did not confirm it ({outcome})")
+        parameters = confirmations.setdefault((definition_path, line), {})
+        keys = [proposal.get("parameter_name")]
+        if isinstance(proposal.get("parameter_index"), int):
+            keys.append(f"#{proposal['parameter_index']}")
+        for key in keys:
+            if isinstance(key, str) and parameters.get(key, "?") is not None:
+                parameters[key] = why
+    return VerifiedDonations(confirmations=confirmations)
 
 
 def load_verified(path: str) -> VerifiedDonations:
@@ -92,8 +146,14 @@ def load_verified(path: str) -> VerifiedDonations:
         raise VerifiedReportError(
             f"{path}: not JSON ({error.msg} at line {error.lineno}); write it with `jaxmem verify --format json`"
         ) from None
+    if isinstance(document, dict) and document.get("format") == CONFIRM_FORMAT:
+        if document.get("version") != 1:
+            raise VerifiedReportError(f"{path}: confirm report version {document.get('version')!r} is not "
+                                      "supported (this jaxmem-fix reads version 1); update jaxmem")
+        return _confirm_outcomes(path, document)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise VerifiedReportError(f"{path}: not a jaxmem verify report; write it with `jaxmem verify --format json`")
+        raise VerifiedReportError(f"{path}: not a jaxmem verify report (nor a confirm report); write it with "
+                                  "`jaxmem confirm --out FILE -- ...` or `jaxmem verify --format json`")
     if document.get("version") not in SUPPORTED_VERSIONS:
         raise VerifiedReportError(
             f"{path}: verifier report version {document.get('version')!r} is not supported "

@@ -1,4 +1,4 @@
-"""The ``verify``, ``record`` and ``run`` subcommands of ``jaxmem``.
+"""The ``verify``, ``record``, ``run`` and ``confirm`` subcommands of ``jaxmem``.
 
 Importing this module must not import jax: the main CLI imports it to
 build its parser even where only ``jaxmem check`` is used.  Handlers import
@@ -19,7 +19,7 @@ _GENERIC_PYTHONS = {"python", "python3", f"python3.{sys.version_info.minor}"}
 
 
 def register(subparsers) -> None:
-    """Add ``verify``, ``record`` and ``run`` to an argparse subparsers object."""
+    """Add ``verify``, ``record``, ``run`` and ``confirm`` to an argparse subparsers object."""
     verify = subparsers.add_parser(
         "verify", help="compile jitted functions on a real backend and confirm their donations",
         description="Compile each function with and without its donation and report, per donated "
@@ -58,6 +58,19 @@ def register(subparsers) -> None:
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
     run.set_defaults(handler=run_tracked)
 
+    confirm = subparsers.add_parser(
+        "confirm", help="run a program and confirm or refute each proposed donation on its real calls",
+        description="Run the static analysis of the project, then `python script.py ARGS` (or `pytest ARGS`) "
+                    "with every proposed donation applied and watched: per call, no donated leaf may be held "
+                    "by another live object or appear twice, no donated array may be read after the call, "
+                    "and an output must reuse it. Each proposal ends confirmed, refuted (why, where) or not "
+                    "observed; `jaxmem-fix --verified REPORT` applies the confirmed ones. The command's exit "
+                    "status passes through.")
+    confirm.add_argument("--out", default=None, metavar="FILE",
+                         help="write the JSON report here (input of `jaxmem-fix --verified`)")
+    confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS | -- pytest ARGS")
+    confirm.set_defaults(handler=run_confirm)
+
 
 def _program(command: list[str]) -> tuple[list[str], str | None]:
     """``[python, target...]`` from the words after ``--``, or an error message."""
@@ -68,6 +81,9 @@ def _program(command: list[str]) -> tuple[list[str], str | None]:
         return [], "give the program to run after '--', e.g. `-- python train.py --steps 10`"
     interpreter = sys.executable
     first = os.path.basename(words[0])
+    if first in ("pytest", "py.test"):
+        words = ["python", "-m", "pytest", *words[1:]]
+        first = "python"
     if first in _GENERIC_PYTHONS:
         words = words[1:]
     elif first.startswith("python") and not first.endswith(".py"):
@@ -102,6 +118,71 @@ def run_record(args) -> int:
 def run_tracked(args) -> int:
     """Handler of ``jaxmem run``."""
     return _launch("run", args.command, [])
+
+
+def run_confirm(args) -> int:
+    """Handler of ``jaxmem confirm``: the command's exit status (2: jaxmem could not start it)."""
+    import tempfile
+
+    from jaxmem.config import ConfigError
+    from jaxmem.messages import unwritable_output
+    from jaxmem.runtime_check.confirm_report import document, render, static_proposals
+
+    problem = unwritable_output(args.out) if args.out else None
+    program, error = _program(args.command)
+    if problem or error:
+        print(f"jaxmem confirm: {problem or error}", file=sys.stderr)
+        return 2
+    script = program[1] if program[1] != "-m" else "."
+    try:
+        proposals = static_proposals([script])
+    except (ConfigError, OSError) as error:
+        print(f"jaxmem confirm: {error}", file=sys.stderr)
+        return 2
+    if not proposals:
+        print("jaxmem confirm: the static analysis proposes no donation in this project; running the command "
+              "without watching anything", file=sys.stderr)
+    runs, disabled = [], set()
+    with tempfile.TemporaryDirectory(prefix="jaxmem-confirm-") as folder:
+        given, taken = os.path.join(folder, "proposals.json"), os.path.join(folder, "run.json")
+        for _ in range(len(proposals) + 1):
+            with open(given, "w", encoding="utf-8") as handle:
+                json.dump({"proposals": proposals, "disabled": sorted(disabled)}, handle)
+            launcher = [program[0], "-m", "jaxmem.runtime_check.launcher", "confirm", "--proposals", given,
+                        "--out", taken, "--", *program[1:]]
+            if os.path.exists(taken):
+                os.remove(taken)
+            code = subprocess.call(launcher, env=_confirm_environment())
+            if not os.path.exists(taken):
+                print(f"jaxmem confirm: the program ended (status {code}) before jaxmem could write its findings",
+                      file=sys.stderr)
+                return code or 2
+            with open(taken, encoding="utf-8") as handle:
+                run = json.load(handle)
+            run["exit_status"] = code
+            runs.append(run)
+            refuted = {p["key"] for p in run["proposals"] if p["refutations"]}
+            if not run["rerun"] or refuted <= disabled:
+                break
+            disabled |= refuted
+            print("jaxmem confirm: a donated array was read after its call (see above); running the command "
+                  "again without the refuted donations", file=sys.stderr)
+    report = document(program[1:], runs, runs[-1]["exit_status"])
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1)
+            handle.write("\n")
+    sys.stdout.flush()
+    print(render(report))
+    return report["exit_status"]
+
+
+def _confirm_environment() -> dict:
+    """The environment of the watched command: under pytest, jaxmem's hook sees each test's error."""
+    env = dict(os.environ)
+    plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
+    env["PYTEST_PLUGINS"] = ",".join([*plugins, "jaxmem.runtime_check.confirm"])
+    return env
 
 
 def run_verify(args) -> int:

@@ -1,7 +1,7 @@
-"""Run a user's program under jaxmem: ``record`` signatures or ``run`` with the tracker.
+"""Run a user's program under jaxmem: ``record`` signatures, ``run`` with the tracker, ``confirm``.
 
 Invoked as ``python -m jaxmem.runtime_check.launcher MODE [--out FILE] -- TARGET ARGS``
-by the ``jaxmem record`` and ``jaxmem run`` commands, in the user's
+by the ``jaxmem record``, ``jaxmem run`` and ``jaxmem confirm`` commands, in the user's
 interpreter, so the program sees the same ``sys.argv``, ``__name__ ==
 "__main__"`` and ``sys.path[0]`` as under plain ``python``.
 """
@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         except DonatedArrayUsedError:
             traceback.print_exc()
             return 1
-    print(f"jaxmem: unknown launcher mode {mode!r} (expected record or run)", file=sys.stderr)
+    if mode == "confirm":
+        from jaxmem.runtime_check.confirm import run_confirm
+
+        return run_confirm(target, options[options.index("--proposals") + 1], options[options.index("--out") + 1])
+    print(f"jaxmem: unknown launcher mode {mode!r} (expected record, run or confirm)", file=sys.stderr)
     return 2
 
 

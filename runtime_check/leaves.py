@@ -55,7 +55,10 @@ class OutLeaf:
 def _nbytes(shape, dtype) -> int:
     import numpy as np
 
-    return int(math.prod(shape)) * np.dtype(dtype).itemsize
+    # Typed PRNG keys (``key<fry>``, from ``jax.random.key`` or ``nnx.Rngs``) are
+    # extended dtypes numpy cannot interpret; they carry their own itemsize.
+    itemsize = getattr(dtype, "itemsize", None)
+    return int(math.prod(shape)) * (itemsize if isinstance(itemsize, int) else np.dtype(dtype).itemsize)
 
 
 def parameter_names(fn) -> tuple[list[str], str | None]:

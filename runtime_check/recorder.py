@@ -144,12 +144,15 @@ def _verify_call(entry: dict, transformed, args, kwargs) -> dict:
 
     try:
         fn, args = split_bound(transformed, tuple(args))
-        proposals = []
-        if library_kind(fn) != "eqx":
-            path = entry["definition_path"]
-            if path not in _ANALYSES:  # one static analysis per file, however many signatures
-                _ANALYSES[path] = proposed_donations(path)[0]
-            proposals = _ANALYSES[path].get(entry["definition_line"], [])
+        path = entry["definition_path"]
+        if path not in _ANALYSES:  # one static analysis per file, however many signatures
+            _ANALYSES[path] = proposed_donations(path)[0]
+        proposals = _ANALYSES[path].get(entry["definition_line"], [])
+        if library_kind(fn) == "eqx":
+            fn, sources = _equinox_mode(fn, proposals, args, kwargs)
+            if fn is None:
+                return {"skipped": sources}
+            proposals = []
         nums, names, sources = declared_and_proposed(entry, plain_function(fn), proposals)
         proposed = any(source != "declared" for source in sources.values())
         if not nums and not names and library_kind(fn) != "eqx":
@@ -163,6 +166,29 @@ def _verify_call(entry: dict, transformed, args, kwargs) -> dict:
         return {"report": report.to_dict()}
     except Exception as error:  # noqa: BLE001 - reported by `jaxmem verify --record`
         return {"verify_error": f"{type(error).__name__}: {error}"}
+
+
+def _equinox_mode(fn, proposals, args, kwargs):
+    """``(eqx.filter_jit object to verify, why not)``: its own donate mode, else the mode the proposals make.
+
+    equinox donates by mode (``donate='all'``, ``'all-except-first'``), never
+    by position; a proposal is verified when a mode donates exactly it.
+    """
+    from jaxmem.runtime_check.confirm import _CannotDonate, _equinox_variant, _python_function
+    from jaxmem.runtime_check.leaves import parameter_names
+
+    if fn.donate_first or fn.donate_rest:
+        return fn, None
+    if not proposals:
+        return None, "eqx.filter_jit(donate='none') and the static analysis proposes no donation"
+    positional = parameter_names(_python_function(fn))[0]
+    nums = {p.parameter_index for p in proposals if p.parameter_index is not None}
+    nums |= {positional.index(p.parameter_name) for p in proposals if p.parameter_name in positional}
+    try:
+        return _equinox_variant(fn, nums, positional, args, kwargs), None
+    except _CannotDonate as reason:
+        wanted = ", ".join(f"`{positional[i]}`" if i < len(positional) else f"#{i}" for i in sorted(nums))
+        return None, f"the static analysis proposes donating {wanted}, but {reason}"
 
 
 def _static_positions(definition: JitDefinition, arg_count: int) -> tuple[set[int], set[str]]:

@@ -110,6 +110,8 @@ def decode_value(data) -> Any:
         return None
     if "array" in data:
         spec = data["array"]
+        if spec["dtype"].startswith("key<"):
+            raise UnrestorableArgument(f"a typed PRNG key ({spec['dtype']}) cannot be rebuilt from the record")
         return jax.ShapeDtypeStruct(tuple(spec["shape"]), spec["dtype"], weak_type=spec.get("weak_type", False))
     if "dict" in data:
         return {key: decode_value(item) for key, item in data["dict"]}

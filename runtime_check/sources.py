@@ -96,28 +96,36 @@ class Proposal:
 
 
 def proposed_donations(path: str) -> tuple[dict[int, list[Proposal]], str | None]:
-    """``{definition line: proposals}`` for the file at ``path``, and a note when unavailable."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        return {}, f"{path}: cannot read the source for the static analysis ({error.strerror})"
-    try:
-        from jaxmem.lint.engine import analyze_source
+    """``{definition line: proposals}`` for the file at ``path``, and a note when unavailable.
 
-        report = analyze_source(text, path)
+    The analysis is the whole project's (as ``jaxmem check`` runs it: every
+    call site in the project counts), so its confidence is the one ``check``
+    and ``jaxmem-fix`` report.
+    """
+    if not os.path.isfile(path):
+        return {}, f"{path}: cannot read the source for the static analysis (no such file)"
+    try:
+        import dataclasses
+
+        from jaxmem.api import check_paths
+        from jaxmem.config import load_config
+        from jaxmem.findings import Confidence
+
+        settings = dataclasses.replace(load_config([path]).settings, min_confidence=Confidence.LOW)
+        reports = check_paths([path], settings)
     except NotImplementedError:
         return {}, "the static analysis is not available in this jaxmem build; verified the declared donation only"
     except Exception as error:  # noqa: BLE001 - a failing analysis must not stop verification
         return {}, (f"the static analysis failed on {path} ({type(error).__name__}: {error}); "
                     "verified the declared donation only")
     proposals: dict[int, list[Proposal]] = {}
-    for finding in report.findings:
-        if finding.code not in PROPOSING_CODES or finding.definition_line is None:
-            continue
-        if finding.definition_path and os.path.abspath(finding.definition_path) != os.path.abspath(path):
-            continue
-        confidence = getattr(finding.confidence, "value", str(finding.confidence))
-        proposals.setdefault(finding.definition_line, []).append(
-            Proposal(finding.parameter_index, finding.parameter_name, finding.code, confidence))
+    for report in reports:
+        for finding in report.findings:
+            if finding.code not in PROPOSING_CODES or finding.definition_line is None:
+                continue
+            if os.path.abspath(finding.definition_path or report.path) != os.path.abspath(path):
+                continue
+            confidence = getattr(finding.confidence, "value", str(finding.confidence))
+            proposals.setdefault(finding.definition_line, []).append(
+                Proposal(finding.parameter_index, finding.parameter_name, finding.code, confidence))
     return proposals, None

@@ -278,7 +278,9 @@ def track_donations():
     with patched_transforms(_tracking_proxy(tracker)):
         try:
             yield tracker
-        except RuntimeError as error:
+        except (RuntimeError, ValueError) as error:
+            # ValueError: "Buffer has been deleted or donated" from an op compiled earlier
+            # or from a jitted function called again with the donated array.
             explanation = tracker.explain(error)
             if explanation is None:
                 raise

@@ -190,3 +190,41 @@ def test_function_with_nothing_to_verify_does_not_pass(write_file, run_commands)
     done = run_commands("verify", "--record", "rec.json")
     assert done.returncode == 1
     assert "skipped: donates nothing" in done.stdout and "nothing was verified" in done.stdout
+
+
+EQUINOX_STEPS = """
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+
+    @eqx.filter_jit
+    def step(model, opt_state):
+        return jax.tree.map(lambda p: p * 0.9, model), jax.tree.map(lambda s: s + 1, opt_state)
+
+
+    @eqx.filter_jit
+    def partial_step(model, opt_state, x):
+        return jax.tree.map(lambda p: p * 0.9, model), jax.tree.map(lambda s: s + x.sum(), opt_state)
+
+
+    model = eqx.nn.Linear(4, 4, key=jax.random.PRNGKey(0))
+    opt_state = {"m": jnp.zeros((4, 4))}
+    for _ in range(2):
+        model, opt_state = step(model, opt_state)
+        model, opt_state = partial_step(model, opt_state, jnp.ones(3))
+"""
+
+
+def test_record_verifies_equinox_steps_in_the_mode_the_proposal_makes(write_file, run_commands, tmp_path):
+    """eqx.filter_jit without donate: the proposal is verified as donate='all' when that mode is exactly it."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write_file("train.py", EQUINOX_STEPS)
+    assert run_commands("record", "--out", "rec.json", "--", "python", "train.py").returncode == 0
+    result = run_commands("verify", "--record", "rec.json", "--format", "json")
+    document = json.loads(result.stdout)
+    (report,) = document["reports"]
+    assert report["function"] == "step" and report["donation_label"].startswith("eqx.filter_jit(donate='all')")
+    assert report["ok"] and report["predicted_saving_bytes"] > 0
+    (skipped,) = document["problems"]
+    assert not skipped["failed"] and "no mode donates exactly" in skipped["message"]

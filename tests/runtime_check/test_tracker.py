@@ -149,3 +149,23 @@ def test_nnx_and_equinox_donations_are_named():
             weight = linear.weight
             double(linear)
             weight.sum()
+
+
+def test_buffer_deleted_from_a_compiled_op_and_a_repeated_call_is_explained():
+    """jax raises ValueError "Buffer has been deleted or donated" from compiled code: explained too."""
+    double = jax.jit(lambda x: x * 2)
+    with pytest.raises(DonatedArrayUsedError, match="Buffer has been deleted or donated") as caught:
+        with track_donations():
+            step = jax.jit(lambda state, batch: state + batch, donate_argnums=0)
+            state = jnp.ones(3)
+            double(state)  # compiled before the donation: the later read takes the C++ path
+            step(state, 1.0)
+            double(state)  # noqa: JXM101 - the read the tracker must explain
+    assert "parameter `state` (float32[3])" in str(caught.value)
+    with pytest.raises(DonatedArrayUsedError, match="parameter `state`") as caught:
+        with track_donations():
+            step = jax.jit(lambda state, batch: state + batch, donate_argnums=0)
+            state = jnp.ones(3)
+            for _ in range(2):  # the loop JXM105 warns about: the second call reads a deleted array
+                step(state, 1.0)  # noqa: JXM105
+    assert isinstance(caught.value.__cause__, ValueError)

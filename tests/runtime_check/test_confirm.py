@@ -1,0 +1,264 @@
+"""`jaxmem confirm` on the four stacks a new user tries, then `jaxmem-fix --verified` and a clean rerun.
+
+Each program (in ``confirm_programs/``) is copied alone into a fresh
+project, confirmed with the real CLI in a subprocess (real JAX on CPU),
+fixed from the report, and run again; the fixed definition must then really
+delete its donated inputs.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "confirm_programs"
+
+
+def _project(tmp_path, *names):
+    for name in names:
+        shutil.copy(PROGRAMS / name, tmp_path / name)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user'\n")
+    return tmp_path
+
+
+def _confirm(project, *command):
+    result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm", "--out", "report.json", "--", *command],
+                            cwd=project, capture_output=True, text=True, timeout=300)
+    report = json.loads((project / "report.json").read_text()) if (project / "report.json").exists() else None
+    return result, report
+
+
+def _fix(project, *paths):
+    return subprocess.run([sys.executable, "-m", "jaxmem.codemod.cli", "--verified", "report.json", *paths],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+
+
+def _run(project, code):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=project, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _by_parameter(report, function):
+    return {p["parameter_name"]: p for p in report["proposals"] if p["function"] == function}
+
+
+def test_functional_optax_confirmed_fixed_and_donating(tmp_path):
+    project = _project(tmp_path, "optax_train.py")
+    result, report = _confirm(project, "python", "optax_train.py")
+    assert result.returncode == 0, result.stderr
+    proposals = _by_parameter(report, "train_step")
+    assert {p["outcome"] for p in proposals.values()} == {"confirmed"}
+    assert proposals["params"]["confidence"] == "medium"  # applied although the analysis says medium
+    assert proposals["params"]["donated_calls"] == 5 and proposals["params"]["reuse"]["reused_bytes"] > 0
+    assert "CONFIRMED" in result.stdout
+    fixed = _fix(project, "optax_train.py")
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # 1: files changed
+    assert "donate_argnums=(0, 1)" in (project / "optax_train.py").read_text()
+    check = _run(project, """
+        import jax.numpy as jnp
+        import optax_train as m
+        params = {"w": jnp.ones((4, 4)), "b": jnp.zeros((4,))}
+        opt_state = m.tx.init(params)
+        new = m.train_step(params, opt_state, jnp.ones((8, 4)))
+        print(params["w"].is_deleted(), opt_state[0].mu["w"].is_deleted())
+        m.main()
+    """)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[0] == "True True"
+
+
+def test_generator_holding_the_leaves_is_refuted_and_not_applied(tmp_path):
+    project = _project(tmp_path, "optax_generator.py")
+    result, report = _confirm(project, "python", "optax_generator.py")
+    assert result.returncode == 0, result.stderr
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted"
+    message = proposal["refutations"][0]["message"]
+    assert "the generator noisy()" in message and "optax_generator.py:10" in message
+    assert report["runs"] == 1  # refuted before any donation: the program ran as written
+    _fix(project, "optax_generator.py")
+    assert "donate" not in (project / "optax_generator.py").read_text()
+
+
+def test_read_after_is_refuted_with_both_sites_and_exit_status_passes_through(tmp_path):
+    project = _project(tmp_path, "optax_read_after.py")
+    result, report = _confirm(project, "python", "optax_read_after.py")
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted"
+    refutation = proposal["refutations"][0]
+    assert refutation["kind"] == "read-after"
+    assert refutation["read"].endswith("optax_read_after.py:15 in report()")
+    assert refutation["call"].endswith("optax_read_after.py:23")
+    # The first run failed because of the donation; the rerun without it is the program's own result.
+    assert report["runs"] == 2 and result.returncode == 0 and report["exit_status"] == 0
+    assert "first params 4.0" in result.stdout
+    fixed = _fix(project, "optax_read_after.py")
+    assert "refuted by the run" in fixed.stdout + fixed.stderr
+    assert "donate" not in (project / "optax_read_after.py").read_text()
+
+
+def test_program_failure_exit_status_passes_through(tmp_path):
+    project = _project(tmp_path, "optax_train.py")
+    (project / "failing.py").write_text("import optax_train\noptax_train.main()\nraise SystemExit(3)\n")
+    result, report = _confirm(project, "python", "failing.py")
+    assert result.returncode == 3
+    assert report["exit_status"] == 3
+
+
+def test_linen_train_state_with_helper_module(tmp_path):
+    pytest.importorskip("flax.linen")
+    project = _project(tmp_path, "linen_train.py", "linen_models.py")
+    result, report = _confirm(project, "python", "linen_train.py", "3")
+    assert result.returncode == 0, result.stderr
+    assert _by_parameter(report, "train_step")["state"]["outcome"] == "confirmed"
+    _fix(project, "linen_train.py")
+    assert "donate_argnums" in (project / "linen_train.py").read_text()
+    check = _run(project, """
+        import jax, jax.numpy as jnp
+        import linen_train as m
+        state = m.create_state(jax.random.PRNGKey(0))
+        new, loss = m.train_step(state, jnp.ones((8, 4)))
+        print(state.params["params"]["Dense_0"]["kernel"].is_deleted())
+        m.main(3, False)
+    """)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[0] == "True"
+
+
+def test_linen_ema_copy_of_params_is_refuted_with_the_holder_named(tmp_path):
+    pytest.importorskip("flax.linen")
+    project = _project(tmp_path, "linen_train.py", "linen_models.py")
+    result, report = _confirm(project, "python", "linen_train.py", "3", "--ema")
+    assert result.returncode == 0, result.stderr
+    proposal = _by_parameter(report, "train_step")["state"]
+    assert proposal["outcome"] == "refuted"
+    message = proposal["refutations"][0]["message"]
+    assert "`state.ema_params['params']['Dense_0']" in message and "donate one buffer twice" in message
+    assert report["runs"] == 1 and "loss" in result.stdout
+
+
+def test_nnx_with_dropout_prng_keys(tmp_path):
+    pytest.importorskip("flax.nnx")
+    project = _project(tmp_path, "nnx_dropout.py")
+    result, report = _confirm(project, "python", "nnx_dropout.py")
+    assert result.returncode == 0, result.stderr
+    assert _by_parameter(report, "train_step")["optimizer"]["outcome"] == "confirmed"
+    assert _by_parameter(report, "ema_update")["ema"]["outcome"] == "confirmed"
+    _fix(project, "nnx_dropout.py")
+    text = (project / "nnx_dropout.py").read_text()
+    assert text.count("donate_argnums") == 2
+    check = _run(project, """
+        import jax, jax.numpy as jnp, optax
+        from flax import nnx
+        import nnx_dropout as m
+        model = m.Model(nnx.Rngs(0, dropout=1))
+        optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+        mu = optimizer.opt_state[0].mu["linear"]["kernel"][...]
+        m.train_step(model, optimizer, jnp.ones((8, 4)))
+        print(mu.is_deleted())
+        m.main()
+    """)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[0] == "True"
+
+
+def test_equinox_step_without_a_matching_donate_mode_is_not_applied(tmp_path):
+    pytest.importorskip("equinox")
+    project = _project(tmp_path, "eqx_train.py")
+    result, report = _confirm(project, "python", "eqx_train.py")
+    assert result.returncode == 0, result.stderr
+    for proposal in _by_parameter(report, "train_step").values():
+        assert proposal["outcome"] == "refuted" and proposal["calls"] == 4
+        assert "donates by mode only" in proposal["refutations"][0]["message"]
+    _fix(project, "eqx_train.py")
+    assert "donate" not in (project / "eqx_train.py").read_text()
+
+
+def test_confirm_under_pytest(tmp_path):
+    project = _project(tmp_path, "optax_read_after.py")
+    (project / "test_user.py").write_text(
+        "import runpy\n\ndef test_main():\n    runpy.run_path('optax_read_after.py')\n")
+    result, report = _confirm(project, "pytest", "-q", "-p", "no:cacheprovider", "test_user.py")
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted" and proposal["refutations"][0]["kind"] == "read-after"
+    assert result.returncode == 0 and report["runs"] == 2
+
+
+def test_equinox_step_confirmed_with_the_matching_donate_mode(tmp_path):
+    pytest.importorskip("equinox")
+    project = _project(tmp_path, "eqx_all.py")
+    result, report = _confirm(project, "python", "eqx_all.py")
+    assert result.returncode == 0, result.stderr
+    assert {p["outcome"] for p in _by_parameter(report, "step").values()} == {"confirmed"}
+    _fix(project, "eqx_all.py")
+    assert '@eqx.filter_jit(donate="all")' in (project / "eqx_all.py").read_text()
+    check = _run(project, """
+        import jax, jax.numpy as jnp, equinox as eqx
+        import eqx_all as m
+        model = eqx.nn.Linear(4, 4, key=jax.random.PRNGKey(0))
+        state = {"m": jnp.zeros((4, 4))}
+        m.step(model, state)
+        print(model.weight.is_deleted(), state["m"].is_deleted())
+        m.main()
+    """)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[0] == "True True"
+
+
+def test_confirm_without_a_command_or_with_an_unwritable_report_is_a_usage_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2 and "give the program to run after '--'" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm", "--out", "missing/dir/r.json", "--",
+                             "python", "x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "missing/dir/r.json" in result.stderr
+
+
+def _confirm_report(tmp_path, outcome, **extra):
+    from jaxmem.codemod.verified import load_verified
+
+    proposal = {"definition_path": str(tmp_path / "train.py"), "definition_line": 5, "function": "step",
+                "parameter_name": "state", "parameter_index": 0, "confidence": "medium", "outcome": outcome,
+                "refutations": [{"kind": "read-after", "message": "`state` was read at train.py:9"}]
+                if outcome == "refuted" else []}
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"format": "jaxmem-confirm", "version": 1, "proposals": [proposal], **extra}))
+    return load_verified(str(tmp_path / "report.json"))
+
+
+def test_verified_reads_confirm_reports(tmp_path):
+    from jaxmem.findings import DonationFix
+
+    fix = DonationFix(definition_line=5, index=0, name="state")
+    path = str(tmp_path / "train.py")
+    confirmed = _confirm_report(tmp_path, "confirmed")
+    assert confirmed.any_confidence and confirmed.why_not_confirmed(path, fix) is None
+    assert "read at train.py:9" in _confirm_report(tmp_path, "refuted").why_not_confirmed(path, fix)
+    assert "did not observe" in _confirm_report(tmp_path, "not observed").why_not_confirmed(path, fix)
+    other = DonationFix(definition_line=5, index=1, name="batch")
+    assert "no proposal for this parameter" in confirmed.why_not_confirmed(path, other)
+
+
+def test_verified_rejects_a_confirm_report_of_another_version(tmp_path):
+    from jaxmem.codemod.verified import VerifiedReportError
+
+    with pytest.raises(VerifiedReportError, match="report.json: confirm report version 9"):
+        _confirm_report(tmp_path, "confirmed", version=9)
+
+
+def test_the_programs_own_read_after_donation_refutes_no_proposal(tmp_path):
+    """examples/train.py crashes on its own (ema_update's declared donation, JXM101): exit 1 passes
+    through, `params` is confirmed, and `opt_state` (mu and nu share one tree) is refuted."""
+    shutil.copy(Path(__file__).parents[2] / "examples" / "train.py", tmp_path / "train.py")
+    (tmp_path / "pyproject.toml").write_text("")
+    result, report = _confirm(tmp_path, "python", "train.py")
+    assert result.returncode == 1 and report["exit_status"] == 1 and report["runs"] == 1
+    assert "Array has been deleted" in result.stderr
+    proposals = _by_parameter(report, "train_step")
+    assert proposals["params"]["outcome"] == "confirmed"
+    assert proposals["opt_state"]["outcome"] == "refuted"
+    assert "(the same array, donated twice)" in proposals["opt_state"]["refutations"][0]["message"]
