@@ -365,7 +365,10 @@ class FactExtractor:
         ctx = self.ctx
         escapes: list[Use] = []
         alias_reads: list[Use] = []
+        reaching = flow.nodes_reaching(call)
         for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
+            if reaching is not None and p.node not in reaching:
+                continue  # no path leads from this event to the call
             if event.kind == ESCAPE and event.key is None:
                 continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):

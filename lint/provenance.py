@@ -71,6 +71,11 @@ class Provenance:
         self.owner_of = owner_of  # RefKey -> local | param | attribute | global
         self.class_scope = class_scope
         self._writes: dict[RefKey, list] | None = None
+        # Memos: every call's argument asks again about the same writes (a
+        # scope that rebinds a name n times would otherwise cost n**3).
+        self._view_writes: dict[str, list] = {}
+        self._alias_memo: dict[RefKey, list] = {}
+        self._first_read: dict[tuple, object] = {}
 
     def writes_of(self, key: RefKey) -> list:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
@@ -191,11 +196,8 @@ class Provenance:
                 reasons.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
         for name in sorted(_names_in(call)):
             if depth < 2 and self.owner_of((name,)) == "local":
-                for event in self.writes_of((name,)):
-                    # Followed back only through views of their argument
-                    # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
-                    if (isinstance(event.origin, cst.Call) and event.origin is not call
-                            and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))):
+                for event in self._writes_from_views(name):
+                    if event.origin is not call:
                         inner = self._shared_sources(event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
@@ -204,15 +206,39 @@ class Provenance:
                 if owner == "param":
                     reasons.append(f"{named}, which the caller may still hold")
                 elif owner == "local" and self.writes_of(key):
-                    reads = self.flow.search(after, key).reads
-                    if reads:
-                        read_line = self.ctx.positions[reads[0].node].start.line
+                    read_line = self._read_again_line(after, key)
+                    if read_line is not None:
                         reasons.append(f"{named}, read again at line {read_line}")
         return tuple(reasons)
+
+    def _writes_from_views(self, name: str) -> list:
+        """The writes of ``name`` from a call that returns views of its
+        arguments (``gdef, gstate = nnx.split(self)``): other calls make new
+        arrays, so only these are followed back."""
+        if name not in self._view_writes:
+            self._view_writes[name] = [
+                event for event in self.writes_of((name,))
+                if isinstance(event.origin, cst.Call)
+                and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))
+            ]
+        return self._view_writes[name]
+
+    def _read_again_line(self, after: Point, key: RefKey) -> int | None:
+        """The line of the first read of ``key`` found after ``after``, if any."""
+        memo = (after, key)
+        if memo not in self._first_read:
+            reads = self.flow.search(after, key).reads
+            self._first_read[memo] = self.ctx.positions[reads[0].node].start.line if reads else None
+        return self._first_read[memo]
 
     def _aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
         """``key`` and the names it was copied from (``params = initial_params``),
         each with the name it was reached through."""
+        if key not in self._alias_memo:
+            self._alias_memo[key] = self._find_aliases(key)
+        return self._alias_memo[key]
+
+    def _find_aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
         out = [(key, "")]
         for event in self.writes_of(key):
             if event.origin_kind == "value" and event.origin is not None:
