@@ -8,6 +8,9 @@ from jaxmem.findings import Confidence
 
 # Larger files are reported, not read: a hostile "huge.py" cannot exhaust memory.
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+# The cache of a 3,000-file project takes about 60 MiB; beyond the cap the
+# entries used longest ago are removed.
+DEFAULT_CACHE_MAX_SIZE = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Settings:
     spellings that version understands.
     ``max_file_size`` is the largest file, in bytes, that is read at all
     (it changes which files are read, not what is found in them).
+    ``cache_max_size`` caps ``.jaxmem_cache/`` in bytes (it changes how
+    long results are kept, not the results).
     ``target_version`` is the Python grammar files are parsed with
     (``"3.12"``); ``None`` means the newest libcst knows.  The host
     interpreter's version never decides what is a syntax error.
@@ -38,6 +43,7 @@ class Settings:
     jax_version: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     target_version: str | None = None
+    cache_max_size: int = DEFAULT_CACHE_MAX_SIZE
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""
