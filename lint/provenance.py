@@ -76,6 +76,10 @@ class Provenance:
         self._view_writes: dict[str, list] = {}
         self._alias_memo: dict[RefKey, list] = {}
         self._first_read: dict[tuple, object] = {}
+        self._plans: dict[tuple, list] = {}
+        self._places: dict[int, tuple[int, str]] = {}
+        self._call_kinds: dict[int, tuple] = {}
+        self._lines: dict[int, int] = {}
 
     def writes_of(self, key: RefKey) -> list:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
@@ -98,7 +102,7 @@ class Provenance:
 
     def of_write(self, event, after: Point, depth: int) -> list[Origin]:
         origin = event.origin
-        line = self.ctx.positions[event.node].start.line
+        line = self._line(event.node)
         if origin is None:
             return [Origin(UNKNOWN, line, "a parameter, import or definition")]
         if event.origin_kind == "aug":
@@ -111,9 +115,7 @@ class Provenance:
 
     def of_expr(self, expr: cst.BaseExpression, after: Point, depth: int) -> list[Origin]:
         """Origins of the value ``expr`` evaluates to."""
-        ctx = self.ctx
-        line = ctx.positions[expr].start.line
-        text = ctx.text(expr)
+        line, text = self._place(expr)
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return [Origin(FRESH, line, text)]
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -149,33 +151,56 @@ class Provenance:
             out.extend(self.of_expr(element, after, depth))
         return out
 
+    def _line(self, node: cst.CSTNode) -> int:
+        if id(node) not in self._lines:
+            self._lines[id(node)] = self.ctx.positions[node].start.line
+        return self._lines[id(node)]
+
+    def _place(self, expr: cst.CSTNode) -> tuple[int, str]:
+        """The line and source text of ``expr`` (each write is asked about at every call)."""
+        if id(expr) not in self._places:
+            self._places[id(expr)] = (self.ctx.positions[expr].start.line, self.ctx.text(expr))
+        return self._places[id(expr)]
+
     def _of_call(self, call: cst.Call, after: Point, depth: int) -> list[Origin]:
+        kind, line, text, callee, qualified = self._call_kind(call)
+        if kind in (CALL, DERIVED):
+            shared = self._shared_sources(call, after)
+            return [Origin(kind, line, text, callee=callee, qualified=qualified, shared_with=shared)]
+        return [Origin(kind, line, text)]
+
+    def _call_kind(self, call: cst.Call) -> tuple:
+        """``(kind, line, text, callee, qualified)`` of a call's result, all but
+        what it shares with values read after the donating call (computed once
+        per call)."""
+        if id(call) in self._call_kinds:
+            return self._call_kinds[id(call)]
         ctx = self.ctx
-        line = ctx.positions[call].start.line
-        text = ctx.text(call)
+        line, text = self._place(call)
         qualified = ctx.imports.resolve(call.func)
-        if is_fresh_constructor(qualified):
-            return [Origin(FRESH, line, text)]
-        if qualified in TREE_MAPS and call.args and is_fresh_constructor(ctx.imports.resolve(call.args[0].value)):
-            return [Origin(FRESH, line, text)]
-        if is_host_producer(qualified):
-            return [Origin(HOST, line, text)]
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if method == "copy" and not call.args:
-            return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
-        if method in _FRESH_METHODS and len(call.args) > 1:
-            return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
-        shared = self._shared_sources(call, after)
         key = ref_key(call.func)
-        if key is not None:
-            maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
-            if maybe or (qualified is None and key[0] in ctx.module_functions):
-                return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared)]
-        if method is not None and qualified is None:
+        maybe, project_name = ctx.might_be_jitted(key, self.class_scope) if key is not None else (False, None)
+        if is_fresh_constructor(qualified):
+            found = (FRESH, line, text, None, None)
+        elif qualified in TREE_MAPS and call.args and is_fresh_constructor(ctx.imports.resolve(call.args[0].value)):
+            found = (FRESH, line, text, None, None)
+        elif is_host_producer(qualified):
+            found = (HOST, line, text, None, None)
+        elif method == "copy" and not call.args:
+            found = (FRESH, line, text, None, None)  # x.copy(): a new buffer
+        elif method in _FRESH_METHODS and len(call.args) > 1:
+            found = (FRESH, line, text, None, None)  # model.init(rng, x): new variables
+        elif key is not None and (maybe or (qualified is None and key[0] in ctx.module_functions)):
+            found = (CALL, line, text, key, project_name)
+        elif method is not None and qualified is None:
             # obj.method(...): may return the object's own arrays (``self.get_state()``,
             # ``state.replace(step=0)`` shares every leaf it does not replace).
-            return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
-        return [Origin(DERIVED, line, text, shared_with=shared)]
+            found = (UNKNOWN, line, f"`{text}` may return arrays its object still holds", None, None)
+        else:
+            found = (DERIVED, line, text, None, None)
+        self._call_kinds[id(call)] = found
+        return found
 
     def _shared_sources(self, call: cst.Call, after: Point, depth: int = 0) -> tuple[str, ...]:
         """The values a library call was given that may share buffers with
@@ -183,33 +208,54 @@ class Provenance:
         the caller's, held by an attribute or a global, or made (one more
         call back) from such a value (``gdef, gstate = nnx.split(self)``)."""
         reasons: list[str] = []
+        for item in self._sharing_plan(call, depth):
+            if type(item) is str:
+                reasons.append(item)
+            elif item[0] == "made":
+                _, name, made_by = item
+                reasons.extend(f"`{name}` (made from {why})" for why in self._shared_sources(made_by, after, depth + 1))
+            else:
+                _, named, key = item
+                read_line = self._read_again_line(after, key)
+                if read_line is not None:
+                    reasons.append(f"{named}, read again at line {read_line}")
+        return tuple(reasons)
+
+    def _sharing_plan(self, call: cst.Call, depth: int) -> list:
+        """What :meth:`_shared_sources` checks, in order, less what depends on
+        the donating call (computed once per call: every write of a name
+        rebound n times is asked about at each of its n calls).  Items: a
+        reason; ``("made", name, call)``, the reasons of the view call that
+        made ``name``; ``("read", named, key)``, a reason if ``key`` is read
+        after the donating call."""
+        memo = (id(call), depth)
+        if memo in self._plans:
+            return self._plans[memo]
+        plan: list = []
         seen_args: set[RefKey] = set()
         for arg in call.args:
             key = ref_key(arg.value)
             if key is None:
                 continue
             if key in seen_args:
-                reasons.append(f"`{self.ctx.text(arg.value)}`, passed twice")
+                plan.append(f"`{self.ctx.text(arg.value)}`, passed twice")
             seen_args.add(key)
             owner = self.owner_of(key)
             if len(key) > 1 and owner in ("attribute", "global", "param"):
-                reasons.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
+                plan.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
         for name in sorted(_names_in(call)):
             if depth < 2 and self.owner_of((name,)) == "local":
-                for event in self._writes_from_views(name):
-                    if event.origin is not call:
-                        inner = self._shared_sources(event.origin, after, depth + 1)
-                        reasons.extend(f"`{name}` (made from {why})" for why in inner)
+                plan.extend(("made", name, event.origin) for event in self._writes_from_views(name)
+                            if event.origin is not call)
             for key, via in self._aliases((name,)):
                 owner = self.owner_of(key)
                 named = f"`{key[0]}`" + (f" (through `{via}`)" if via else "")
                 if owner == "param":
-                    reasons.append(f"{named}, which the caller may still hold")
+                    plan.append(f"{named}, which the caller may still hold")
                 elif owner == "local" and self.writes_of(key):
-                    read_line = self._read_again_line(after, key)
-                    if read_line is not None:
-                        reasons.append(f"{named}, read again at line {read_line}")
-        return tuple(reasons)
+                    plan.append(("read", named, key))
+        self._plans[memo] = plan
+        return plan
 
     def _writes_from_views(self, name: str) -> list:
         """The writes of ``name`` from a call that returns views of its
