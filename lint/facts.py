@@ -264,6 +264,7 @@ class FactExtractor:
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
+        self._arg_ids: dict[int, set[int]] = {}  # id(call) -> ids of its argument values, asked per argument
 
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
@@ -327,7 +328,9 @@ class FactExtractor:
             return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
-        arg_nodes = {id(a.value) for a in call.args}
+        if id(call) not in self._arg_ids:
+            self._arg_ids[id(call)] = {id(a.value) for a in call.args}
+        arg_nodes = self._arg_ids[id(call)]
         result = flow.search(point, key)
         reads = []
         for event in result.reads:
