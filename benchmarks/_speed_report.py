@@ -12,6 +12,7 @@ RUFF_1 = "ruff check, 1 thread"
 RUFF_ALL = "ruff check, all threads"
 HOOK = "pre-commit hook: jaxmem check --force-exclude FILE"
 CHECK_FILE = "jaxmem check FILE"
+CHECK_PROJECT = "jaxmem check . (the whole project, warm)"
 FLAKE8_PLUGIN = "flake8 plugin: flake8 --select JXM FILE"
 RUFF_FILE = "ruff check FILE"
 
@@ -67,7 +68,9 @@ def target_figures(results: dict) -> list[dict]:
         ]
     incremental = results.get(INCREMENTAL)
     if incremental:
-        for name in (HOOK, CHECK_FILE):
+        for name in (HOOK, CHECK_FILE, CHECK_PROJECT):
+            if name not in incremental:
+                continue  # results written before the case existed
             figures.append(_figure(name, INCREMENTAL, incremental[name]["seconds"], unit="s",
                                    cpu=incremental[name]["cpu_seconds"],
                                    target=INCREMENTAL_SECONDS_TARGET, load=_loads(incremental[name])))

@@ -244,6 +244,8 @@ def incremental_cases(tree: Path, changed: str, jaxmem: str, plugin_flake8: str,
     return [
         Case(group, report.HOOK, [jaxmem, "check", "--force-exclude", changed], root, prepare=change),
         Case(group, report.CHECK_FILE, [jaxmem, "check", changed], root, prepare=change),
+        # issue 17: the whole project warm, one file changed (the join of every file's facts)
+        Case(group, report.CHECK_PROJECT, [jaxmem, "check", "--format", "json", "."], root, prepare=change),
         Case(group, report.FLAKE8_PLUGIN, [plugin_flake8, "--select", "JXM", changed], root, prepare=change),
         Case(group, report.RUFF_FILE, [ruff, "check", "--isolated", "--no-cache", "--exit-zero", changed], root,
              prepare=change),

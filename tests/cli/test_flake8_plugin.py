@@ -86,3 +86,48 @@ def test_flake8_lists_the_plugin(tmp_path):
 
     result = run_tool("flake8", "--version", cwd=tmp_path)
     assert f"jaxmem: {jaxmem.__version__}" in result.stdout
+
+
+def _plugin_findings(path, text: str) -> list:
+    checker = JaxmemChecker(None, str(path), text.splitlines(keepends=True))
+    return [(line, col, message) for line, col, message, _ in checker.run()]
+
+
+def test_plugin_keeps_facts_in_the_project_cache_and_reuses_them(tmp_path, monkeypatch):
+    from jaxmem.cache import CACHE_DIR_NAME
+    from jaxmem.lint import engine
+
+    write(tmp_path, "pyproject.toml", "[tool.jaxmem]\n")
+    path = write(tmp_path, "train.py", MISSED_DONATION)
+    clean = write(tmp_path, "clean.py", CLEAN)
+    analysed = []
+    real_facts_for_file = engine.facts_for_file
+
+    def counting(path, text, *args, **kwargs):
+        analysed.append(path)
+        return real_facts_for_file(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "facts_for_file", counting)
+    first = _plugin_findings(path, MISSED_DONATION)
+    assert [f[2].split()[0] for f in first] == ["JXM001"]
+    assert "(high confidence)" not in first[0][2]  # one file seen: never high
+    entries = list((tmp_path / CACHE_DIR_NAME / "facts").glob("[0-9a-f]*"))
+    assert len(entries) == 1
+    assert _plugin_findings(path, MISSED_DONATION) == first  # from the cache
+    assert analysed == [str(path)]
+    changed = MISSED_DONATION + "\n\nprint(state)\n"  # an unsaved edit: a new text, a new analysis
+    assert _plugin_findings(path, changed)[0][:2] == first[0][:2]
+    assert analysed == [str(path)] * 2
+    assert _plugin_findings(clean, CLEAN) == []  # no jit: analysed each time, nothing stored
+    assert len(list((tmp_path / CACHE_DIR_NAME / "facts").glob("[0-9a-f]*"))) == 2
+
+
+def test_plugin_reports_the_same_with_and_without_a_cache_entry(tmp_path, flake8):
+    write(tmp_path, "pyproject.toml", "[tool.jaxmem]\n")
+    write(tmp_path, "train.py", MISSED_DONATION)
+    write(tmp_path, "use.py", READ_AFTER_DONATION)
+    cold = flake8("train.py", "use.py")
+    warm = flake8("train.py", "use.py")
+    assert cold.returncode == warm.returncode == 1, cold.stderr
+    assert cold.stdout == warm.stdout
+    assert "JXM001" in cold.stdout and "JXM101" in cold.stdout
