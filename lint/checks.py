@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
-from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
+from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, FunctionSummary, Origin
 from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
-from jaxmem.lint.signatures import map_arguments
+from jaxmem.lint.signatures import VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments
 from jaxmem.settings import Settings
 
 _LITERAL = re.compile(r"^-?[\d.]+(e-?\d+)?j?$|^(True|False|None)$|^[rbuf]*['\"]")
@@ -70,16 +70,16 @@ class Index:
         self.qualified: dict[str, list[tuple[str, JitDefinition]]] = defaultdict(list)
         self.referenced: dict[str, set[str]] = {}  # path -> names its code passes around as values
         self.referenced_anywhere: set[str] = set()
-        # Plain project functions (not jitted): where they are, and why their result may share buffers.
-        self.functions: dict[tuple[str, str], str | None] = {}
-        self.qualified_functions: dict[str, str | None] = {}
+        # Plain project functions (not jitted): where they are, what their result holds, their signature.
+        self.functions: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}
+        self.qualified_functions: dict[str, tuple[FunctionSummary, Signature]] = {}
         self.module_names: dict[str, tuple[str, ...]] = {}
         for facts in all_facts:
             self.module_names[facts.path] = facts.module_names
             self.referenced[facts.path] = facts.referenced
             self.referenced_anywhere |= facts.referenced
-            for name in facts.functions:
-                why = facts.sharing_functions.get(name)
+            for name, signature in facts.functions.items():
+                why = (facts.function_summaries.get(name, FunctionSummary()), signature)
                 self.functions[(facts.path, name)] = why
                 for module in facts.module_names:
                     self.qualified_functions.setdefault(f"{module}.{name}", why)
@@ -112,8 +112,8 @@ class Index:
         modules = self.module_names.get(path, ())
         return any(f"{module}.{name}" in self.referenced_anywhere for module in modules)
 
-    def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope) -> tuple[str, str | None]:
-        """What a ``call`` origin calls: ``("jitted", None)``, ``("function", why_shared)``
+    def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope):
+        """What a ``call`` origin calls: ``("jitted", None)``, ``("function", (summary, signature))``
         for a plain project function, or ``("unknown", None)``."""
         probe = CallFacts(0, 0, 0, 0, origin.callee, scopes[0], scopes, class_scope, origin.qualified,
                           (), (), False, False, origin.text)
@@ -321,14 +321,33 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
     if origin.kind == UNKNOWN:
         return f"its buffers are not proved to be its own: {origin.text} ({where})", None
     if origin.kind == CALL:
-        kind, why = project.origin_call(rc.path, origin, rc.call.scopes, rc.call.class_scope)
+        kind, found = project.origin_call(rc.path, origin, rc.call.scopes, rc.call.class_scope)
         if kind == "jitted":
             return None, None  # a jitted call's outputs are new buffers
         if kind == "function":
-            return (None, None) if why is None else (f"{why} ({where})", None)
+            summary, signature = found
+            reasons = [summary.twice] if summary.twice else []
+            reasons += [why for slot, why in origin.arg_reasons if _slot_param(slot, signature) in summary.returned]
+            if not reasons:
+                return None, None  # its result holds nothing still held elsewhere
+            return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not summary.twice \
+                else f"{'; '.join(reasons)} ({where})", None
     if origin.kind in (CALL, DERIVED) and origin.shared_with:
         return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
     return None, None
+
+
+def _slot_param(slot: str, signature: Signature) -> str | None:
+    """The parameter an argument slot (``"0"``, ``"1"``, ... or a keyword) binds;
+    ``*args``/``**kwargs`` when it lands there."""
+    if slot.isdigit():
+        name = signature.name_at(int(slot))
+        if name is not None:
+            return name
+        return next((p.name for p in signature.params if p.kind == VAR_POSITIONAL), None)
+    if signature.by_name(slot) is not None:
+        return slot
+    return next((p.name for p in signature.params if p.kind == VAR_KEYWORD), None)
 
 
 def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict | None:

@@ -25,7 +25,7 @@ from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Poi
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.positions import Positions
-from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
+from jaxmem.lint.provenance import FunctionSummary, Origin, Provenance, keeps_arguments, summarize_function
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
@@ -113,8 +113,9 @@ class FileFacts:
     definitions: list[JitDefinition] = field(default_factory=list)
     calls: list[CallFacts] = field(default_factory=list)
     functions: dict[str, Signature] = field(default_factory=dict)
-    # Top-level functions whose result may share buffers: name -> why.
-    sharing_functions: dict[str, str] = field(default_factory=dict)
+    # Top-level functions whose result may hold arrays it did not make (a parameter,
+    # or one value twice): name -> what it returns.  Absent: its result is new memory.
+    function_summaries: dict[str, FunctionSummary] = field(default_factory=dict)
     # Top-level factories returning a nested def: name -> (its signature, its outputs verdicts),
     # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
     factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
@@ -208,6 +209,29 @@ class _Context:
         if root in LIBRARY_ROOTS:
             return False, None
         return True, qualified
+
+
+class _Summaries:
+    """Summaries of a file's top-level functions, computed on demand so a
+    helper that calls another helper sees its summary (cycles: empty)."""
+
+    def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable) -> None:
+        self.functions = functions
+        self.imports = imports
+        self.done: dict[str, FunctionSummary] = {}
+
+    def of(self, name: str) -> FunctionSummary | None:
+        if name not in self.functions:
+            return None
+        if name not in self.done:
+            self.done[name] = FunctionSummary()  # while in progress
+            twice, returned = None, ()
+            for function in self.functions[name]:  # a name defined twice: either may run
+                summary = summarize_function(function, self.imports, summary_of=self.of)
+                twice = twice or summary.twice
+                returned = tuple(dict.fromkeys(returned + summary.returned))
+            self.done[name] = FunctionSummary(twice, returned)
+        return self.done[name]
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:
@@ -480,11 +504,13 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
+    summaries = _Summaries(ctx.module_functions, imports)
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
-        if (why := return_sharing(stmt)) is not None:
-            facts.sharing_functions[stmt.name.value] = why
+        summary = summaries.of(stmt.name.value)
+        if summary != FunctionSummary():
+            facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:
             facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
     extractor = FactExtractor(ctx)

@@ -97,6 +97,33 @@ def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
     return tuple(out)
 
 
+def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+    """Keys whose values an evaluated ``expr`` may still hold: its direct refs,
+    and the arguments and receivers of the calls it makes (``jax.tree.leaves(state)``
+    and ``state.items()`` return ``state``'s own arrays).  Callees and lambdas are not values."""
+    if expr is None:
+        return ()
+    key = ref_key(expr)
+    if key is not None:
+        return direct_refs(expr)
+    if isinstance(expr, cst.Lambda):
+        return ()
+    if isinstance(expr, cst.Call):
+        parts = [a.value for a in expr.args]
+        if isinstance(expr.func, cst.Attribute):
+            parts.append(expr.func.value)
+        elif not isinstance(expr.func, cst.Name):
+            parts.append(expr.func)
+        return tuple(k for part in parts for k in refs_within(part))
+    out: list[RefKey] = []
+    for child in children(expr):
+        if isinstance(child, cst.BaseExpression):
+            out.extend(refs_within(child))
+        elif isinstance(child, (cst.Arg, cst.Element, cst.StarredElement, cst.DictElement)):
+            out.extend(refs_within(child.value))
+    return tuple(out)
+
+
 def _operands(expr) -> tuple:
     """The operands an expression uses only once all of them are evaluated."""
     if isinstance(expr, cst.BinaryOperation):
@@ -774,8 +801,9 @@ class FlowBuilder:
         bound = set(skip)
         comp = expr.for_in
         if isinstance(expr, cst.GeneratorExp):
-            # A generator evaluates its first iterable now and keeps it until consumed.
-            for key in direct_refs(comp.iter):
+            # A generator evaluates its first iterable now and keeps it until consumed;
+            # ``(f(x) for x in jax.tree.leaves(state))`` keeps ``state``'s leaves.
+            for key in refs_within(comp.iter):
                 if key[0] not in skip:
                     events.append(Event(ESCAPE, key, expr, (), "stored"))
 

@@ -30,9 +30,24 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.array_api import TREE_MAPS, is_fresh_constructor, is_host_producer, is_view_of_arguments
+from jaxmem.lint.array_api import (
+    HOLDS,
+    METADATA_ATTRIBUTES,
+    NEW,
+    OPTAX_NEW_STATE,
+    READS,
+    STATIC_FIELDS,
+    TREE_MAPS,
+    TWICE,
+    array_free_call,
+    call_effect,
+    is_constructor_like,
+    is_fresh_constructor,
+    is_host_producer,
+    is_view_of_arguments,
+)
 from jaxmem.lint.flow import WRITE, Flow, Point
-from jaxmem.lint.refs import RefKey, ref_key
+from jaxmem.lint.refs import RefKey, overlaps, ref_key
 from jaxmem.lint.walk import children
 
 FRESH = "fresh"
@@ -60,6 +75,9 @@ class Origin:
     callee: RefKey | None = None
     qualified: str | None = None
     shared_with: tuple[str, ...] = ()  # why a derived value may share buffers (already phrased)
+    # For a project function's result: per argument slot ("0", "1", ... or a keyword),
+    # why the value passed there is still held; the join keeps those the function returns.
+    arg_reasons: tuple[tuple[str, str], ...] = ()
 
 
 class Provenance:
@@ -160,43 +178,146 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
         if method in _FRESH_METHODS and len(call.args) > 1:
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
-        shared = self._shared_sources(call, after)
+        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value, depth):
+            return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
+        effect = call_effect(qualified, method if qualified is None else None)
+        if effect == NEW:
+            return [Origin(FRESH, line, text)]
+        if effect == TWICE:
+            return [Origin(UNKNOWN, line, f"`{text}` holds the same arrays twice")]
+        if effect in (HOLDS, READS) or (qualified is None and method is None and is_constructor_like(call)):
+            return self._of_holding_call(call, after, depth, line, text)
+        arg_reasons = self._arg_reasons(call, after)
+        shared = tuple(reason for _, reason in arg_reasons)
         key = ref_key(call.func)
         if key is not None:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
             if maybe or (qualified is None and key[0] in ctx.module_functions):
-                return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared)]
+                return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared,
+                               arg_reasons=arg_reasons)]
         if method is not None and qualified is None:
-            # obj.method(...): may return the object's own arrays (``self.get_state()``,
-            # ``state.replace(step=0)`` shares every leaf it does not replace).
+            # obj.method(...): may return the object's own arrays (``self.get_state()``).
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
-    def _shared_sources(self, call: cst.Call, after: Point, depth: int = 0) -> tuple[str, ...]:
-        """The values a library call was given that may share buffers with
-        its result and are still held after the donating call: read again,
-        the caller's, held by an attribute or a global, or made (one more
-        call back) from such a value (``gdef, gstate = nnx.split(self)``)."""
-        reasons: list[str] = []
+    def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str) -> list[Origin]:
+        """A call whose result holds its arguments as they are (``TrainState.create``,
+        ``.replace``, a dataclass): the result is own only if each held argument
+        is, and none is still held elsewhere after the donating call."""
+        held = [arg.value for arg in call.args
+                if not (arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)]
+        if isinstance(call.func, cst.Attribute) and not _is_class_name(call.func.value):
+            held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
+        reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
+        out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
+        if depth <= _MAX_DEPTH:
+            for value in held:
+                if self.array_free(value):
+                    continue
+                for origin in self.of_expr(value, after, depth + 1):
+                    if origin.kind in (UNKNOWN, CALL, DERIVED):
+                        out.append(origin)
+        return out
+
+    def _is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
+        (``optax.adam(1e-3)``, a chain of such, or a local name bound only to one)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.imports.resolve(expr.func)
+            if qualified not in OPTAX_NEW_STATE:
+                return False
+            if qualified == "optax.chain":
+                return all(self._is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
+            return True
+        key = ref_key(expr)
+        if key is None or len(key) != 1 or self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "value" and event.origin is not None
+            and self._is_new_state_optimizer(event.origin, depth + 1) for event in writes)
+
+    def array_free(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr``'s value provably holds no device array (by origin:
+        a literal, a known array-free call, a name bound only to such)."""
+        if depth > _MAX_DEPTH or expr is None:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                             cst.FormattedString, cst.Lambda)):
+            return True
+        if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+            return True
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
+                return True
+            return self.array_free(expr.value, depth + 1)  # FLAGS.batch_size, config.model
+        if isinstance(expr, cst.Subscript):
+            return self.array_free(expr.value, depth + 1)  # x.shape[0], config["lr"]
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return all(self.array_free(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return all(isinstance(e, cst.DictElement) and self.array_free(e.value, depth + 1)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.imports.resolve(expr.func)
+            if qualified is None and isinstance(expr.func, cst.Name):
+                qualified = expr.func.value  # builtins: len, int, str, ...
+            kind = array_free_call(qualified)
+            if kind == "always":
+                return True
+            if kind == "if_args":
+                return all(self.array_free(a.value, depth + 1) for a in expr.args)
+            return False
+        key = ref_key(expr)
+        if key is None or len(key) != 1:
+            return False
+        if array_free_call(self.ctx.imports.resolve(expr)) == "value":
+            return True  # absl.flags.FLAGS
+        if self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "value" and event.origin is not None
+            and self.array_free(event.origin, depth + 1) for event in writes)
+
+    def _arg_reasons(self, call: cst.Call, after: Point, values=None) -> tuple[tuple[str, str], ...]:
+        """Per argument of ``call`` (``"0"``, ``"1"``, ... or its keyword), why the
+        value it passes may still be held after the donating call: read again,
+        the caller's, held by an attribute or a global, passed twice, or made
+        (one more call back) from such a value (``gdef, gstate = nnx.split(self)``).
+        Arguments that provably hold no arrays are left out."""
+        if values is None:
+            slots = [(arg.keyword.value if arg.keyword is not None else str(i), arg.value)
+                     for i, arg in enumerate(call.args)]
+        else:
+            slots = [("", value) for value in values]
+        out: list[tuple[str, str]] = []
         seen_args: set[RefKey] = set()
-        for arg in call.args:
-            key = ref_key(arg.value)
-            if key is None:
+        for slot, value in slots:
+            if self.array_free(value):
                 continue
-            if key in seen_args:
-                reasons.append(f"`{self.ctx.text(arg.value)}`, passed twice")
-            seen_args.add(key)
-            owner = self.owner_of(key)
-            if len(key) > 1 and owner in ("attribute", "global", "param"):
-                reasons.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
-        for name in sorted(_names_in(call)):
+            key = ref_key(value)
+            if key is not None:
+                if key in seen_args:
+                    out.append((slot, f"`{self.ctx.text(value)}`, passed twice"))
+                seen_args.add(key)
+                if len(key) > 1 and self.owner_of(key) in ("attribute", "global", "param"):
+                    out.append((slot, f"`{self.ctx.text(value)}`, which something else still holds"))
+            out.extend((slot, reason) for reason in self._held_elsewhere(_names_in_expr(value), call, after, 0))
+        return tuple(out)
+
+    def _held_elsewhere(self, names, call: cst.Call, after: Point, depth: int) -> list[str]:
+        reasons: list[str] = []
+        for name in sorted(names):
             if depth < 2 and self.owner_of((name,)) == "local":
                 for event in self.writes_of((name,)):
                     # Followed back only through views of their argument
                     # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
                     if (isinstance(event.origin, cst.Call) and event.origin is not call
                             and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))):
-                        inner = self._shared_sources(event.origin, after, depth + 1)
+                        inner = self._held_elsewhere(_names_in(event.origin), event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
                 owner = self.owner_of(key)
@@ -208,7 +329,7 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
-        return tuple(reasons)
+        return reasons
 
     def _aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
         """``key`` and the names it was copied from (``params = initial_params``),
@@ -225,8 +346,19 @@ class Provenance:
 def _names_in(call: cst.Call) -> set[str]:
     """Names whose values a call receives as arguments (a method's receiver
     rarely shares buffers with its result: ``model.init``, ``tx.update``)."""
+    return set().union(*(_names_in_expr(arg.value) for arg in call.args))
+
+
+def _is_class_name(expr) -> bool:
+    """``TrainState`` in ``TrainState.create(...)``: a class, not a value."""
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    return name[:1].isupper() and not name.isupper()
+
+
+def _names_in_expr(expr) -> set[str]:
+    """Names whose values ``expr`` may pass on (not callees' function attributes)."""
     names: set[str] = set()
-    stack: list[cst.CSTNode] = [arg.value for arg in call.args]
+    stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name):
@@ -240,63 +372,151 @@ def _names_in(call: cst.Call) -> set[str]:
     return names
 
 
-def return_sharing(function: cst.FunctionDef) -> str | None:
-    """Why ``function``'s result may share buffers with other values, or None.
+@dataclass(frozen=True)
+class FunctionSummary:
+    """What a project function's result holds, for its callers (per-file fact).
 
-    It may when a returned container holds one value twice (``{"mu": zeros,
-    "nu": zeros}``: donating it fails with "Attempt to donate the same
-    buffer twice") or when it returns one of its parameters as it is.
+    ``twice``: why the result holds one value in two places (the EMA helper
+    ``TrainState.create(params=params, ema_params=params, ...)``), or None;
+    ``returned``: the parameters whose arrays the result may hold as they are
+    (in whole or in part), so the caller's argument there shares them.
+    A result that holds neither is new memory, as far as its body shows.
     """
-    return _returned_twice(function) or _returned_parameter(function)
+
+    twice: str | None = None
+    returned: tuple[str, ...] = ()
 
 
-def _returns(function: cst.FunctionDef):
+_Held = tuple[tuple[RefKey, bool], ...]  # (what is held as-is, certainly (or only maybe))
+
+
+def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
+                       summary_of=None) -> FunctionSummary:
+    """The :class:`FunctionSummary` of ``function`` from its body alone.
+
+    Flow-insensitive over the body (a name holds the union of what all its
+    assignments hold), through literal containers, constructor-like calls and
+    the holding calls of :mod:`jaxmem.lint.array_api`.  An unknown call may
+    return any of its arguments (a "maybe" hold: it counts for ``returned``,
+    not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
+    ``summary_of(name)`` gives the summaries of the file's other top-level
+    functions, so a helper calling a helper is followed."""
     from jaxmem.lint.walk import small_statements, suite_statements
 
-    for small in small_statements(suite_statements(function.body), into_scopes=False):
-        if isinstance(small, cst.Return) and small.value is not None:
-            yield small.value
+    params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params]]
+    if isinstance(function.params.star_arg, cst.Param):
+        params.append(function.params.star_arg.name.value)
+    if function.params.star_kwarg is not None:
+        params.append(function.params.star_kwarg.name.value)
+    holder = _Holdings(imports, set(params), summary_of)
+    smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
+    returned: list[_Held] = []
+    for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
+        returned = []
+        for small in smalls:
+            if isinstance(small, cst.Return) and small.value is not None:
+                returned.append(holder.held(small.value))
+            elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and small.value is not None:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                held = holder.held(small.value)
+                for target in targets:
+                    holder.bind(target, held)
+    name = function.name.value
+    twice = None
+    roots: list[str] = []
+    for held in returned:
+        certain = [key for key, sure in held if sure]
+        for i, key in enumerate(certain):
+            if twice is None and any(overlaps(key, other) for other in certain[:i]):
+                twice = f"`{name}` returns `{'.'.join(key)}` in two places"
+        roots.extend(key[0] for key, sure in held
+                     if key[0] in holder.params and key[0] not in roots and (sure or not certain_only))
+    return FunctionSummary(twice, tuple(p for p in params if p in roots))
 
 
-def _returned_twice(function: cst.FunctionDef) -> str | None:
-    for value in _returns(function):
-        seen: set[RefKey] = set()
-        for key in _container_refs(value):
-            if key in seen:
-                return f"`{function.name.value}` returns `{'.'.join(key)}` in two places"
-            seen.add(key)
-    return None
+class _Holdings:
+    """What each local name of one body holds as-is, in terms of parameters
+    and of locals made fresh (so ``z = zeros(...); return z, z`` is caught)."""
 
+    def __init__(self, imports, params: set[str], summary_of=None) -> None:
+        self.imports = imports
+        self.params = params
+        self.summary_of = summary_of
+        self.names: dict[str, _Held] = {}
 
-def _returned_parameter(function: cst.FunctionDef) -> str | None:
-    params = {p.name.value for p in [*function.params.posonly_params, *function.params.params,
-                                      *function.params.kwonly_params]}
-    for value in _returns(function):
-        for key in _container_refs(value):
-            if key[0] in params:
-                return f"`{function.name.value}` returns its argument `{key[0]}` (or part of it)"
-    return None
+    def bind(self, target, held: _Held) -> None:
+        if isinstance(target, cst.Name):
+            previous = self.names.get(target.value, ())
+            merged = previous + tuple(h for h in held if h not in previous)
+            self.names[target.value] = merged
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            maybe = tuple((key, False) for key, _ in held)  # unpacking: each part may hold any of it
+            for element in target.elements:
+                self.bind(element.value, maybe)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, tuple((key, False) for key, _ in held))
 
+    def held(self, expr) -> _Held:
+        if expr is None:
+            return ()
+        if isinstance(expr, cst.Name):
+            if expr.value in self.params:
+                return (((expr.value,), True),)
+            if expr.value in self.names:
+                return self.names[expr.value] or (((expr.value,), True),)
+            return ()
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
+                return ()
+            return tuple((key + (expr.attr.value,), sure) for key, sure in self.held(expr.value))
+        if isinstance(expr, cst.Subscript):
+            return self.held(expr.value)
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return tuple(h for e in expr.elements for h in self.held(e.value))
+        if isinstance(expr, cst.Dict):
+            return tuple(h for e in expr.elements for h in self.held(e.value))
+        if isinstance(expr, cst.IfExp):
+            body = self.held(expr.body)
+            return body + tuple(h for h in self.held(expr.orelse) if h not in body)
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Lambda,
+                             cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return ()
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.BooleanOperation):
+            return tuple((key, False) for key, _ in self.held(expr.left) + self.held(expr.right))
+        # comprehensions, awaits, ...: may hold anything they read
+        return tuple((key, False) for name in _names_in_expr(expr) for key, _ in self.held(cst.Name(name)))
 
-def _container_refs(expr) -> list[RefKey]:
-    """Keys a returned value holds as-is, through literal containers."""
-    key = ref_key(expr)
-    if key is not None:
-        return [key]
-    if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)):
-        return [k for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))
-                for k in _container_refs(e.value)]
-    if isinstance(expr, cst.Call):
-        # dict(mu=zeros, nu=zeros), State(mu=zeros, nu=zeros): arguments kept as-is
-        return [k for a in expr.args for k in _container_refs(a.value)] if _is_constructor_like(expr) else []
-    return []
-
-
-def _is_constructor_like(call: cst.Call) -> bool:
-    """``dict(...)``, ``State(...)``: a call that stores its arguments (capitalised or ``dict``)."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name == "dict" or name[:1].isupper()
+    def _call(self, call: cst.Call) -> _Held:
+        qualified = self.imports.resolve(call.func) if self.imports is not None else None
+        if qualified is None and isinstance(call.func, cst.Name):
+            qualified = call.func.value  # builtins: len(x), int(x)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if is_fresh_constructor(qualified) or is_host_producer(qualified):
+            return ()
+        if array_free_call(qualified) in ("always", "if_args"):
+            return ()  # len(x), optax.adam(lr): no arrays
+        if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):
+            return ()  # new arrays (jnp.asarray is HOLDS, handled below)
+        if method in _FRESH_METHODS and len(call.args) > 1:
+            return ()
+        effect = call_effect(qualified, method if qualified is None else None)
+        if effect == NEW and qualified not in ("jax.numpy.asarray",):
+            return ()
+        args = [a for a in call.args if not (a.keyword is not None and a.keyword.value in STATIC_FIELDS)]
+        parts = tuple(h for a in args for h in self.held(a.value))
+        if isinstance(call.func, cst.Attribute):
+            parts += self.held(call.func.value)
+        if effect == TWICE:
+            return parts + parts
+        if effect in (HOLDS, READS) or is_constructor_like(call):
+            return parts
+        helper = self.summary_of(call.func.value) if self.summary_of and isinstance(call.func, cst.Name) else None
+        if helper is not None and helper.twice:
+            return parts + parts  # a helper returning one value twice, given ours
+        return tuple((key, False) for key, _ in parts)
 
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:
@@ -306,7 +526,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     from jaxmem.lint.flow import CONTAINER_METHODS
     from jaxmem.lint.walk import statements, suite_statements
 
-    if _returned_parameter(function) is not None:
+    if summarize_function(function, None, certain_only=True).returned:
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):

@@ -40,6 +40,7 @@ from jaxmem.lint.array_api import (
     SHAPE_PRESERVING,
     SHAPE_PRESERVING_METHODS,
     TREE_MAPS,
+    is_constructor_like,
 )
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.walk import children, small_statements, suite_statements
@@ -127,7 +128,7 @@ class _Body:
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
             return _maybe(_union(receiver, *arg_flows))
-        if _is_constructor_like(call):
+        if is_constructor_like(call):
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         return _maybe(_union(self.expr(call.func), *arg_flows))
 
@@ -169,12 +170,6 @@ def _targets(target) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _targets(target.value)
     return []
-
-
-def _is_constructor_like(call: cst.Call) -> bool:
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name in ("dict", "tuple", "list") or (name[:1].isupper() and not name.isupper())
 
 
 def _is_scalar_param(param: cst.Param) -> bool:
