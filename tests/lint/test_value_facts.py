@@ -1,0 +1,196 @@
+"""Facts about values and calls decide confidence (issue 14): what library
+calls do with their arguments, values that hold no arrays, and summaries of
+project functions across files.  VALID: proposed at high confidence;
+INVALID: kept at medium (or not proposed), with the reason."""
+
+import textwrap
+
+import pytest
+
+from jaxmem.findings import Confidence
+from jaxmem.lint.engine import facts_for_file, project_hints, report
+from jaxmem.settings import Settings
+
+ALL = Settings(min_confidence=Confidence.LOW)
+
+STEP = """
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+@jax.jit
+def step(state, batch):
+    return jax.tree_util.tree_map(lambda s: s + batch.mean(), state)
+"""
+
+
+def _run(files: dict[str, str]):
+    texts = {path: textwrap.dedent(text) for path, text in files.items()}
+    hints = project_hints(texts)
+    facts = [facts_for_file(path, text, ALL, hints) for path, text in texts.items()]
+    return {r.path: r for r in report(facts, ALL)}
+
+
+def _state_finding(files: dict[str, str], path: str = "m.py"):
+    found = [f for f in _run(files)[path].findings if f.code == "JXM001" and f.parameter_name == "state"]
+    return found[0] if found else None
+
+
+def _body(text: str) -> dict[str, str]:
+    return {"m.py": STEP + textwrap.dedent(text)}
+
+
+HIGH = [
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="train-state-create-of-own-params"),
+    pytest.param("""
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.lr))
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, id="standard-optax-init-is-new-memory"),
+    pytest.param("""
+        def train(batches):
+            n = len(jax.devices())
+            params = {"w": jnp.ones(3)}
+            state = make_state(params, n, "name")
+            for b in batches:
+                state = step(state, b)
+            print(n)
+            return state
+        """, id="array-free-inputs-read-later-share-nothing"),
+    pytest.param("""
+        def helper(params, config):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(config.lr))
+
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = helper(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="helper-returns-params-not-config"),
+]
+
+MEDIUM = [
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, "`params`, read again", id="create-input-read-later"),
+    pytest.param("""
+        def train(batches, holder):
+            params = holder.params
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "`holder.params`", id="create-of-someone-elses-params"),
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = optax.LookaheadParams.init_synced(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "holds the same arrays twice", id="lookahead-init-synced"),
+    pytest.param("""
+        def train(batches, tx):
+            params = {"w": jnp.ones(3)}
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may return arrays its object still holds", id="unknown-optimizer-init"),
+    pytest.param("""
+        def helper(params, tx):
+            state = train_state.TrainState.create(apply_fn=None, params=params, ema=params, tx=tx)
+            return state
+
+        def train(batches):
+            state = helper({"w": jnp.ones(3)}, optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "returns `params` in two places", id="helper-holds-one-value-twice"),
+    pytest.param("""
+        def inner(params):
+            return {"fast": params, "slow": params}
+
+        def helper(params):
+            return inner(params)
+
+        def train(batches):
+            state = helper({"w": jnp.ones(3)})
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "in two places", id="helper-calling-a-helper-that-returns-twice"),
+    pytest.param("""
+        def helper(params, config):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(config.lr))
+
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = helper(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, "`params`, read again", id="helper-returns-params-read-later"),
+]
+
+
+@pytest.mark.parametrize("body", HIGH)
+def test_proved_at_high_confidence(body):
+    finding = _state_finding(_body(body))
+    assert finding is not None and finding.confidence is Confidence.HIGH, finding and finding.message
+
+
+@pytest.mark.parametrize("body,reason", MEDIUM)
+def test_kept_at_medium_with_the_reason(body, reason):
+    finding = _state_finding(_body(body))
+    assert finding is not None and finding.confidence is Confidence.MEDIUM, finding and finding.message
+    assert reason in finding.message
+
+
+def test_summary_of_a_helper_in_another_file_is_used_at_the_call_site():
+    helper = """
+        from flax.training import train_state
+
+        def make_state(params, tx):
+            state = train_state.TrainState.create(apply_fn=None, params=params, ema=params, tx=tx)
+            return state
+
+        def make_plain(params, tx):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=tx)
+    """
+    main = STEP + textwrap.dedent("""
+        from pkg.states import {name}
+
+        def train(batches):
+            params = {{"w": jnp.ones(3)}}
+            state = {name}(params, optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state{tail}
+    """)
+    twice = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_state", tail="")}, "pkg/m.py")
+    assert twice.confidence is Confidence.MEDIUM and "in two places" in twice.message
+    plain = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", tail="")}, "pkg/m.py")
+    assert plain.confidence is Confidence.HIGH, plain.message
+    read = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", tail=", params")},
+                          "pkg/m.py")
+    assert read.confidence is Confidence.MEDIUM and "`params`, read again" in read.message
