@@ -269,3 +269,13 @@ def array_free_call(qualified: str | None) -> str | None:
     if qualified is None:
         return None
     return ARRAY_FREE_CALLS.get(qualified.lstrip("."))
+
+# Annotations of parameters that hold no arrays (``config: ml_collections.ConfigDict``).
+ARRAY_FREE_TYPES = frozenset({
+    "int", "float", "bool", "str", "bytes", "None",
+    "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict",
+    "ml_collections.FrozenConfigDict", "ml_collections.config_dict.FrozenConfigDict",
+    "argparse.Namespace", "pathlib.Path", "epath.Path", "etils.epath.Path", "os.PathLike",
+    "jax.sharding.Mesh", "jax.sharding.Sharding", "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec",
+    "jax.Device", "logging.Logger", "optax.GradientTransformation",
+})

@@ -21,6 +21,7 @@ from jaxmem.lint.definitions import (
     JitDefinition,
     returned_function,
 )
+from jaxmem.lint.array_api import ARRAY_FREE_TYPES, NEW, READING_WRAPPERS, READS, call_effect
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
@@ -29,7 +30,7 @@ from jaxmem.lint.provenance import FunctionSummary, Origin, Provenance, keeps_ar
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
-from jaxmem.lint.walk import children, small_statements, statements, suite_statements
+from jaxmem.lint.walk import children, descendants, small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
 LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
@@ -155,6 +156,35 @@ class _Context:
             if isinstance(stmt, cst.FunctionDef):
                 self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
+        self._module_values: dict[str, list] | None = None
+
+    def module_values(self, name: str) -> list | None:
+        """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),
+        or None when it is bound otherwise too (a loop, ``with``, ``global`` in a function)."""
+        if self._module_values is None:
+            values: dict[str, list] = {}
+            for small in small_statements(self.module.body, into_scopes=False):
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    values.setdefault(small.targets[0].target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
+                    values.setdefault(small.target.value, []).append(small.value)
+            for node in descendants(self.module):
+                if isinstance(node, cst.Global):
+                    for item in node.names:
+                        values[item.name.value] = None
+                elif isinstance(node, (cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)):
+                    target = node.target if not isinstance(node, cst.WithItem) else (
+                        node.asname.name if node.asname else None)
+                    for bound in _bound_names(target):
+                        if isinstance(node, cst.AssignTarget) and bound in values and values[bound] is not None \
+                                and isinstance(node.target, cst.Name):
+                            continue  # NAME = value: collected above (at module level) or a local
+                        if isinstance(node, cst.AssignTarget) and bound not in values:
+                            continue
+                        values[bound] = None
+            self._module_values = values
+        return self._module_values.get(name)
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
@@ -181,9 +211,13 @@ class _Context:
             if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees \
                     or self._keeps_no_argument(func.value):
                 return False
+        if isinstance(func, cst.Call) and self.imports.resolve(func.func) in READING_WRAPPERS:
+            return False  # hk.experimental.tabulate(step)(state, batch): traced for a table, not kept
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
+        if call_effect(qualified) in (READS, NEW):
+            return False  # print, logging, copy.deepcopy: nothing kept after the call
         key = ref_key(func)
         if key is not None and key in {site.definition.callee for site in self.sites}:
             return False
@@ -232,6 +266,31 @@ class _Summaries:
                 returned = tuple(dict.fromkeys(returned + summary.returned))
             self.done[name] = FunctionSummary(twice, returned)
         return self.done[name]
+
+
+def _bound_names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+
+
+def _array_free_params(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """Parameters annotated with a type that holds no arrays (``config: ConfigDict``,
+    ``workdir: str``, ``n: int``), or whose default is a literal that cannot be one."""
+    out = set()
+    p = function.params
+    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if annotation is not None:
+            name = imports.resolve(annotation) if not isinstance(annotation, cst.Name) else (
+                imports.resolve(annotation) or annotation.value)
+            if name is not None and name.lstrip(".") in ARRAY_FREE_TYPES:
+                out.add(param.name.value)
+    return frozenset(out)
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:
@@ -289,11 +348,13 @@ class FactExtractor:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
 
-    def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
+    def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
+                 array_free_params=frozenset()):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
         assigned = _assigned_names(flow)
         self.provenance = Provenance(
-            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope)
+            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
+            array_free_params)
         out: list[CallFacts] = []
         for call in flow.call_nodes:
             key = ref_key(call.func)
@@ -527,7 +588,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if class_scope and self_name is None:
             self_name = "self"
         traced = id(function) in ctx.jitted_functions
-        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False))
+        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
+                                              _array_free_params(function, imports)))
         facts.referenced |= flow.passed
 
     facts.definitions = [site.definition for site in ctx.sites]  # with the immediate ones

@@ -83,11 +83,13 @@ class Origin:
 class Provenance:
     """Classifies the origins of values in one scope's flow."""
 
-    def __init__(self, flow: Flow, ctx, owner_of, class_scope: str | None) -> None:
+    def __init__(self, flow: Flow, ctx, owner_of, class_scope: str | None,
+                 array_free_params: frozenset[str] = frozenset()) -> None:
         self.flow = flow
         self.ctx = ctx
         self.owner_of = owner_of  # RefKey -> local | param | attribute | global
         self.class_scope = class_scope
+        self.array_free_params = array_free_params  # annotated ``config: ConfigDict``, ``path: str``
         self._writes: dict[RefKey, list] | None = None
 
     def writes_of(self, key: RefKey) -> list:
@@ -232,7 +234,12 @@ class Provenance:
                 return all(self._is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
             return True
         key = ref_key(expr)
-        if key is None or len(key) != 1 or self.owner_of(key) != "local":
+        if key is None or len(key) != 1:
+            return False
+        if self.owner_of(key) == "global":
+            values = self.ctx.module_values(key[0])  # tx = optax.adam(1e-3) at module level
+            return bool(values) and all(self._is_new_state_optimizer(value, depth + 1) for value in values)
+        if self.owner_of(key) != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
@@ -249,10 +256,6 @@ class Provenance:
             return True
         if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
             return True
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
-                return True
-            return self.array_free(expr.value, depth + 1)  # FLAGS.batch_size, config.model
         if isinstance(expr, cst.Subscript):
             return self.array_free(expr.value, depth + 1)  # x.shape[0], config["lr"]
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
@@ -271,11 +274,25 @@ class Provenance:
                 return all(self.array_free(a.value, depth + 1) for a in expr.args)
             return False
         key = ref_key(expr)
-        if key is None or len(key) != 1:
+        if key is None:
             return False
         if array_free_call(self.ctx.imports.resolve(expr)) == "value":
             return True  # absl.flags.FLAGS
-        if self.owner_of(key) != "local":
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
+                return True
+            return self.array_free(expr.value, depth + 1)  # FLAGS.batch_size, config.model
+        if len(key) != 1:
+            return False
+        owner = self.owner_of(key)
+        if owner == "param":
+            # annotated array-free, and any rebinding in the body array-free too
+            return key[0] in self.array_free_params and all(
+                event.origin is None or self.array_free(event.origin, depth + 1) for event in self.writes_of(key))
+        if owner == "global":
+            values = self.ctx.module_values(key[0])
+            return bool(values) and all(self.array_free(value, depth + 1) for value in values)
+        if owner != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(

@@ -82,6 +82,26 @@ HIGH = [
         """, id="helper-returns-params-not-config"),
 ]
 
+HIGH += [
+    pytest.param("""
+        import ml_collections
+        from absl import flags
+
+        FLAGS = flags.FLAGS
+        tx = optax.adamw(1e-3)
+
+        def train(batches, config: ml_collections.ConfigDict, workdir: str):
+            params = {"w": jnp.ones(3)}
+            state = make(params, config, workdir, FLAGS.steps, jax.local_devices())
+            opt_state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+                opt_state = step(opt_state, b)
+            print(config.lr, workdir, FLAGS.steps)
+            return state, opt_state
+        """, id="configs-flags-paths-devices-and-a-module-level-optimizer"),
+]
+
 MEDIUM = [
     pytest.param("""
         def train(batches):
@@ -150,6 +170,32 @@ MEDIUM = [
                 state = step(state, b)
             return state, params
         """, "`params`, read again", id="helper-returns-params-read-later"),
+]
+
+
+MEDIUM += [
+    pytest.param("""
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = make(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, "`config`, which the caller may still hold", id="unannotated-parameter-is-not-array-free"),
+    pytest.param("""
+        tx = optax.adamw(1e-3)
+
+        def reset():
+            global tx
+            tx = optax.lookahead(optax.sgd(0.1), 2, 0.5)
+
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may return arrays its object still holds", id="global-optimizer-rebound-elsewhere"),
 ]
 
 
