@@ -279,3 +279,15 @@ ARRAY_FREE_TYPES = frozenset({
     "jax.sharding.Mesh", "jax.sharding.Sharding", "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec",
     "jax.Device", "logging.Logger", "optax.GradientTransformation",
 })
+
+# Calls that make PRNG keys (a few bytes: never worth donating), and
+# replicators that copy one to every device (``flax.jax_utils.replicate``).
+PRNG_PRODUCERS = frozenset(
+    "jax.random." + name for name in ("PRNGKey", "key", "split", "fold_in", "clone", "wrap_key_data")
+)
+REPLICATORS = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"})
+
+
+def is_prng_producer(qualified: str | None) -> bool:
+    """Whether a call of ``qualified`` returns PRNG keys."""
+    return qualified in PRNG_PRODUCERS

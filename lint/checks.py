@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
-from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, FunctionSummary, Origin
+from jaxmem.lint.provenance import CALL, DERIVED, HOST, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin
 from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
@@ -316,6 +316,10 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
 def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
     """``(why the value may share buffers, why donating it frees nothing)`` for one origin."""
     where = f"line {origin.line}" if origin.line else "here"
+    if origin.kind == NO_ARRAYS:
+        return None, None  # useless only when every origin is (see _all_useless)
+    if origin.kind == PRNG_KEY:
+        return None, None
     if origin.kind == HOST:
         return None, f"`{subject}` is host data (`{origin.text}`, {where}): jit copies it and never deletes it"
     if origin.kind == UNKNOWN:
@@ -335,6 +339,24 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
     if origin.kind in (CALL, DERIVED) and origin.shared_with:
         return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
     return None, None
+
+
+def _useless_origins(arg: ArgFacts, subject: str, rc: ResolvedCall) -> str | None:
+    """Why donating ``arg`` frees nothing, when every way it was made says so:
+    Python values with no device array, or PRNG keys (the call's own result,
+    rebound in a loop, has the shapes of what went in: it does not count)."""
+    made = [o for o in arg.origins if not (o.kind == CALL and o.callee == rc.call.callee)]
+    kinds = {origin.kind for origin in made}
+    if not kinds or not kinds <= {NO_ARRAYS, PRNG_KEY}:
+        return None
+    first = made[0]
+    where = f"`{first.text}`, line {first.line}"
+    if kinds == {PRNG_KEY}:
+        return f"`{subject}` is a PRNG key ({where}): a few bytes, not worth donating"
+    if len(made) < len(arg.origins):
+        return (f"`{subject}` starts as Python values ({where}) and is otherwise only `{render(rc.call.callee)}`'s "
+                f"own result: at most a few scalars, not worth donating")
+    return f"`{subject}` holds no device array ({where}): jit copies Python values in, donation frees nothing"
 
 
 def _slot_param(slot: str, signature: Signature) -> str | None:
@@ -358,6 +380,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     if arg.is_temporary:
         if _LITERAL.match(arg.text):
             return None
+        if (useless := _useless_origins(arg, arg.text, rc)) is not None:
+            return _Verdict(useless=useless)
         confidence, reasons = Confidence.HIGH, []
         for origin in arg.origins:
             problem, useless = _origin_problem(origin, arg.text, rc, project)
@@ -385,6 +409,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         return _Verdict(live=f"`{subject}` still holds the value when the function returns (call at {where})")
     if len(arg.refs) > 1 or _shared_with(arg, rc):
         return _Verdict(live=f"`{subject}` is passed twice in the call at {where}")
+    if (useless := _useless_origins(arg, subject, rc)) is not None:
+        return _Verdict(useless=useless)
     confidence = Confidence.HIGH
     reasons = []
     for origin in arg.origins:

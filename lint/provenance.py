@@ -14,6 +14,10 @@ Kinds:
   (:mod:`jaxmem.lint.array_api`), arithmetic, ``x += ...``, a literal
   container of fresh parts none of which appears twice;
 * ``host``: host NumPy data: jit copies it, donation frees nothing;
+* ``no_arrays``: Python values with no device array (``0.0``, ``{"loss": 0.0}``,
+  a config): jit copies them in, donation frees nothing;
+* ``prng_key``: a PRNG key (``jax.random.PRNGKey``, ``split``, replicated):
+  a few bytes, not worth donating;
 * ``call``: the result of a project function or a possibly jitted
   callable, named by ``callee``/``qualified`` for the join to resolve;
 * ``derived``: made by a library call from other values (``nnx.split(model)``,
@@ -41,8 +45,10 @@ from jaxmem.lint.array_api import (
     TWICE,
     array_free_call,
     call_effect,
+    REPLICATORS,
     is_constructor_like,
     is_fresh_constructor,
+    is_prng_producer,
     is_host_producer,
     is_view_of_arguments,
 )
@@ -52,6 +58,8 @@ from jaxmem.lint.walk import children
 
 FRESH = "fresh"
 HOST = "host"
+NO_ARRAYS = "no_arrays"
+PRNG_KEY = "prng_key"
 CALL = "call"
 DERIVED = "derived"
 UNKNOWN = "unknown"
@@ -129,6 +137,13 @@ class Provenance:
         ctx = self.ctx
         line = ctx.positions[expr].start.line
         text = ctx.text(expr)
+        if not isinstance(expr, (cst.Name, cst.Attribute)) and self.array_free(expr):
+            return [Origin(NO_ARRAYS, line, text)]  # 0.0, {"loss": 0.0}, len(x): jit copies Python values
+        if isinstance(expr, cst.Call) and is_prng_producer(ctx.imports.resolve(expr.func)):
+            return [Origin(PRNG_KEY, line, text)]
+        if (isinstance(expr, cst.Call) and ctx.imports.resolve(expr.func) in REPLICATORS and expr.args
+                and all(o.kind == PRNG_KEY for o in self.of_expr(expr.args[0].value, after, depth + 1))):
+            return [Origin(PRNG_KEY, line, text)]  # replicate(jax.random.PRNGKey(0))
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return [Origin(FRESH, line, text)]
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):

@@ -240,3 +240,48 @@ def test_summary_of_a_helper_in_another_file_is_used_at_the_call_site():
     read = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", tail=", params")},
                           "pkg/m.py")
     assert read.confidence is Confidence.MEDIUM and "`params`, read again" in read.message
+
+
+def _refusal(files, name):
+    (result,) = _run(files).values()
+    return [r.reason for r in result.refusals if r.parameter == name]
+
+
+def test_prng_keys_through_a_helper_or_replicate_are_not_proposed():
+    source = STEP.replace("def step(state, batch)", "def step(state, rng, batch)").replace(
+        "return jax", "rng, sub = helper(rng)\n    return rng, jax") + textwrap.dedent("""
+        from flax import jax_utils
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            rng = jax_utils.replicate(jax.random.PRNGKey(0))
+            for b in batches:
+                rng, state = step(state, rng, b)
+            return state
+    """)
+    (reason,) = _refusal({"m.py": source}, "rng")
+    assert "is a PRNG key" in reason
+
+
+def test_python_scalar_metrics_are_not_proposed():
+    source = STEP + textwrap.dedent("""
+        def train(batches):
+            metrics = {"loss": 0.0, "count": 0}
+            for b in batches:
+                metrics = step(metrics, b)
+            return metrics
+    """)
+    (reason,) = _refusal({"m.py": source}, "state")
+    assert "starts as Python values" in reason and "not worth donating" in reason
+
+
+def test_a_state_that_starts_as_none_then_holds_arrays_is_still_proposed():
+    source = STEP + textwrap.dedent("""
+        def train(batches):
+            total = None
+            for b in batches:
+                total = step(total, b) if total is not None else jnp.zeros(3)
+            return total
+    """)
+    assert not _refusal({"m.py": source}, "state")
+    assert _state_finding({"m.py": source}) is not None
