@@ -23,9 +23,17 @@ Kinds:
 * ``derived``: made by a library call from other values (``nnx.split(model)``,
   ``TrainState.create(params=p)``), which may share their buffers:
   ``shared_with`` lists those that are still read after the donating call
-  or belong to the caller;
+  or belong to the caller; a call that holds its arguments as they are
+  (the table in :mod:`jaxmem.lint.array_api`, dataclass constructors) also
+  brings the origins of what it holds;
 * ``unknown``: anything else (a loop variable, an attribute, a parameter,
-  a ``with`` target): nothing proves the buffers are the donor's alone.
+  a ``with`` target, one tree held twice): nothing proves the buffers are
+  the donor's alone.
+
+Values that provably hold no device array (:meth:`Provenance.array_free`)
+never count as sharing.  :func:`summarize_function` gives each project
+function a :class:`FunctionSummary` (which parameters its result holds,
+whether it holds one value twice) that the join applies at call sites.
 """
 
 from __future__ import annotations
