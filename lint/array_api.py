@@ -57,7 +57,13 @@ SHAPE_PRESERVING = frozenset(
         "sign", "negative", "add", "subtract", "multiply", "divide", "power", "copy",
     )}
     | {"jax.lax.stop_gradient", "jax.lax.select", "jax.nn.relu", "jax.nn.sigmoid"}
+    | {"jax.lax." + name for name in (  # collectives and constraints keep shape and dtype (jax 0.10.2)
+        "pmean", "psum", "pmax", "pmin", "with_sharding_constraint", "optimization_barrier")}
 )
+# Loops whose result has the structure, shapes and dtypes of one argument
+# (its position): the carry of ``fori_loop(lo, hi, body, init)``,
+# ``while_loop(cond, body, init)``, ``scan(f, init, xs)`` (first of its pair).
+CARRY_PRESERVING = {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
 SHAPE_PRESERVING_METHODS = frozenset(

@@ -34,6 +34,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxmem.lint.array_api import (
+    CARRY_PRESERVING,
     PRNG_CONSUMERS_PREFIX,
     SHAPE_CHANGING,
     SHAPE_CHANGING_METHODS,
@@ -118,6 +119,10 @@ class _Body:
             return _EMPTY
         if qualified in TREE_MAPS:
             return _union(*arg_flows[1:]) if arg_flows else _EMPTY
+        if qualified in CARRY_PRESERVING:
+            position = CARRY_PRESERVING[qualified]
+            return arg_flows[position] if len(arg_flows) > position and not any(a.keyword for a in call.args) \
+                else _maybe(_union(*arg_flows))
         if qualified in SHAPE_PRESERVING:
             return _union(*arg_flows)
         if isinstance(call.func, cst.Attribute):

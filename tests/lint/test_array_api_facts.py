@@ -178,3 +178,27 @@ def test_jitted_results_are_new_buffers_even_for_passed_through_outputs():
     out = jax.jit(lambda s: {"p": s["p"], "c": s["c"] + 1})({"p": x, "c": jnp.zeros(())})
     assert out["p"] is not x
     assert out["p"].unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+
+
+def test_collectives_and_loops_keep_the_carry_shape_and_dtype():
+    state = {"w": jnp.ones((2, 3)), "n": jnp.zeros((), jnp.int32)}
+
+    def same(out, ref):
+        return jax.tree.map(lambda a, b: (a.shape, a.dtype) == (b.shape, b.dtype), out, ref)
+
+    def body(_, s):
+        return jax.tree.map(lambda x: x + 1, s)
+
+    assert all(jax.tree.leaves(same(jax.lax.fori_loop(0, 3, body, state), state)))
+    assert all(jax.tree.leaves(same(jax.lax.while_loop(lambda s: s["n"] < 3, lambda s: body(0, s), state), state)))
+    carry, _ = jax.lax.scan(lambda c, x: (body(0, c), x), state, jnp.arange(3))
+    assert all(jax.tree.leaves(same(carry, state)))
+    assert array_api.CARRY_PRESERVING == {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
+    x = jnp.ones((jax.device_count(), 3))
+    for name in ("pmean", "psum", "pmax", "pmin"):
+        out = jax.pmap(lambda v, f=getattr(jax.lax, name): f(v, "i"), axis_name="i")(x)
+        assert (out.shape, out.dtype) == (x.shape, x.dtype)
+        assert "jax.lax." + name in array_api.SHAPE_PRESERVING
+    out = jax.jit(lambda v: jax.lax.optimization_barrier(jax.lax.with_sharding_constraint(
+        v, jax.sharding.SingleDeviceSharding(jax.devices()[0]))))(x)
+    assert (out.shape, out.dtype) == (x.shape, x.dtype)

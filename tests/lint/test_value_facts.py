@@ -285,3 +285,23 @@ def test_a_state_that_starts_as_none_then_holds_arrays_is_still_proposed():
     """)
     assert not _refusal({"m.py": source}, "state")
     assert _state_finding({"m.py": source}) is not None
+
+
+def test_a_state_carried_through_a_jax_loop_reaches_the_output():
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def multi_step(state, batch):
+            state = jax.lax.fori_loop(0, 4, lambda i, s: jax.tree.map(lambda x: x + batch.mean(), s), state)
+            return jax.lax.pmean(state, "i") if False else state
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                state = multi_step(state, b)
+            return state
+    """)
+    finding = _state_finding({"m.py": source})
+    assert finding is not None and finding.confidence is Confidence.HIGH, finding and finding.message
