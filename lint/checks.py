@@ -104,6 +104,12 @@ class Index:
         return []
 
 
+    def keeps_nothing(self, qualified: str | None) -> bool:
+        """Whether the project function ``qualified`` (another file's) provably keeps
+        no argument after it returns: it stores none and returns none, not even maybe."""
+        found = self.qualified_functions.get(qualified) if qualified is not None else None
+        return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
+
     def passed_around(self, path: str, name: str) -> bool:
         """Whether the top-level ``name`` of file ``path`` is used as a value
         there, or imported and used as a value elsewhere."""
@@ -428,9 +434,10 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         if use.kind == "borrowed":
             confidence = Confidence.MEDIUM
             reasons.append(f"{use.text} (line {use.line})")
-    if any(use.kind == "call" for use in arg.escapes):
+    kept = [use for use in arg.escapes if use.kind == "call" and not project.keeps_nothing(use.callee)]
+    if kept:
         confidence = Confidence.MEDIUM
-        use = next(use for use in arg.escapes if use.kind == "call")
+        use = kept[0]
         reasons.append(f"it was passed to `{use.text}` (line {use.line}), which may keep it")
     if arg.rebound_by_result:
         text = f"`{subject}` is rebound by the call's result at {where} (line {arg.rebound_line}) and not read before"

@@ -9,6 +9,7 @@ once the definitions of every file in the run are known.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 
@@ -53,6 +54,7 @@ class Use:
     col: int
     text: str
     kind: str = "read"  # read | loop | call | closure | yield | stored | exit
+    callee: str | None = None  # kind "call": the project function called (qualified), for the join
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,13 @@ class _Context:
             text = f"captured by {'a lambda' if isinstance(node, cst.Lambda) else '`' + node.name.value + '`'}"
         else:
             text = self.text(node)
-        return Use(pos.start.line, pos.start.column, text, kind or (event.detail or "read"))
+        kind = kind or (event.detail or "read")
+        callee = None
+        if kind == "call" and isinstance(node, cst.Call) and ref_key(node.func) is not None:
+            qualified = self.imports.resolve(node.func)
+            if qualified is not None and qualified.lstrip(".").split(".")[0] not in LIBRARY_ROOTS:
+                callee = qualified.lstrip(".")  # another project file's function: the join knows its summary
+        return Use(pos.start.line, pos.start.column, text, kind, callee)
 
     def retains(self, call: cst.Call) -> bool:
         """Whether ``call`` may keep a reference to its arguments."""
@@ -570,6 +578,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if not isinstance(stmt, cst.FunctionDef):
             continue
         summary = summaries.of(stmt.name.value)
+        if not ctx._keeps_no_argument(stmt.name.value):
+            summary = dataclasses.replace(summary, keeps=True)
         if summary != FunctionSummary():
             facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:

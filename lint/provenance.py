@@ -421,10 +421,13 @@ class FunctionSummary:
     ``returned``: the parameters whose arrays the result may hold as they are
     (in whole or in part), so the caller's argument there shares them.
     A result that holds neither is new memory, as far as its body shows.
+    ``keeps``: whether passing it a value may keep that value alive after
+    the call (:func:`keeps_arguments`).
     """
 
     twice: str | None = None
     returned: tuple[str, ...] = ()
+    keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
 
 
 _Held = tuple[tuple[RefKey, bool], ...]  # (what is held as-is, certainly (or only maybe))

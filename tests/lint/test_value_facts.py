@@ -305,3 +305,27 @@ def test_a_state_carried_through_a_jax_loop_reaches_the_output():
     """)
     finding = _state_finding({"m.py": source})
     assert finding is not None and finding.confidence is Confidence.HIGH, finding and finding.message
+
+
+@pytest.mark.parametrize("body,confidence", [
+    ("    print(float(state['w'].sum()))\n    return {'n': 1}\n", Confidence.HIGH),
+    ("    return state['w']\n", Confidence.MEDIUM),
+    ("    HISTORY.append(state)\n", Confidence.MEDIUM),
+    ("    return summarize(state)\n", Confidence.MEDIUM),
+])
+def test_passing_the_state_to_another_files_function_uses_its_summary(body, confidence):
+    helper = "HISTORY = []\n\ndef evaluate(state, batch):\n" + body
+    main = STEP + textwrap.dedent("""
+        from pkg.evals import evaluate
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                metrics = evaluate(state, b)
+                state = step(state, b)
+            return state
+    """)
+    finding = _state_finding({"pkg/evals.py": helper, "pkg/m.py": main}, "pkg/m.py")
+    assert finding is not None and finding.confidence is confidence, finding.message
+    if confidence is Confidence.MEDIUM:
+        assert "which may keep it" in finding.message
