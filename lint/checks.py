@@ -337,7 +337,8 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
         if kind == "function":
             summary, signature = found
             reasons = [summary.twice] if summary.twice else []
-            reasons += [why for slot, why in origin.arg_reasons if _slot_param(slot, signature) in summary.returned]
+            reasons += [why for slot, why in origin.arg_reasons
+                        if slot == "*" or _slot_param(slot, signature) in summary.returned]
             if not reasons:
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not summary.twice \

@@ -109,6 +109,8 @@ def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
     if isinstance(expr, cst.Lambda):
         return ()
     if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value in BENIGN_FUNCTIONS:
+            return ()  # len(state): an int
         parts = [a.value for a in expr.args]
         if isinstance(expr.func, cst.Attribute):
             parts.append(expr.func.value)

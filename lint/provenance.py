@@ -229,9 +229,9 @@ class Provenance:
         """A call whose result holds its arguments as they are (``TrainState.create``,
         ``.replace``, a dataclass): the result is own only if each held argument
         is, and none is still held elsewhere after the donating call."""
-        held = [arg.value for arg in call.args
-                if not (arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)]
-        if isinstance(call.func, cst.Attribute) and not _is_class_name(call.func.value):
+        held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
+        if (isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
+                and not _is_class_name(call.func.value)):
             held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
@@ -299,8 +299,11 @@ class Provenance:
         key = ref_key(expr)
         if key is None:
             return False
-        if array_free_call(self.ctx.imports.resolve(expr)) == "value":
+        resolved = self.ctx.imports.resolve(expr)
+        if array_free_call(resolved) == "value":
             return True  # absl.flags.FLAGS
+        if resolved is not None and _is_library_class(resolved):
+            return True  # nnx.Param, optax.ScaleByAdamState: a class, not a value
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
                 return True
@@ -329,7 +332,7 @@ class Provenance:
         (one more call back) from such a value (``gdef, gstate = nnx.split(self)``).
         Arguments that provably hold no arrays are left out."""
         if values is None:
-            slots = [(arg.keyword.value if arg.keyword is not None else str(i), arg.value)
+            slots = [("*" if arg.star else arg.keyword.value if arg.keyword is not None else str(i), arg.value)
                      for i, arg in enumerate(call.args)]
         else:
             slots = [("", value) for value in values]
@@ -389,6 +392,21 @@ def _names_in(call: cst.Call) -> set[str]:
     return set().union(*(_names_in_expr(arg.value) for arg in call.args))
 
 
+_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "haiku", "chex", "orbax", "numpy", "ml_collections"})
+
+
+def _is_library_class(qualified: str) -> bool:
+    """``flax.nnx.Param``: a capitalised name imported from a known library."""
+    parts = qualified.lstrip(".").split(".")
+    return parts[0] in _LIBRARIES and len(parts) > 1 and parts[-1][:1].isupper() and not parts[-1].isupper()
+
+
+def _is_static_field(call: cst.Call, arg: cst.Arg) -> bool:
+    """``tx=`` and ``apply_fn=`` of ``TrainState.create``: static fields, not leaves."""
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "create"
+            and arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)
+
+
 def _is_class_name(expr) -> bool:
     """``TrainState`` in ``TrainState.create(...)``: a class, not a value."""
     name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
@@ -444,7 +462,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
     ``summary_of(name)`` gives the summaries of the file's other top-level
     functions, so a helper calling a helper is followed."""
-    from jaxmem.lint.walk import small_statements, suite_statements
+    from jaxmem.lint.walk import descendants, small_statements, suite_statements
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -466,6 +484,9 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
                 for target in targets:
                     holder.bind(target, held)
     name = function.name.value
+    if any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
+        # a generator (or coroutine) object holds its arguments until it runs
+        returned.append(tuple(((p,), False) for p in params))
     twice = None
     roots: list[str] = []
     for held in returned:
@@ -514,6 +535,10 @@ class _Holdings:
                 return ()
             return tuple((key + (expr.attr.value,), sure) for key, sure in self.held(expr.value))
         if isinstance(expr, cst.Subscript):
+            keys = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
+            if len(keys) == 1 and isinstance(keys[0], (cst.SimpleString, cst.Integer)):
+                part = f"[{keys[0].value}]"  # p["w"] and p["b"] are different leaves
+                return tuple((key + (part,), sure) for key, sure in self.held(expr.value))
             return self.held(expr.value)
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             return tuple(h for e in expr.elements for h in self.held(e.value))
@@ -548,9 +573,9 @@ class _Holdings:
         effect = call_effect(qualified, method if qualified is None else None)
         if effect == NEW and qualified not in ("jax.numpy.asarray",):
             return ()
-        args = [a for a in call.args if not (a.keyword is not None and a.keyword.value in STATIC_FIELDS)]
+        args = [a for a in call.args if not _is_static_field(call, a)]
         parts = tuple(h for a in args for h in self.held(a.value))
-        if isinstance(call.func, cst.Attribute):
+        if isinstance(call.func, cst.Attribute) and qualified is None:
             parts += self.held(call.func.value)
         if effect == TWICE:
             return parts + parts

@@ -173,7 +173,49 @@ MEDIUM = [
 ]
 
 
+HIGH += [
+    pytest.param("""
+        def split_leaves(params):
+            return {"a": params["w"], "b": params["b"]}
+
+        def train(batches):
+            state = split_leaves({"w": jnp.ones(3), "b": jnp.zeros(3)})
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="helper-returning-two-different-leaves"),
+    pytest.param("""
+        from flax import nnx
+
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = nnx.state(params, nnx.Param)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="library-classes-and-module-functions-are-not-values"),
+]
+
 MEDIUM += [
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = dict(params=params, tx=params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "passed twice", id="tx-keyword-is-static-only-for-create"),
+    pytest.param("""
+        def leaves(params):
+            yield params
+
+        def train(batches, params):
+            state = next(leaves(params))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "caller may still hold", id="generator-helper-holds-its-arguments"),
+
     pytest.param("""
         def train(batches, config):
             params = {"w": jnp.ones(3)}
