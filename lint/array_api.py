@@ -297,3 +297,11 @@ REPLICATORS = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"
 def is_prng_producer(qualified: str | None) -> bool:
     """Whether a call of ``qualified`` returns PRNG keys."""
     return qualified in PRNG_PRODUCERS
+
+# Pure-function pairs whose element at the given position is ``init``: its
+# result is new parameters (``params_init, loss_fn = hk.transform(f)``),
+# checked on dm-haiku 0.0.17 (init runs ``f`` and returns the parameters it creates).
+INIT_APPLY_PAIRS = {
+    "haiku.transform": 0, "haiku.transform_with_state": 0, "haiku.without_apply_rng": 0,
+    "haiku.without_state": 0,
+}

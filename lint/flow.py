@@ -609,7 +609,7 @@ class FlowBuilder:
 
     # -- targets -----------------------------------------------------------
 
-    def _target(self, target, sources, events, value, origin=None, origin_kind="value") -> None:
+    def _target(self, target, sources, events, value, origin=None, origin_kind="value", position="") -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             parallel = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
             for i, element in enumerate(target.elements):
@@ -618,7 +618,7 @@ class FlowBuilder:
                     self._target(element.value, part, events, value.elements[i].value, value.elements[i].value)
                 else:
                     self._target(element.value, part, events, None, origin,
-                                 "unpack" if origin_kind == "value" else origin_kind)
+                                 "unpack" if origin_kind == "value" else origin_kind, position=str(i))
             return
         if isinstance(target, cst.StarredElement):
             self._target(target.value, sources, events, None, origin, "unpack")
@@ -627,7 +627,9 @@ class FlowBuilder:
         if key is not None:
             if isinstance(target, (cst.Attribute, cst.Subscript)):
                 self._expr_base_reads(target, events)
-            events.append(Event(WRITE, key, target, tuple(sources), origin=origin, origin_kind=origin_kind))
+            # ``init, apply = hk.transform(f)``: which element of the unpacked value (``detail``)
+            detail = position if origin_kind == "unpack" else ""
+            events.append(Event(WRITE, key, target, tuple(sources), detail, origin=origin, origin_kind=origin_kind))
             return
         if isinstance(target, cst.Subscript):
             base = ref_key(target.value)

@@ -44,6 +44,7 @@ import libcst as cst
 
 from jaxmem.lint.array_api import (
     HOLDS,
+    INIT_APPLY_PAIRS,
     METADATA_ATTRIBUTES,
     NEW,
     OPTAX_NEW_STATE,
@@ -167,6 +168,8 @@ class Provenance:
         key = ref_key(expr)
         if key is not None and len(key) == 1 and self.owner_of(key) == "local" and depth <= _MAX_DEPTH:
             return self.of_key(key, after, depth + 1)
+        if key is None and isinstance(expr, (cst.Subscript, cst.Attribute)) and depth <= _MAX_DEPTH:
+            return self.of_expr(expr.value, after, depth + 1)  # model.init(k, x)["params"]: part of a new value
         if key is not None:
             owner = self.owner_of(key)
             who = {"param": "the caller's", "attribute": "an attribute's", "global": "a global's"}.get(owner, "")
@@ -205,6 +208,8 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
         if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value, depth):
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
+        if self._is_transform_init(call.func):
+            return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
         effect = call_effect(qualified, method if qualified is None else None)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -234,6 +239,13 @@ class Provenance:
                 and not _is_class_name(call.func.value)):
             held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
+        seen: dict[str, str] = {}
+        for value in held:
+            for name in sorted(self._may_contain(value)):
+                if name in seen and seen[name] != self.ctx.text(value):
+                    return [Origin(UNKNOWN, line, f"`{text}` may hold `{name}` twice (through `{seen[name]}` "
+                                                  f"and `{self.ctx.text(value)}`)")]
+                seen.setdefault(name, self.ctx.text(value))
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
         if depth <= _MAX_DEPTH:
             for value in held:
@@ -243,6 +255,65 @@ class Provenance:
                     if origin.kind in (UNKNOWN, CALL, DERIVED):
                         out.append(origin)
         return out
+
+    def _may_contain(self, value, depth: int = 0) -> set[str]:
+        """Names whose arrays ``value`` may contain: the names it passes, and
+        (two steps back) the inputs of calls not known to return new memory
+        (``opt_state = opt_init(params)`` may contain ``params``)."""
+        if depth > 2 or value is None or self.array_free(value):
+            return set()
+        key = ref_key(value)
+        if key is not None:
+            names = {key[0]}
+            if len(key) == 1 and self.owner_of(key) == "local":
+                for event in self.writes_of(key):
+                    if event.origin is not None and ref_key(event.origin) != key:
+                        names |= self._may_contain(event.origin, depth + 1)
+            return names
+        if isinstance(value, cst.Call):
+            if self._makes_new_memory(value):
+                return set()
+            parts = [arg.value for arg in value.args]
+            if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
+                parts.append(value.func.value)  # tx.init(params): the receiver may hand out what it holds
+            return set().union(*(self._may_contain(part, depth + 1) for part in parts))
+        if isinstance(value, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
+            return set().union(*(self._may_contain(e.value, depth) for e in value.elements
+                                 if isinstance(e, (cst.Element, cst.DictElement, cst.StarredElement))))
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return set()  # arithmetic makes new arrays
+        if isinstance(value, cst.IfExp):
+            return self._may_contain(value.body, depth) | self._may_contain(value.orelse, depth)
+        if isinstance(value, (cst.Subscript, cst.Attribute)):
+            return self._may_contain(value.value, depth)
+        return {name for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+
+    def _makes_new_memory(self, call: cst.Call) -> bool:
+        """Whether ``call``'s result is known to be new buffers only."""
+        qualified = self.ctx.imports.resolve(call.func)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if is_fresh_constructor(qualified) or is_host_producer(qualified) or is_prng_producer(qualified):
+            return True
+        if call_effect(qualified, method if qualified is None else None) == NEW:
+            return True
+        if method in _FRESH_METHODS and len(call.args) > 1:
+            return True
+        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value):
+            return True
+        key = ref_key(call.func)
+        return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
+
+    def _is_transform_init(self, func) -> bool:
+        """Whether ``func`` is a local name bound only as the ``init`` of a pure
+        transform pair (``params_init, loss_fn = hk.transform(f)``)."""
+        key = ref_key(func)
+        if key is None or len(key) != 1 or self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "unpack" and isinstance(event.origin, cst.Call)
+            and event.detail == str(INIT_APPLY_PAIRS.get(self.ctx.imports.resolve(event.origin.func), -1))
+            for event in writes)
 
     def _is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
@@ -348,7 +419,7 @@ class Provenance:
                 seen_args.add(key)
                 if len(key) > 1 and self.owner_of(key) in ("attribute", "global", "param"):
                     out.append((slot, f"`{self.ctx.text(value)}`, which something else still holds"))
-            out.extend((slot, reason) for reason in self._held_elsewhere(_names_in_expr(value), call, after, 0))
+            out.extend((slot, reason) for reason in self._held_elsewhere(self._may_contain(value), call, after, 0))
         return tuple(out)
 
     def _held_elsewhere(self, names, call: cst.Call, after: Point, depth: int) -> list[str]:
@@ -528,7 +599,8 @@ class _Holdings:
             if expr.value in self.params:
                 return (((expr.value,), True),)
             if expr.value in self.names:
-                return self.names[expr.value] or (((expr.value,), True),)
+                # the local's own value (returned twice is twice), and what it holds
+                return (((expr.value,), True),) + self.names[expr.value]
             return ()
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
@@ -564,6 +636,9 @@ class _Holdings:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if is_fresh_constructor(qualified) or is_host_producer(qualified):
             return ()
+        if qualified in TREE_MAPS and call.args and is_fresh_constructor(
+                self.imports.resolve(call.args[0].value) if self.imports is not None else None):
+            return ()  # tree_map(jnp.zeros_like, params): new arrays
         if array_free_call(qualified) in ("always", "if_args"):
             return ()  # len(x), optax.adam(lr): no arrays
         if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):

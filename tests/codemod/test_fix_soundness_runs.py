@@ -110,6 +110,41 @@ PROGRAMS = {
 
     main()
     """},
+    # An optimizer init jaxmem cannot see may keep the parameters: the state then holds them twice.
+    "unseen-init-keeps-params": {"train.py": """
+    import functools
+    import typing
+
+    import jax
+    import jax.numpy as jnp
+
+
+    class TrainingState(typing.NamedTuple):
+        params: dict
+        opt_state: dict
+
+
+    def make_optimizer():
+        return (lambda p: {"slow": p}), None
+
+
+    @jax.jit  # the step
+    def update(state, batch):
+        return jax.tree_util.tree_map(lambda s: s + batch.mean(), state)
+
+
+    def main():
+        opt_init, _ = make_optimizer()
+        initial_params = {"w": jnp.ones((4, 4))}
+        initial_opt_state = opt_init(initial_params)
+        state = TrainingState(params=initial_params, opt_state=initial_opt_state)
+        for _ in range(3):
+            state = update(state, jnp.ones((2, 4)))
+        print(float(state.params["w"].sum()))
+
+
+    main()
+    """},
     # A generator made before the step holds the old leaves until it is consumed.
     "generator": {"train.py": """
     import functools

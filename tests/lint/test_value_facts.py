@@ -118,7 +118,7 @@ MEDIUM = [
             for b in batches:
                 state = step(state, b)
             return state
-        """, "`holder.params`", id="create-of-someone-elses-params"),
+        """, "`holder", id="create-of-someone-elses-params"),
     pytest.param("""
         def train(batches):
             params = {"w": jnp.ones(3)}
@@ -196,7 +196,38 @@ HIGH += [
         """, id="library-classes-and-module-functions-are-not-values"),
 ]
 
+HIGH += [
+    pytest.param("""
+        import haiku as hk
+
+        def train(batches, f, rng):
+            params_init, loss_fn = hk.without_apply_rng(hk.transform(f))
+            state = params_init(rng, batches[0])
+            for b in batches:
+                state = step(state, b)
+            return state, rng
+        """, id="haiku-transform-init-is-new-memory"),
+    pytest.param("""
+        def train(batches, model, key):
+            state = train_state.TrainState.create(
+                apply_fn=model.apply, params=model.init(key, batches[0])["params"], tx=optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="part-of-a-new-value-is-new"),
+]
+
 MEDIUM += [
+    pytest.param("""
+        def train(batches, opt_init):
+            params = {"w": jnp.ones(3)}
+            opt_state = opt_init(params)
+            state = (params, opt_state)
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=None, opt=opt_state)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may hold `params` twice", id="unseen-init-may-keep-params"),
     pytest.param("""
         def train(batches):
             params = {"w": jnp.ones(3)}
