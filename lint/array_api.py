@@ -125,6 +125,7 @@ def is_view_of_arguments(qualified: str | None) -> bool:
 #   a dataclass, a view, or "maybe the same array": ``jnp.asarray``).
 # * TWICE: the result holds its argument twice (donating it fails with
 #   "Attempt to donate the same buffer twice").
+# * PARTITION: HOLDS, split into disjoint parts (``a, b = nnx.split(m, F, G)``).
 # * READS: the call only reads its arguments and keeps no reference.
 #
 # Anything not listed is unknown: it may return or keep its arguments.
@@ -132,6 +133,7 @@ def is_view_of_arguments(qualified: str | None) -> bool:
 
 NEW = "new"
 HOLDS = "holds"
+PARTITION = "partition"  # holds its argument's arrays, split into disjoint parts (one per element)
 TWICE = "twice"
 READS = "reads"
 
@@ -148,13 +150,13 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "jax.device_put": (HOLDS, JAX),  # same device: returns the very same array
     _JNP + "asarray": (HOLDS, JAX),  # a jax array: returns it as it is
     "flax.training.train_state.TrainState.create": (HOLDS, FLAX),
-    "flax.nnx.split": (HOLDS, FLAX),
+    "flax.nnx.split": (PARTITION, FLAX),  # graphdef, then one State per filter: disjoint
     "flax.nnx.state": (HOLDS, FLAX),
     "flax.core.freeze": (HOLDS, FLAX),
     "flax.core.unfreeze": (HOLDS, FLAX),
     "flax.core.frozen_dict.freeze": (HOLDS, FLAX),
     "flax.core.frozen_dict.unfreeze": (HOLDS, FLAX),
-    "equinox.partition": (HOLDS, EQX),
+    "equinox.partition": (PARTITION, EQX),  # (arrays, the rest): disjoint
     "equinox.combine": (HOLDS, EQX),
     "jax.tree_util.tree_leaves": (HOLDS, JAX),
     "jax.tree.leaves": (HOLDS, JAX),

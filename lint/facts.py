@@ -158,6 +158,8 @@ class _Context:
             if isinstance(stmt, cst.FunctionDef):
                 self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
+        self.module_definitions = {stmt.name.value for stmt in module.body
+                                   if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
         self._module_values: dict[str, list] | None = None
 
     def module_values(self, name: str) -> list | None:

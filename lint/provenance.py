@@ -48,6 +48,7 @@ from jaxmem.lint.array_api import (
     METADATA_ATTRIBUTES,
     NEW,
     OPTAX_NEW_STATE,
+    PARTITION,
     READS,
     STATIC_FIELDS,
     TREE_MAPS,
@@ -62,7 +63,7 @@ from jaxmem.lint.array_api import (
     is_view_of_arguments,
 )
 from jaxmem.lint.flow import WRITE, Flow, Point
-from jaxmem.lint.refs import RefKey, overlaps, ref_key
+from jaxmem.lint.refs import RefKey, overlaps, ref_key, render
 from jaxmem.lint.walk import children
 
 FRESH = "fresh"
@@ -73,7 +74,7 @@ CALL = "call"
 DERIVED = "derived"
 UNKNOWN = "unknown"
 
-_MAX_DEPTH = 4
+_MAX_DEPTH = 10  # chains through holding calls take 3 levels per hop
 # ``model.init(rng, x)`` (flax linen) makes new variables.  ``tx.init(params)``
 # (optax, one argument) may keep ``params`` itself in the state (lookahead,
 # schedule-free): it is a library call that may share buffers with its argument.
@@ -170,6 +171,11 @@ class Provenance:
             return self.of_key(key, after, depth + 1)
         if key is None and isinstance(expr, (cst.Subscript, cst.Attribute)) and depth <= _MAX_DEPTH:
             return self.of_expr(expr.value, after, depth + 1)  # model.init(k, x)["params"]: part of a new value
+        if (key is not None and len(key) > 1 and self.owner_of(key[:1]) == "local" and depth <= _MAX_DEPTH
+                and not self.flow.captured.intersection(key[:1])):
+            # variables["params"]: a part of a local value, own if the whole is and nothing reads the rest
+            shared = tuple(self._held_elsewhere({key[0]}, None, after, 0))
+            return self.of_key(key[:1], after, depth + 1) + [Origin(DERIVED, line, text, shared_with=shared)]
         if key is not None:
             owner = self.owner_of(key)
             who = {"param": "the caller's", "attribute": "an attribute's", "global": "a global's"}.get(owner, "")
@@ -215,7 +221,7 @@ class Provenance:
             return [Origin(FRESH, line, text)]
         if effect == TWICE:
             return [Origin(UNKNOWN, line, f"`{text}` holds the same arrays twice")]
-        if effect in (HOLDS, READS) or (qualified is None and method is None and is_constructor_like(call)):
+        if effect in (HOLDS, PARTITION, READS) or (qualified is None and method is None and is_constructor_like(call)):
             return self._of_holding_call(call, after, depth, line, text)
         arg_reasons = self._arg_reasons(call, after)
         shared = tuple(reason for _, reason in arg_reasons)
@@ -239,13 +245,16 @@ class Provenance:
                 and not _is_class_name(call.func.value)):
             held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
-        seen: dict[str, str] = {}
+        seen: list[tuple[RefKey, str]] = []
         for value in held:
-            for name in sorted(self._may_contain(value)):
-                if name in seen and seen[name] != self.ctx.text(value):
-                    return [Origin(UNKNOWN, line, f"`{text}` may hold `{name}` twice (through `{seen[name]}` "
-                                                  f"and `{self.ctx.text(value)}`)")]
-                seen.setdefault(name, self.ctx.text(value))
+            through = self.ctx.text(value)
+            keys = self._may_contain(value)
+            for key, other in seen:
+                if any(overlaps(key, mine) for mine in keys):
+                    shown = render(key).split("<")[0].rstrip(".")
+                    return [Origin(UNKNOWN, line, f"`{text}` may hold `{shown}` twice (through `{other}` "
+                                                  f"and `{through}`)")]
+            seen.extend((key, through) for key in keys)
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
         if depth <= _MAX_DEPTH:
             for value in held:
@@ -256,20 +265,27 @@ class Provenance:
                         out.append(origin)
         return out
 
-    def _may_contain(self, value, depth: int = 0) -> set[str]:
-        """Names whose arrays ``value`` may contain: the names it passes, and
+    def _may_contain(self, value, depth: int = 0) -> set[RefKey]:
+        """What ``value`` may hold arrays of, as keys: the values it passes, and
         (two steps back) the inputs of calls not known to return new memory
-        (``opt_state = opt_init(params)`` may contain ``params``)."""
+        (``opt_state = opt_init(params)`` may contain ``params``).  Disjoint
+        parts get keys that do not overlap (``variables["params"]``, the
+        elements unpacked from ``nnx.split(model, nnx.Param, Count)``)."""
         if depth > 2 or value is None or self.array_free(value):
             return set()
         key = ref_key(value)
         if key is not None:
-            names = {key[0]}
+            keys = {key}
             if len(key) == 1 and self.owner_of(key) == "local":
                 for event in self.writes_of(key):
-                    if event.origin is not None and ref_key(event.origin) != key:
-                        names |= self._may_contain(event.origin, depth + 1)
-            return names
+                    if event.origin is None or ref_key(event.origin) == key:
+                        continue
+                    inner = self._may_contain(event.origin, depth + 1)
+                    if event.origin_kind == "unpack" and isinstance(event.origin, cst.Call) and \
+                            call_effect(self.ctx.imports.resolve(event.origin.func)) == PARTITION:
+                        inner = {k + (f"<part {event.detail}>",) for k in inner}  # disjoint parts
+                    keys |= inner
+            return keys
         if isinstance(value, cst.Call):
             if self._makes_new_memory(value):
                 return set()
@@ -286,7 +302,7 @@ class Provenance:
             return self._may_contain(value.body, depth) | self._may_contain(value.orelse, depth)
         if isinstance(value, (cst.Subscript, cst.Attribute)):
             return self._may_contain(value.value, depth)
-        return {name for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+        return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
 
     def _makes_new_memory(self, call: cst.Call) -> bool:
         """Whether ``call``'s result is known to be new buffers only."""
@@ -387,6 +403,8 @@ class Provenance:
             return key[0] in self.array_free_params and all(
                 event.origin is None or self.array_free(event.origin, depth + 1) for event in self.writes_of(key))
         if owner == "global":
+            if self.ctx.module_values(key[0]) is None and key[0] in self.ctx.module_definitions:
+                return True  # a class or function defined at module level, not a value with arrays
             values = self.ctx.module_values(key[0])
             return bool(values) and all(self.array_free(value, depth + 1) for value in values)
         if owner != "local":
@@ -419,7 +437,8 @@ class Provenance:
                 seen_args.add(key)
                 if len(key) > 1 and self.owner_of(key) in ("attribute", "global", "param"):
                     out.append((slot, f"`{self.ctx.text(value)}`, which something else still holds"))
-            out.extend((slot, reason) for reason in self._held_elsewhere(self._may_contain(value), call, after, 0))
+            contained = {key[0] for key in self._may_contain(value)}
+            out.extend((slot, reason) for reason in self._held_elsewhere(contained, call, after, 0))
         return tuple(out)
 
     def _held_elsewhere(self, names, call: cst.Call, after: Point, depth: int) -> list[str]:
@@ -654,7 +673,7 @@ class _Holdings:
             parts += self.held(call.func.value)
         if effect == TWICE:
             return parts + parts
-        if effect in (HOLDS, READS) or is_constructor_like(call):
+        if effect in (HOLDS, PARTITION, READS) or is_constructor_like(call):
             return parts
         helper = self.summary_of(call.func.value) if self.summary_of and isinstance(call.func, cst.Name) else None
         if helper is not None and helper.twice:

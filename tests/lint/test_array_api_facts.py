@@ -116,7 +116,7 @@ def test_nnx_split_and_state_hold_the_modules_arrays():
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     kernel = model.kernel[...]
     _, state = nnx.split(model)
-    assert call_effect("flax.nnx.split") == call_effect("flax.nnx.state") == HOLDS
+    assert call_effect("flax.nnx.split") == array_api.PARTITION and call_effect("flax.nnx.state") == HOLDS
     assert kernel.unsafe_buffer_pointer() in _pointers(state)
     assert kernel.unsafe_buffer_pointer() in _pointers(nnx.state(model))
 
@@ -126,7 +126,7 @@ def test_equinox_partition_holds_the_arrays():
 
     tree = {"w": jnp.ones(3), "n": 2}
     arrays, static = eqx.partition(tree, eqx.is_array)
-    assert call_effect("equinox.partition") == call_effect("equinox.combine") == HOLDS
+    assert call_effect("equinox.partition") == array_api.PARTITION and call_effect("equinox.combine") == HOLDS
     assert arrays["w"] is tree["w"]
     assert eqx.combine(arrays, static)["w"] is tree["w"]
 
@@ -167,7 +167,7 @@ def test_array_free_calls_hold_no_array():
 def test_every_table_entry_names_the_version_it_was_checked_against():
     for table in (array_api.CALL_EFFECTS, array_api.METHOD_EFFECTS):
         for name, (effect, checked) in table.items():
-            assert effect in (NEW, HOLDS, TWICE, READS), name
+            assert effect in (NEW, HOLDS, TWICE, READS, array_api.PARTITION), name
             assert checked.split()[0] in ("jax", "flax", "optax", "equinox", "Python"), name
 
 
@@ -202,3 +202,19 @@ def test_collectives_and_loops_keep_the_carry_shape_and_dtype():
     out = jax.jit(lambda v: jax.lax.optimization_barrier(jax.lax.with_sharding_constraint(
         v, jax.sharding.SingleDeviceSharding(jax.devices()[0]))))(x)
     assert (out.shape, out.dtype) == (x.shape, x.dtype)
+
+
+def test_nnx_split_with_filters_returns_disjoint_states():
+    from flax import nnx
+
+    class Count(nnx.Variable):
+        pass
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            self.count = Count(jnp.zeros(()))
+
+    _, params, counts = nnx.split(Model(), nnx.Param, Count)
+    assert params and counts
+    assert not set(_pointers(params)) & set(_pointers(counts))

@@ -217,6 +217,33 @@ HIGH += [
         """, id="part-of-a-new-value-is-new"),
 ]
 
+HIGH += [
+    pytest.param("""
+        from flax import nnx
+
+        class Count(nnx.Variable):
+            pass
+
+        def train(batches):
+            model = Model()
+            graphdef, params, counts = nnx.split(model, nnx.Param, Count)
+            state = train_state.TrainState.create(apply_fn=None, graphdef=graphdef, params=params,
+                                                  tx=optax.sgd(0.1), counts=counts)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="disjoint-parts-of-nnx-split"),
+    pytest.param("""
+        def train(batches, model, key):
+            variables = model.init(key, batches[0])
+            params, stats = variables["params"], variables["batch_stats"]
+            state = train_state.TrainState.create(apply_fn=None, params=params, batch_stats=stats, tx=optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="different-keys-of-one-dict"),
+]
+
 MEDIUM += [
     pytest.param("""
         def train(batches, opt_init):
@@ -235,7 +262,7 @@ MEDIUM += [
             for b in batches:
                 state = step(state, b)
             return state
-        """, "passed twice", id="tx-keyword-is-static-only-for-create"),
+        """, "`params` twice", id="tx-keyword-is-static-only-for-create"),
     pytest.param("""
         def leaves(params):
             yield params
