@@ -539,6 +539,8 @@ class FunctionSummary:
 
 
 _Held = tuple[tuple[RefKey, bool], ...]  # (what is held as-is, certainly (or only maybe))
+_MAX_HELD = 64  # what one local may hold before the summary gives up (and assumes the worst)
+_MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap more
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -561,6 +563,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     if function.params.star_kwarg is not None:
         params.append(function.params.star_kwarg.name.value)
     holder = _Holdings(imports, set(params), summary_of)
+    name = function.name.value
     smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
     returned: list[_Held] = []
     for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
@@ -573,7 +576,9 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
                 held = holder.held(small.value)
                 for target in targets:
                     holder.bind(target, held)
-    name = function.name.value
+    if holder.overflow:
+        # too many values flow together to follow: assume the worst, cheaply
+        return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
     if any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
         # a generator (or coroutine) object holds its arguments until it runs
         returned.append(tuple(((p,), False) for p in params))
@@ -598,11 +603,19 @@ class _Holdings:
         self.params = params
         self.summary_of = summary_of
         self.names: dict[str, _Held] = {}
+        self.overflow = False
 
     def bind(self, target, held: _Held) -> None:
         if isinstance(target, cst.Name):
-            previous = self.names.get(target.value, ())
-            merged = previous + tuple(h for h in held if h not in previous)
+            # the union with earlier bindings, keeping what one binding holds twice (at most twice)
+            merged = list(self.names.get(target.value, ()))
+            for h in dict.fromkeys(held):
+                need = min(held.count(h), 2)
+                merged.extend([h] * max(0, need - merged.count(h)))
+            merged = tuple(merged)
+            if len(merged) > _MAX_HELD:
+                self.overflow = True
+                merged = merged[:_MAX_HELD]
             self.names[target.value] = merged
         elif isinstance(target, (cst.Tuple, cst.List)):
             maybe = tuple((key, False) for key, _ in held)  # unpacking: each part may hold any of it
@@ -612,6 +625,14 @@ class _Holdings:
             self.bind(target.value, tuple((key, False) for key, _ in held))
 
     def held(self, expr) -> _Held:
+        """What the value of ``expr`` holds as-is (a key listed twice: held twice)."""
+        out = self._held(expr)
+        if len(out) > 4 * _MAX_HELD:
+            self.overflow = True
+            out = out[:4 * _MAX_HELD]
+        return out
+
+    def _held(self, expr) -> _Held:
         if expr is None:
             return ()
         if isinstance(expr, cst.Name):
@@ -624,12 +645,13 @@ class _Holdings:
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
                 return ()
-            return tuple((key + (expr.attr.value,), sure) for key, sure in self.held(expr.value))
+            # keys stop growing at _MAX_KEY parts (shorter keys overlap more: conservative)
+            return tuple(((key + (expr.attr.value,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
         if isinstance(expr, cst.Subscript):
             keys = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
             if len(keys) == 1 and isinstance(keys[0], (cst.SimpleString, cst.Integer)):
                 part = f"[{keys[0].value}]"  # p["w"] and p["b"] are different leaves
-                return tuple((key + (part,), sure) for key, sure in self.held(expr.value))
+                return tuple(((key + (part,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
             return self.held(expr.value)
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             return tuple(h for e in expr.elements for h in self.held(e.value))
