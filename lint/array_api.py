@@ -22,6 +22,8 @@ Names are the import-resolved qualified names (``jax.numpy.zeros`` for
 
 from __future__ import annotations
 
+import libcst as cst
+
 _JNP = "jax.numpy."
 
 FRESH_CONSTRUCTORS = frozenset(
@@ -55,7 +57,13 @@ SHAPE_PRESERVING = frozenset(
         "sign", "negative", "add", "subtract", "multiply", "divide", "power", "copy",
     )}
     | {"jax.lax.stop_gradient", "jax.lax.select", "jax.nn.relu", "jax.nn.sigmoid"}
+    | {"jax.lax." + name for name in (  # collectives and constraints keep shape and dtype (jax 0.10.2)
+        "pmean", "psum", "pmax", "pmin", "with_sharding_constraint", "optimization_barrier")}
 )
+# Loops whose result has the structure, shapes and dtypes of one argument
+# (its position): the carry of ``fori_loop(lo, hi, body, init)``,
+# ``while_loop(cond, body, init)``, ``scan(f, init, xs)`` (first of its pair).
+CARRY_PRESERVING = {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
 SHAPE_PRESERVING_METHODS = frozenset(
@@ -103,3 +111,199 @@ VIEWS_OF_ARGUMENTS = frozenset(
 def is_view_of_arguments(qualified: str | None) -> bool:
     """Whether a call of ``qualified`` returns its argument's arrays themselves."""
     return qualified in VIEWS_OF_ARGUMENTS
+
+
+# ---------------------------------------------------------------------------
+# What library calls do with their arguments.
+#
+# Each entry says what the result holds, with the version it was checked
+# against; tests/lint/test_array_api_facts.py runs every entry under real JAX
+# (buffer identity through ``unsafe_buffer_pointer()`` or ``is``).
+#
+# * NEW: the result is in new buffers; it shares none with the arguments.
+# * HOLDS: the result holds its array arguments as they are (a container,
+#   a dataclass, a view, or "maybe the same array": ``jnp.asarray``).
+# * TWICE: the result holds its argument twice (donating it fails with
+#   "Attempt to donate the same buffer twice").
+# * PARTITION: HOLDS, split into disjoint parts (``a, b = nnx.split(m, F, G)``).
+# * READS: the call only reads its arguments and keeps no reference.
+#
+# Anything not listed is unknown: it may return or keep its arguments.
+# ---------------------------------------------------------------------------
+
+NEW = "new"
+HOLDS = "holds"
+PARTITION = "partition"  # holds its argument's arrays, split into disjoint parts (one per element)
+TWICE = "twice"
+READS = "reads"
+
+JAX, FLAX, OPTAX, EQX = "jax 0.10.2", "flax 0.12.8", "optax 0.2.8", "equinox 0.13.8"
+
+CALL_EFFECTS: dict[str, tuple[str, str]] = {
+    # new memory
+    "copy.deepcopy": (NEW, JAX),  # jax.Array.__deepcopy__ copies the buffer
+    _JNP + "copy": (NEW, JAX),
+    _JNP + "zeros_like": (NEW, JAX),
+    _JNP + "ones_like": (NEW, JAX),
+    "optax.tree_utils.tree_zeros_like": (NEW, OPTAX),
+    # held as they are
+    "jax.device_put": (HOLDS, JAX),  # same device: returns the very same array
+    _JNP + "asarray": (HOLDS, JAX),  # a jax array: returns it as it is
+    "flax.training.train_state.TrainState.create": (HOLDS, FLAX),
+    "flax.nnx.split": (PARTITION, FLAX),  # graphdef, then one State per filter: disjoint
+    "flax.nnx.state": (HOLDS, FLAX),
+    "flax.core.freeze": (HOLDS, FLAX),
+    "flax.core.unfreeze": (HOLDS, FLAX),
+    "flax.core.frozen_dict.freeze": (HOLDS, FLAX),
+    "flax.core.frozen_dict.unfreeze": (HOLDS, FLAX),
+    "equinox.partition": (PARTITION, EQX),  # (arrays, the rest): disjoint
+    "equinox.combine": (HOLDS, EQX),
+    "jax.tree_util.tree_leaves": (HOLDS, JAX),
+    "jax.tree.leaves": (HOLDS, JAX),
+    "dict": (HOLDS, "Python"),
+    "tuple": (HOLDS, "Python"),
+    "list": (HOLDS, "Python"),
+    # the same tree twice
+    "optax.LookaheadParams.init_synced": (TWICE, OPTAX),  # LookaheadParams(fast=p, slow=p)
+    # only read
+    "print": (READS, "Python"),
+    "jax.block_until_ready": (READS, JAX),  # returns its argument, keeps nothing
+    "jax.eval_shape": (READS, JAX),
+    "jax.debug.print": (READS, JAX),
+    "jax.debug.visualize_array_sharding": (READS, JAX),
+}
+# Method names, on any receiver, with the same meaning.
+METHOD_EFFECTS: dict[str, tuple[str, str]] = {
+    "create": (HOLDS, FLAX),  # TrainState.create(params=p, ...) holds p's leaves
+    "replace": (HOLDS, FLAX),  # struct.dataclass.replace: the fields not replaced are shared
+    "_replace": (HOLDS, "Python"),  # NamedTuple
+    "init_synced": (TWICE, OPTAX),
+}
+# Keywords a holding ``.create(...)`` stores as static fields, not as pytree
+# leaves (flax TrainState: ``struct.field(pytree_node=False)``): donating the
+# state never deletes what they hold.
+STATIC_FIELDS = frozenset({"apply_fn", "tx"})
+# Wrappers whose returned function only reads its arguments:
+# ``hk.experimental.tabulate(step)(state, batch)``, ``jax.make_jaxpr(f)(x)``.
+READING_WRAPPERS = frozenset(
+    {"haiku.experimental.tabulate", "jax.make_jaxpr", "jax.eval_shape", "flax.linen.tabulate"}
+)
+# optax transforms whose ``init(params)`` returns new buffers only (moments
+# made by ``zeros_like``, counters, empty states), checked on optax 0.2.8.
+# Not lookahead, schedule-free, MultiSteps or inject_hyperparams: they keep
+# ``params`` (or a given array) in their state.
+OPTAX_NEW_STATE = frozenset(
+    "optax." + name for name in (
+        "adam", "adamw", "sgd", "rmsprop", "adagrad", "lamb", "lion", "adafactor", "nadam", "adabelief",
+        "adamax", "novograd", "radam", "yogi", "fromage", "noisy_sgd",
+        "clip_by_global_norm", "clip", "add_decayed_weights", "scale", "scale_by_adam",
+        "scale_by_learning_rate", "scale_by_schedule", "scale_by_rms", "zero_nans", "trace", "ema",
+        "identity", "chain",
+    )
+)
+
+
+def call_effect(qualified: str | None, method: str | None = None) -> str | None:
+    """What a call does with its arguments: NEW, HOLDS, TWICE, READS, or None (unknown).
+
+    ``qualified`` is the import-resolved callee; ``method`` the attribute name
+    when the callee is ``receiver.method`` and cannot be resolved."""
+    if qualified is not None and qualified in CALL_EFFECTS:
+        return CALL_EFFECTS[qualified][0]
+    if qualified is not None and qualified in FRESH_CONSTRUCTORS:
+        return NEW
+    if qualified is not None and qualified.startswith(("logging.", "absl.logging.")):
+        return READS
+    if method is not None and method in METHOD_EFFECTS:
+        return METHOD_EFFECTS[method][0]
+    if qualified is not None and qualified.rsplit(".", 1)[-1] in METHOD_EFFECTS:
+        return METHOD_EFFECTS[qualified.rsplit(".", 1)[-1]][0]
+    return None
+
+
+def is_constructor_like(call) -> bool:
+    """``dict(...)``, ``tuple(...)``, ``State(...)``: a call that stores its arguments
+    as they are (the builtin containers, or a capitalised name: a class,
+    dataclass or NamedTuple; not an all-caps constant).  Used both for what a
+    value holds (provenance) and for what reaches an output (usefulness)."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name in ("dict", "tuple", "list") or (name[:1].isupper() and not name.isupper())
+
+
+# ---------------------------------------------------------------------------
+# Values that hold no device arrays.  They never make a donated value
+# "shared" and are never worth donating.  Proved by origin only: an unknown
+# object is not array-free.
+#
+# * "always": the result holds no array whatever the arguments (``len(x)``,
+#   ``int(x)``, ``jax.devices()``, a logger, a parser);
+# * "if_args": no array if no argument holds one (``Mesh(devices, names)``,
+#   ``ConfigDict({...})``, ``optax.adam(1e-3)``, ``Path(...)``);
+# * "value": a module-level object that holds none (``absl.flags.FLAGS``).
+# ---------------------------------------------------------------------------
+
+ARRAY_FREE_CALLS: dict[str, str] = {
+    **{name: "always" for name in (
+        "len", "int", "float", "bool", "str", "repr", "hash", "id", "type", "isinstance", "range", "format",
+        "jax.devices", "jax.local_devices", "jax.device_count", "jax.local_device_count",
+        "jax.process_index", "jax.process_count", "jax.default_backend",
+        "jax.experimental.mesh_utils.create_device_mesh", "jax.make_mesh",
+        "time.time", "time.perf_counter", "time.monotonic",
+        "logging.getLogger", "absl.logging.get_absl_logger", "argparse.ArgumentParser",
+        "os.getcwd", "os.environ.get", "os.path.join", "os.path.dirname", "os.path.basename",
+        "os.path.exists", "os.path.expanduser", "tempfile.mkdtemp",
+        "numpy.prod",
+    )},
+    **{name: "if_args" for name in (
+        "pathlib.Path", "epath.Path", "etils.epath.Path",
+        "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict",
+        "ml_collections.FrozenConfigDict", "ml_collections.config_dict.FrozenConfigDict",
+        "jax.sharding.Mesh", "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec",
+        "jax.sharding.SingleDeviceSharding", "jax.experimental.maps.Mesh",
+        "jax.sharding.PositionalSharding",
+        "functools.partial",  # of array-free parts
+        *sorted(OPTAX_NEW_STATE),  # GradientTransformation: functions, no arrays
+    )},
+    "absl.flags.FLAGS": "value",
+}
+
+# Attributes that read metadata, never arrays (``x.shape[0]`` is an int).
+METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "nbytes", "itemsize", "sharding"})
+
+
+def array_free_call(qualified: str | None) -> str | None:
+    """``"always"``, ``"if_args"``, ``"value"`` (see ARRAY_FREE_CALLS), or None when not known."""
+    if qualified is None:
+        return None
+    return ARRAY_FREE_CALLS.get(qualified.lstrip("."))
+
+# Annotations of parameters that hold no arrays (``config: ml_collections.ConfigDict``).
+ARRAY_FREE_TYPES = frozenset({
+    "int", "float", "bool", "str", "bytes", "None",
+    "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict",
+    "ml_collections.FrozenConfigDict", "ml_collections.config_dict.FrozenConfigDict",
+    "argparse.Namespace", "pathlib.Path", "epath.Path", "etils.epath.Path", "os.PathLike",
+    "jax.sharding.Mesh", "jax.sharding.Sharding", "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec",
+    "jax.Device", "logging.Logger", "optax.GradientTransformation",
+})
+
+# Calls that make PRNG keys (a few bytes: never worth donating), and
+# replicators that copy one to every device (``flax.jax_utils.replicate``).
+PRNG_PRODUCERS = frozenset(
+    "jax.random." + name for name in ("PRNGKey", "key", "split", "fold_in", "clone", "wrap_key_data")
+)
+REPLICATORS = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"})
+
+
+def is_prng_producer(qualified: str | None) -> bool:
+    """Whether a call of ``qualified`` returns PRNG keys."""
+    return qualified in PRNG_PRODUCERS
+
+# Pure-function pairs whose element at the given position is ``init``: its
+# result is new parameters (``params_init, loss_fn = hk.transform(f)``),
+# checked on dm-haiku 0.0.17 (init runs ``f`` and returns the parameters it creates).
+INIT_APPLY_PAIRS = {
+    "haiku.transform": 0, "haiku.transform_with_state": 0, "haiku.without_apply_rng": 0,
+    "haiku.without_state": 0,
+}

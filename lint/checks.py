@@ -24,11 +24,13 @@ from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blo
 from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.jit_api import EQX_FILTER_JIT
-from jaxmem.lint.provenance import CALL, DERIVED, HOST, UNKNOWN, Origin
+from jaxmem.lint.provenance import CALL, DERIVED, HOST, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin
 from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
-from jaxmem.lint.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, map_arguments
+from jaxmem.lint.signatures import (
+    KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments,
+)
 from jaxmem.settings import Settings
 
 _LITERAL = re.compile(r"^-?[\d.]+(e-?\d+)?j?$|^(True|False|None)$|^[rbuf]*['\"]")
@@ -73,16 +75,16 @@ class Index:
         self.qualified: dict[str, list[tuple[str, JitDefinition]]] = defaultdict(list)
         self.referenced: dict[str, set[str]] = {}  # path -> names its code passes around as values
         self.referenced_anywhere: set[str] = set()
-        # Plain project functions (not jitted): where they are, and why their result may share buffers.
-        self.functions: dict[tuple[str, str], str | None] = {}
-        self.qualified_functions: dict[str, str | None] = {}
+        # Plain project functions (not jitted): where they are, what their result holds, their signature.
+        self.functions: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}
+        self.qualified_functions: dict[str, tuple[FunctionSummary, Signature]] = {}
         self.module_names: dict[str, tuple[str, ...]] = {}
         for facts in all_facts:
             self.module_names[facts.path] = facts.module_names
             self.referenced[facts.path] = facts.referenced
             self.referenced_anywhere |= facts.referenced
-            for name in facts.functions:
-                why = facts.sharing_functions.get(name)
+            for name, signature in facts.functions.items():
+                why = (facts.function_summaries.get(name, FunctionSummary()), signature)
                 self.functions[(facts.path, name)] = why
                 for module in facts.module_names:
                     self.qualified_functions.setdefault(f"{module}.{name}", why)
@@ -108,6 +110,12 @@ class Index:
         return []
 
 
+    def keeps_nothing(self, qualified: str | None) -> bool:
+        """Whether the project function ``qualified`` (another file's) provably keeps
+        no argument after it returns: it stores none and returns none, not even maybe."""
+        found = self.qualified_functions.get(qualified) if qualified is not None else None
+        return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
+
     def passed_around(self, path: str, name: str) -> bool:
         """Whether the top-level ``name`` of file ``path`` is used as a value
         there, or imported and used as a value elsewhere."""
@@ -116,8 +124,8 @@ class Index:
         modules = self.module_names.get(path, ())
         return any(f"{module}.{name}" in self.referenced_anywhere for module in modules)
 
-    def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope) -> tuple[str, str | None]:
-        """What a ``call`` origin calls: ``("jitted", None)``, ``("function", why_shared)``
+    def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope):
+        """What a ``call`` origin calls: ``("jitted", None)``, ``("function", (summary, signature))``
         for a plain project function, or ``("unknown", None)``."""
         probe = CallFacts(0, 0, 0, 0, origin.callee, scopes[0], scopes, class_scope, origin.qualified,
                           (), (), False, False, origin.text)
@@ -335,19 +343,61 @@ def _crash_claim(definition: JitDefinition, name: str | None) -> tuple[str, str]
 def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
     """``(why the value may share buffers, why donating it frees nothing)`` for one origin."""
     where = f"line {origin.line}" if origin.line else "here"
+    if origin.kind == NO_ARRAYS:
+        return None, None  # useless only when every origin is (see _all_useless)
+    if origin.kind == PRNG_KEY:
+        return None, None
     if origin.kind == HOST:
         return None, f"`{subject}` is host data (`{origin.text}`, {where}): jit copies it and never deletes it"
     if origin.kind == UNKNOWN:
         return f"its buffers are not proved to be its own: {origin.text} ({where})", None
     if origin.kind == CALL:
-        kind, why = project.origin_call(rc.path, origin, rc.call.scopes, rc.call.class_scope)
+        kind, found = project.origin_call(rc.path, origin, rc.call.scopes, rc.call.class_scope)
         if kind == "jitted":
             return None, None  # a jitted call's outputs are new buffers
         if kind == "function":
-            return (None, None) if why is None else (f"{why} ({where})", None)
+            summary, signature = found
+            reasons = [summary.twice] if summary.twice else []
+            reasons += [why for slot, why in origin.arg_reasons
+                        if slot == "*" or _slot_param(slot, signature) in summary.returned]
+            if not reasons:
+                return None, None  # its result holds nothing still held elsewhere
+            return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not summary.twice \
+                else f"{'; '.join(reasons)} ({where})", None
     if origin.kind in (CALL, DERIVED) and origin.shared_with:
         return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
     return None, None
+
+
+def _useless_origins(arg: ArgFacts, subject: str, rc: ResolvedCall) -> str | None:
+    """Why donating ``arg`` frees nothing, when every way it was made says so:
+    Python values with no device array, or PRNG keys (the call's own result,
+    rebound in a loop, has the shapes of what went in: it does not count)."""
+    made = [o for o in arg.origins if not (o.kind == CALL and o.callee == rc.call.callee)]
+    kinds = {origin.kind for origin in made}
+    if not kinds or not kinds <= {NO_ARRAYS, PRNG_KEY}:
+        return None
+    first = made[0]
+    where = f"`{first.text}`, line {first.line}"
+    if kinds == {PRNG_KEY}:
+        return f"`{subject}` is a PRNG key ({where}): a few bytes, not worth donating"
+    if len(made) < len(arg.origins):
+        return (f"`{subject}` starts as Python values ({where}) and is otherwise only `{render(rc.call.callee)}`'s "
+                f"own result: at most a few scalars, not worth donating")
+    return f"`{subject}` holds no device array ({where}): jit copies Python values in, donation frees nothing"
+
+
+def _slot_param(slot: str, signature: Signature) -> str | None:
+    """The parameter an argument slot (``"0"``, ``"1"``, ... or a keyword) binds;
+    ``*args``/``**kwargs`` when it lands there."""
+    if slot.isdigit():
+        name = signature.name_at(int(slot))
+        if name is not None:
+            return name
+        return next((p.name for p in signature.params if p.kind == VAR_POSITIONAL), None)
+    if signature.by_name(slot) is not None:
+        return slot
+    return next((p.name for p in signature.params if p.kind == VAR_KEYWORD), None)
 
 
 def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict | None:
@@ -358,6 +408,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     if arg.is_temporary:
         if _LITERAL.match(arg.text):
             return None
+        if (useless := _useless_origins(arg, arg.text, rc)) is not None:
+            return _Verdict(useless=useless)
         confidence, reasons = Confidence.HIGH, []
         for origin in arg.origins:
             problem, useless = _origin_problem(origin, arg.text, rc, project)
@@ -385,6 +437,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         return _Verdict(live=f"`{subject}` still holds the value when the function returns (call at {where})")
     if len(arg.refs) > 1 or _shared_with(arg, rc):
         return _Verdict(live=f"`{subject}` is passed twice in the call at {where}")
+    if (useless := _useless_origins(arg, subject, rc)) is not None:
+        return _Verdict(useless=useless)
     confidence = Confidence.HIGH
     reasons = []
     for origin in arg.origins:
@@ -402,9 +456,10 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         if use.kind == "borrowed":
             confidence = Confidence.MEDIUM
             reasons.append(f"{use.text} (line {use.line})")
-    if any(use.kind == "call" for use in arg.escapes):
+    kept = [use for use in arg.escapes if use.kind == "call" and not project.keeps_nothing(use.callee)]
+    if kept:
         confidence = Confidence.MEDIUM
-        use = next(use for use in arg.escapes if use.kind == "call")
+        use = kept[0]
         reasons.append(f"it was passed to `{use.text}` (line {use.line}), which may keep it")
     if arg.rebound_by_result:
         text = f"`{subject}` is rebound by the call's result at {where} (line {arg.rebound_line}) and not read before"

@@ -9,6 +9,7 @@ once the definitions of every file in the run are known.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 
@@ -21,16 +22,17 @@ from jaxmem.lint.definitions import (
     JitDefinition,
     returned_function,
 )
+from jaxmem.lint.array_api import ARRAY_FREE_TYPES, NEW, READING_WRAPPERS, READS, call_effect
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
-from jaxmem.lint.provenance import Origin, Provenance, keeps_arguments, return_sharing
+from jaxmem.lint.provenance import FunctionSummary, Origin, Provenance, keeps_arguments, summarize_function
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import output_reach
-from jaxmem.lint.walk import children, small_statements, statements, suite_statements
+from jaxmem.lint.walk import children, descendants, small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
 LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
@@ -53,6 +55,7 @@ class Use:
     col: int
     text: str
     kind: str = "read"  # read | loop | call | closure | yield | stored | exit
+    callee: str | None = None  # kind "call": the project function called (qualified), for the join
 
 
 @dataclass(frozen=True)
@@ -114,8 +117,9 @@ class FileFacts:
     definitions: list[JitDefinition] = field(default_factory=list)
     calls: list[CallFacts] = field(default_factory=list)
     functions: dict[str, Signature] = field(default_factory=dict)
-    # Top-level functions whose result may share buffers: name -> why.
-    sharing_functions: dict[str, str] = field(default_factory=dict)
+    # Top-level functions whose result may hold arrays it did not make (a parameter,
+    # or one value twice): name -> what it returns.  Absent: its result is new memory.
+    function_summaries: dict[str, FunctionSummary] = field(default_factory=dict)
     # Top-level factories returning a nested def: name -> (its signature, its outputs verdicts),
     # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
     factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
@@ -155,6 +159,37 @@ class _Context:
             if isinstance(stmt, cst.FunctionDef):
                 self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
+        self.module_definitions = {stmt.name.value for stmt in module.body
+                                   if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
+        self._module_values: dict[str, list] | None = None
+
+    def module_values(self, name: str) -> list | None:
+        """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),
+        or None when it is bound otherwise too (a loop, ``with``, ``global`` in a function)."""
+        if self._module_values is None:
+            values: dict[str, list] = {}
+            for small in small_statements(self.module.body, into_scopes=False):
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    values.setdefault(small.targets[0].target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
+                    values.setdefault(small.target.value, []).append(small.value)
+            for node in descendants(self.module):
+                if isinstance(node, cst.Global):
+                    for item in node.names:
+                        values[item.name.value] = None
+                elif isinstance(node, (cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)):
+                    target = node.target if not isinstance(node, cst.WithItem) else (
+                        node.asname.name if node.asname else None)
+                    for bound in _bound_names(target):
+                        if isinstance(node, cst.AssignTarget) and bound in values and values[bound] is not None \
+                                and isinstance(node.target, cst.Name):
+                            continue  # NAME = value: collected above (at module level) or a local
+                        if isinstance(node, cst.AssignTarget) and bound not in values:
+                            continue
+                        values[bound] = None
+            self._module_values = values
+        return self._module_values.get(name)
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
@@ -172,7 +207,13 @@ class _Context:
             text = f"captured by {'a lambda' if isinstance(node, cst.Lambda) else '`' + node.name.value + '`'}"
         else:
             text = self.text(node)
-        return Use(pos.start.line, pos.start.column, text, kind or (event.detail or "read"))
+        kind = kind or (event.detail or "read")
+        callee = None
+        if kind == "call" and isinstance(node, cst.Call) and ref_key(node.func) is not None:
+            qualified = self.imports.resolve(node.func)
+            if qualified is not None and qualified.lstrip(".").split(".")[0] not in LIBRARY_ROOTS:
+                callee = qualified.lstrip(".")  # another project file's function: the join knows its summary
+        return Use(pos.start.line, pos.start.column, text, kind, callee)
 
     def reads_metadata(self, call: cst.Call) -> bool:
         """Whether ``call`` reads only its arguments' metadata (``jnp.shape(x)``)."""
@@ -185,9 +226,13 @@ class _Context:
             if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees \
                     or self._keeps_no_argument(func.value):
                 return False
+        if isinstance(func, cst.Call) and self.imports.resolve(func.func) in READING_WRAPPERS:
+            return False  # hk.experimental.tabulate(step)(state, batch): traced for a table, not kept
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
+        if call_effect(qualified) in (READS, NEW):
+            return False  # print, logging, copy.deepcopy: nothing kept after the call
         key = ref_key(func)
         if key is not None and key in {site.definition.callee for site in self.sites}:
             return False
@@ -213,6 +258,54 @@ class _Context:
         if root in LIBRARY_ROOTS:
             return False, None
         return True, qualified
+
+
+class _Summaries:
+    """Summaries of a file's top-level functions, computed on demand so a
+    helper that calls another helper sees its summary (cycles: empty)."""
+
+    def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable) -> None:
+        self.functions = functions
+        self.imports = imports
+        self.done: dict[str, FunctionSummary] = {}
+
+    def of(self, name: str) -> FunctionSummary | None:
+        if name not in self.functions:
+            return None
+        if name not in self.done:
+            self.done[name] = FunctionSummary()  # while in progress
+            twice, returned = None, ()
+            for function in self.functions[name]:  # a name defined twice: either may run
+                summary = summarize_function(function, self.imports, summary_of=self.of)
+                twice = twice or summary.twice
+                returned = tuple(dict.fromkeys(returned + summary.returned))
+            self.done[name] = FunctionSummary(twice, returned)
+        return self.done[name]
+
+
+def _bound_names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+
+
+def _array_free_params(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """Parameters annotated with a type that holds no arrays (``config: ConfigDict``,
+    ``workdir: str``, ``n: int``), or whose default is a literal that cannot be one."""
+    out = set()
+    p = function.params
+    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if annotation is not None:
+            name = imports.resolve(annotation) if not isinstance(annotation, cst.Name) else (
+                imports.resolve(annotation) or annotation.value)
+            if name is not None and name.lstrip(".") in ARRAY_FREE_TYPES:
+                out.add(param.name.value)
+    return frozenset(out)
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:
@@ -271,11 +364,13 @@ class FactExtractor:
         self.ctx = ctx
         self._arg_ids: dict[int, set[int]] = {}  # id(call) -> ids of its argument values, asked per argument
 
-    def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module):
+    def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
+                 array_free_params=frozenset()):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
         assigned = _assigned_names(flow)
         self.provenance = Provenance(
-            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope)
+            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
+            array_free_params)
         out: list[CallFacts] = []
         for call in flow.call_nodes:
             key = ref_key(call.func)
@@ -491,11 +586,15 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
+    summaries = _Summaries(ctx.module_functions, imports)
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
-        if (why := return_sharing(stmt)) is not None:
-            facts.sharing_functions[stmt.name.value] = why
+        summary = summaries.of(stmt.name.value)
+        if not ctx._keeps_no_argument(stmt.name.value):
+            summary = dataclasses.replace(summary, keeps=True)
+        if summary != FunctionSummary():
+            facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:
             facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
     extractor = FactExtractor(ctx)
@@ -512,7 +611,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if class_scope and self_name is None:
             self_name = "self"
         traced = id(function) in ctx.jitted_functions
-        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False))
+        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
+                                              _array_free_params(function, imports)))
         facts.referenced |= flow.passed
 
     facts.definitions = [site.definition for site in ctx.sites]  # with the immediate ones

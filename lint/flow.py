@@ -98,6 +98,35 @@ def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
     return tuple(out)
 
 
+def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+    """Keys whose values an evaluated ``expr`` may still hold: its direct refs,
+    and the arguments and receivers of the calls it makes (``jax.tree.leaves(state)``
+    and ``state.items()`` return ``state``'s own arrays).  Callees and lambdas are not values."""
+    if expr is None:
+        return ()
+    key = ref_key(expr)
+    if key is not None:
+        return direct_refs(expr)
+    if isinstance(expr, cst.Lambda):
+        return ()
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value in BENIGN_FUNCTIONS:
+            return ()  # len(state): an int
+        parts = [a.value for a in expr.args]
+        if isinstance(expr.func, cst.Attribute):
+            parts.append(expr.func.value)
+        elif not isinstance(expr.func, cst.Name):
+            parts.append(expr.func)
+        return tuple(k for part in parts for k in refs_within(part))
+    out: list[RefKey] = []
+    for child in children(expr):
+        if isinstance(child, cst.BaseExpression):
+            out.extend(refs_within(child))
+        elif isinstance(child, (cst.Arg, cst.Element, cst.StarredElement, cst.DictElement)):
+            out.extend(refs_within(child.value))
+    return tuple(out)
+
+
 def _operands(expr) -> tuple:
     """The operands an expression uses only once all of them are evaluated."""
     if isinstance(expr, cst.BinaryOperation):
@@ -618,7 +647,7 @@ class FlowBuilder:
 
     # -- targets -----------------------------------------------------------
 
-    def _target(self, target, sources, events, value, origin=None, origin_kind="value") -> None:
+    def _target(self, target, sources, events, value, origin=None, origin_kind="value", position="") -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             parallel = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
             for i, element in enumerate(target.elements):
@@ -627,7 +656,7 @@ class FlowBuilder:
                     self._target(element.value, part, events, value.elements[i].value, value.elements[i].value)
                 else:
                     self._target(element.value, part, events, None, origin,
-                                 "unpack" if origin_kind == "value" else origin_kind)
+                                 "unpack" if origin_kind == "value" else origin_kind, position=str(i))
             return
         if isinstance(target, cst.StarredElement):
             self._target(target.value, sources, events, None, origin, "unpack")
@@ -636,7 +665,9 @@ class FlowBuilder:
         if key is not None:
             if isinstance(target, (cst.Attribute, cst.Subscript)):
                 self._expr_base_reads(target, events)
-            events.append(Event(WRITE, key, target, tuple(sources), origin=origin, origin_kind=origin_kind))
+            # ``init, apply = hk.transform(f)``: which element of the unpacked value (``detail``)
+            detail = position if origin_kind == "unpack" else ""
+            events.append(Event(WRITE, key, target, tuple(sources), detail, origin=origin, origin_kind=origin_kind))
             return
         if isinstance(target, cst.Subscript):
             base = ref_key(target.value)
@@ -812,8 +843,9 @@ class FlowBuilder:
         bound = set(skip)
         comp = expr.for_in
         if isinstance(expr, cst.GeneratorExp):
-            # A generator evaluates its first iterable now and keeps it until consumed.
-            for key in direct_refs(comp.iter):
+            # A generator evaluates its first iterable now and keeps it until consumed;
+            # ``(f(x) for x in jax.tree.leaves(state))`` keeps ``state``'s leaves.
+            for key in refs_within(comp.iter):
                 if key[0] not in skip:
                     events.append(Event(ESCAPE, key, expr, (), "stored"))
 

@@ -14,14 +14,26 @@ Kinds:
   (:mod:`jaxmem.lint.array_api`), arithmetic, ``x += ...``, a literal
   container of fresh parts none of which appears twice;
 * ``host``: host NumPy data: jit copies it, donation frees nothing;
+* ``no_arrays``: Python values with no device array (``0.0``, ``{"loss": 0.0}``,
+  a config): jit copies them in, donation frees nothing;
+* ``prng_key``: a PRNG key (``jax.random.PRNGKey``, ``split``, replicated):
+  a few bytes, not worth donating;
 * ``call``: the result of a project function or a possibly jitted
   callable, named by ``callee``/``qualified`` for the join to resolve;
 * ``derived``: made by a library call from other values (``nnx.split(model)``,
   ``TrainState.create(params=p)``), which may share their buffers:
   ``shared_with`` lists those that are still read after the donating call
-  or belong to the caller;
+  or belong to the caller; a call that holds its arguments as they are
+  (the table in :mod:`jaxmem.lint.array_api`, dataclass constructors) also
+  brings the origins of what it holds;
 * ``unknown``: anything else (a loop variable, an attribute, a parameter,
-  a ``with`` target): nothing proves the buffers are the donor's alone.
+  a ``with`` target, one tree held twice): nothing proves the buffers are
+  the donor's alone.
+
+Values that provably hold no device array (:meth:`Provenance.array_free`)
+never count as sharing.  :func:`summarize_function` gives each project
+function a :class:`FunctionSummary` (which parameters its result holds,
+whether it holds one value twice) that the join applies at call sites.
 """
 
 from __future__ import annotations
@@ -30,18 +42,39 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.array_api import TREE_MAPS, is_fresh_constructor, is_host_producer, is_view_of_arguments
+from jaxmem.lint.array_api import (
+    HOLDS,
+    INIT_APPLY_PAIRS,
+    METADATA_ATTRIBUTES,
+    NEW,
+    OPTAX_NEW_STATE,
+    PARTITION,
+    READS,
+    STATIC_FIELDS,
+    TREE_MAPS,
+    TWICE,
+    array_free_call,
+    call_effect,
+    REPLICATORS,
+    is_constructor_like,
+    is_fresh_constructor,
+    is_prng_producer,
+    is_host_producer,
+    is_view_of_arguments,
+)
 from jaxmem.lint.flow import WRITE, Flow, Point
-from jaxmem.lint.refs import RefKey, ref_key
+from jaxmem.lint.refs import RefKey, overlaps, ref_key, render
 from jaxmem.lint.walk import children
 
 FRESH = "fresh"
 HOST = "host"
+NO_ARRAYS = "no_arrays"
+PRNG_KEY = "prng_key"
 CALL = "call"
 DERIVED = "derived"
 UNKNOWN = "unknown"
 
-_MAX_DEPTH = 4
+_MAX_DEPTH = 10  # chains through holding calls take 3 levels per hop
 # ``model.init(rng, x)`` (flax linen) makes new variables.  ``tx.init(params)``
 # (optax, one argument) may keep ``params`` itself in the state (lookahead,
 # schedule-free): it is a library call that may share buffers with its argument.
@@ -60,16 +93,21 @@ class Origin:
     callee: RefKey | None = None
     qualified: str | None = None
     shared_with: tuple[str, ...] = ()  # why a derived value may share buffers (already phrased)
+    # For a project function's result: per argument slot ("0", "1", ... or a keyword),
+    # why the value passed there is still held; the join keeps those the function returns.
+    arg_reasons: tuple[tuple[str, str], ...] = ()
 
 
 class Provenance:
     """Classifies the origins of values in one scope's flow."""
 
-    def __init__(self, flow: Flow, ctx, owner_of, class_scope: str | None) -> None:
+    def __init__(self, flow: Flow, ctx, owner_of, class_scope: str | None,
+                 array_free_params: frozenset[str] = frozenset()) -> None:
         self.flow = flow
         self.ctx = ctx
         self.owner_of = owner_of  # RefKey -> local | param | attribute | global
         self.class_scope = class_scope
+        self.array_free_params = array_free_params  # annotated ``config: ConfigDict``, ``path: str``
         self._writes: dict[RefKey, list] | None = None
 
     def writes_of(self, key: RefKey) -> list:
@@ -135,6 +173,13 @@ class Provenance:
         ctx = self.ctx
         line = ctx.positions[expr].start.line
         text = ctx.text(expr)
+        if not isinstance(expr, (cst.Name, cst.Attribute)) and self.array_free(expr):
+            return [Origin(NO_ARRAYS, line, text)]  # 0.0, {"loss": 0.0}, len(x): jit copies Python values
+        if isinstance(expr, cst.Call) and is_prng_producer(ctx.imports.resolve(expr.func)):
+            return [Origin(PRNG_KEY, line, text)]
+        if (isinstance(expr, cst.Call) and ctx.imports.resolve(expr.func) in REPLICATORS and expr.args
+                and all(o.kind == PRNG_KEY for o in self.of_expr(expr.args[0].value, after, depth + 1))):
+            return [Origin(PRNG_KEY, line, text)]  # replicate(jax.random.PRNGKey(0))
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return [Origin(FRESH, line, text)]
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -150,6 +195,13 @@ class Provenance:
         key = ref_key(expr)
         if key is not None and len(key) == 1 and self.owner_of(key) == "local" and depth <= _MAX_DEPTH:
             return self.of_key(key, after, depth + 1)
+        if key is None and isinstance(expr, (cst.Subscript, cst.Attribute)) and depth <= _MAX_DEPTH:
+            return self.of_expr(expr.value, after, depth + 1)  # model.init(k, x)["params"]: part of a new value
+        if (key is not None and len(key) > 1 and self.owner_of(key[:1]) == "local" and depth <= _MAX_DEPTH
+                and not self.flow.captured.intersection(key[:1])):
+            # variables["params"]: a part of a local value, own if the whole is and nothing reads the rest
+            shared = tuple(self._held_elsewhere({key[0]}, None, after, 0))
+            return self.of_key(key[:1], after, depth + 1) + [Origin(DERIVED, line, text, shared_with=shared)]
         if key is not None:
             owner = self.owner_of(key)
             who = {"param": "the caller's", "attribute": "an attribute's", "global": "a global's"}.get(owner, "")
@@ -188,43 +240,245 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
         if method in _FRESH_METHODS and len(call.args) > 1:
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
-        shared = self._shared_sources(call, after)
+        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value, depth):
+            return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
+        if self._is_transform_init(call.func):
+            return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
+        effect = call_effect(qualified, method if qualified is None else None)
+        if effect == NEW:
+            return [Origin(FRESH, line, text)]
+        if effect == TWICE:
+            return [Origin(UNKNOWN, line, f"`{text}` holds the same arrays twice")]
+        if effect in (HOLDS, PARTITION, READS) or (qualified is None and method is None and is_constructor_like(call)):
+            return self._of_holding_call(call, after, depth, line, text)
+        arg_reasons = self._arg_reasons(call, after)
+        shared = tuple(reason for _, reason in arg_reasons)
         key = ref_key(call.func)
         if key is not None:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
             if maybe or (qualified is None and key[0] in ctx.module_functions):
-                return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared)]
+                return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared,
+                               arg_reasons=arg_reasons)]
         if method is not None and qualified is None:
-            # obj.method(...): may return the object's own arrays (``self.get_state()``,
-            # ``state.replace(step=0)`` shares every leaf it does not replace).
+            # obj.method(...): may return the object's own arrays (``self.get_state()``).
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
-    def _shared_sources(self, call: cst.Call, after: Point, depth: int = 0) -> tuple[str, ...]:
-        """The values a library call was given that may share buffers with
-        its result and are still held after the donating call: read again,
-        the caller's, held by an attribute or a global, or made (one more
-        call back) from such a value (``gdef, gstate = nnx.split(self)``)."""
-        reasons: list[str] = []
+    def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str) -> list[Origin]:
+        """A call whose result holds its arguments as they are (``TrainState.create``,
+        ``.replace``, a dataclass): the result is own only if each held argument
+        is, and none is still held elsewhere after the donating call."""
+        held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
+        if (isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
+                and not _is_class_name(call.func.value)):
+            held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
+        reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
+        seen: list[tuple[RefKey, str]] = []
+        for value in held:
+            through = self.ctx.text(value)
+            keys = self._may_contain(value)
+            for key, other in seen:
+                if any(overlaps(key, mine) for mine in keys):
+                    shown = render(key).split("<")[0].rstrip(".")
+                    return [Origin(UNKNOWN, line, f"`{text}` may hold `{shown}` twice (through `{other}` "
+                                                  f"and `{through}`)")]
+            seen.extend((key, through) for key in keys)
+        out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
+        if depth <= _MAX_DEPTH:
+            for value in held:
+                if self.array_free(value):
+                    continue
+                for origin in self.of_expr(value, after, depth + 1):
+                    if origin.kind in (UNKNOWN, CALL, DERIVED):
+                        out.append(origin)
+        return out
+
+    def _may_contain(self, value, depth: int = 0) -> set[RefKey]:
+        """What ``value`` may hold arrays of, as keys: the values it passes, and
+        (two steps back) the inputs of calls not known to return new memory
+        (``opt_state = opt_init(params)`` may contain ``params``).  Disjoint
+        parts get keys that do not overlap (``variables["params"]``, the
+        elements unpacked from ``nnx.split(model, nnx.Param, Count)``)."""
+        if depth > 2 or value is None or self.array_free(value):
+            return set()
+        key = ref_key(value)
+        if key is not None:
+            keys = {key}
+            if len(key) == 1 and self.owner_of(key) == "local":
+                for event in self.writes_of(key):
+                    if event.origin is None or ref_key(event.origin) == key:
+                        continue
+                    inner = self._may_contain(event.origin, depth + 1)
+                    if event.origin_kind == "unpack" and isinstance(event.origin, cst.Call) and \
+                            call_effect(self.ctx.imports.resolve(event.origin.func)) == PARTITION:
+                        inner = {k + (f"<part {event.detail}>",) for k in inner}  # disjoint parts
+                    keys |= inner
+            return keys
+        if isinstance(value, cst.Call):
+            if self._makes_new_memory(value):
+                return set()
+            parts = [arg.value for arg in value.args]
+            if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
+                parts.append(value.func.value)  # tx.init(params): the receiver may hand out what it holds
+            return set().union(*(self._may_contain(part, depth + 1) for part in parts))
+        if isinstance(value, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
+            return set().union(*(self._may_contain(e.value, depth) for e in value.elements
+                                 if isinstance(e, (cst.Element, cst.DictElement, cst.StarredElement))))
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return set()  # arithmetic makes new arrays
+        if isinstance(value, cst.IfExp):
+            return self._may_contain(value.body, depth) | self._may_contain(value.orelse, depth)
+        if isinstance(value, (cst.Subscript, cst.Attribute)):
+            return self._may_contain(value.value, depth)
+        return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+
+    def _makes_new_memory(self, call: cst.Call) -> bool:
+        """Whether ``call``'s result is known to be new buffers only."""
+        qualified = self.ctx.imports.resolve(call.func)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if is_fresh_constructor(qualified) or is_host_producer(qualified) or is_prng_producer(qualified):
+            return True
+        if call_effect(qualified, method if qualified is None else None) == NEW:
+            return True
+        if method in _FRESH_METHODS and len(call.args) > 1:
+            return True
+        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value):
+            return True
+        key = ref_key(call.func)
+        return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
+
+    def _is_transform_init(self, func) -> bool:
+        """Whether ``func`` is a local name bound only as the ``init`` of a pure
+        transform pair (``params_init, loss_fn = hk.transform(f)``)."""
+        key = ref_key(func)
+        if key is None or len(key) != 1 or self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "unpack" and isinstance(event.origin, cst.Call)
+            and event.detail == str(INIT_APPLY_PAIRS.get(self.ctx.imports.resolve(event.origin.func), -1))
+            for event in writes)
+
+    def _is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
+        (``optax.adam(1e-3)``, a chain of such, or a local name bound only to one)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.imports.resolve(expr.func)
+            if qualified not in OPTAX_NEW_STATE:
+                return False
+            if qualified == "optax.chain":
+                return all(self._is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
+            return True
+        key = ref_key(expr)
+        if key is None or len(key) != 1:
+            return False
+        if self.owner_of(key) == "global":
+            values = self.ctx.module_values(key[0])  # tx = optax.adam(1e-3) at module level
+            return bool(values) and all(self._is_new_state_optimizer(value, depth + 1) for value in values)
+        if self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "value" and event.origin is not None
+            and self._is_new_state_optimizer(event.origin, depth + 1) for event in writes)
+
+    def array_free(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr``'s value provably holds no device array (by origin:
+        a literal, a known array-free call, a name bound only to such)."""
+        if depth > _MAX_DEPTH or expr is None:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                             cst.FormattedString, cst.Lambda)):
+            return True
+        if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+            return True
+        if isinstance(expr, cst.Subscript):
+            return self.array_free(expr.value, depth + 1)  # x.shape[0], config["lr"]
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return all(self.array_free(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return all(isinstance(e, cst.DictElement) and self.array_free(e.value, depth + 1)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.imports.resolve(expr.func)
+            if qualified is None and isinstance(expr.func, cst.Name):
+                qualified = expr.func.value  # builtins: len, int, str, ...
+            kind = array_free_call(qualified)
+            if kind == "always":
+                return True
+            if kind == "if_args":
+                return all(self.array_free(a.value, depth + 1) for a in expr.args)
+            return False
+        key = ref_key(expr)
+        if key is None:
+            return False
+        resolved = self.ctx.imports.resolve(expr)
+        if array_free_call(resolved) == "value":
+            return True  # absl.flags.FLAGS
+        if resolved is not None and _is_library_class(resolved):
+            return True  # nnx.Param, optax.ScaleByAdamState: a class, not a value
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
+                return True
+            return self.array_free(expr.value, depth + 1)  # FLAGS.batch_size, config.model
+        if len(key) != 1:
+            return False
+        owner = self.owner_of(key)
+        if owner == "param":
+            # annotated array-free, and any rebinding in the body array-free too
+            return key[0] in self.array_free_params and all(
+                event.origin is None or self.array_free(event.origin, depth + 1) for event in self.writes_of(key))
+        if owner == "global":
+            if self.ctx.module_values(key[0]) is None and key[0] in self.ctx.module_definitions:
+                return True  # a class or function defined at module level, not a value with arrays
+            values = self.ctx.module_values(key[0])
+            return bool(values) and all(self.array_free(value, depth + 1) for value in values)
+        if owner != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "value" and event.origin is not None
+            and self.array_free(event.origin, depth + 1) for event in writes)
+
+    def _arg_reasons(self, call: cst.Call, after: Point, values=None) -> tuple[tuple[str, str], ...]:
+        """Per argument of ``call`` (``"0"``, ``"1"``, ... or its keyword), why the
+        value it passes may still be held after the donating call: read again,
+        the caller's, held by an attribute or a global, passed twice, or made
+        (one more call back) from such a value (``gdef, gstate = nnx.split(self)``).
+        Arguments that provably hold no arrays are left out."""
+        if values is None:
+            slots = [("*" if arg.star else arg.keyword.value if arg.keyword is not None else str(i), arg.value)
+                     for i, arg in enumerate(call.args)]
+        else:
+            slots = [("", value) for value in values]
+        out: list[tuple[str, str]] = []
         seen_args: set[RefKey] = set()
-        for arg in call.args:
-            key = ref_key(arg.value)
-            if key is None:
+        for slot, value in slots:
+            if self.array_free(value):
                 continue
-            if key in seen_args:
-                reasons.append(f"`{self.ctx.text(arg.value)}`, passed twice")
-            seen_args.add(key)
-            owner = self.owner_of(key)
-            if len(key) > 1 and owner in ("attribute", "global", "param"):
-                reasons.append(f"`{self.ctx.text(arg.value)}`, which something else still holds")
-        for name in sorted(_names_in(call)):
+            key = ref_key(value)
+            if key is not None:
+                if key in seen_args:
+                    out.append((slot, f"`{self.ctx.text(value)}`, passed twice"))
+                seen_args.add(key)
+                if len(key) > 1 and self.owner_of(key) in ("attribute", "global", "param"):
+                    out.append((slot, f"`{self.ctx.text(value)}`, which something else still holds"))
+            contained = {key[0] for key in self._may_contain(value)}
+            out.extend((slot, reason) for reason in self._held_elsewhere(contained, call, after, 0))
+        return tuple(out)
+
+    def _held_elsewhere(self, names, call: cst.Call, after: Point, depth: int) -> list[str]:
+        reasons: list[str] = []
+        for name in sorted(names):
             if depth < 2 and self.owner_of((name,)) == "local":
                 for event in self.writes_of((name,)):
                     # Followed back only through views of their argument
                     # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
                     if (isinstance(event.origin, cst.Call) and event.origin is not call
                             and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))):
-                        inner = self._shared_sources(event.origin, after, depth + 1)
+                        inner = self._held_elsewhere(_names_in(event.origin), event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
                 owner = self.owner_of(key)
@@ -236,7 +490,7 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
-        return tuple(reasons)
+        return reasons
 
     def _aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
         """``key`` and the names it was copied from (``params = initial_params``),
@@ -253,8 +507,34 @@ class Provenance:
 def _names_in(call: cst.Call) -> set[str]:
     """Names whose values a call receives as arguments (a method's receiver
     rarely shares buffers with its result: ``model.init``, ``tx.update``)."""
+    return set().union(*(_names_in_expr(arg.value) for arg in call.args))
+
+
+_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "haiku", "chex", "orbax", "numpy", "ml_collections"})
+
+
+def _is_library_class(qualified: str) -> bool:
+    """``flax.nnx.Param``: a capitalised name imported from a known library."""
+    parts = qualified.lstrip(".").split(".")
+    return parts[0] in _LIBRARIES and len(parts) > 1 and parts[-1][:1].isupper() and not parts[-1].isupper()
+
+
+def _is_static_field(call: cst.Call, arg: cst.Arg) -> bool:
+    """``tx=`` and ``apply_fn=`` of ``TrainState.create``: static fields, not leaves."""
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "create"
+            and arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)
+
+
+def _is_class_name(expr) -> bool:
+    """``TrainState`` in ``TrainState.create(...)``: a class, not a value."""
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    return name[:1].isupper() and not name.isupper()
+
+
+def _names_in_expr(expr) -> set[str]:
+    """Names whose values ``expr`` may pass on (not callees' function attributes)."""
     names: set[str] = set()
-    stack: list[cst.CSTNode] = [arg.value for arg in call.args]
+    stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name):
@@ -268,63 +548,187 @@ def _names_in(call: cst.Call) -> set[str]:
     return names
 
 
-def return_sharing(function: cst.FunctionDef) -> str | None:
-    """Why ``function``'s result may share buffers with other values, or None.
+@dataclass(frozen=True)
+class FunctionSummary:
+    """What a project function's result holds, for its callers (per-file fact).
 
-    It may when a returned container holds one value twice (``{"mu": zeros,
-    "nu": zeros}``: donating it fails with "Attempt to donate the same
-    buffer twice") or when it returns one of its parameters as it is.
+    ``twice``: why the result holds one value in two places (the EMA helper
+    ``TrainState.create(params=params, ema_params=params, ...)``), or None;
+    ``returned``: the parameters whose arrays the result may hold as they are
+    (in whole or in part), so the caller's argument there shares them.
+    A result that holds neither is new memory, as far as its body shows.
+    ``keeps``: whether passing it a value may keep that value alive after
+    the call (:func:`keeps_arguments`).
     """
-    return _returned_twice(function) or _returned_parameter(function)
+
+    twice: str | None = None
+    returned: tuple[str, ...] = ()
+    keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
 
 
-def _returns(function: cst.FunctionDef):
-    from jaxmem.lint.walk import small_statements, suite_statements
-
-    for small in small_statements(suite_statements(function.body), into_scopes=False):
-        if isinstance(small, cst.Return) and small.value is not None:
-            yield small.value
+_Held = tuple[tuple[RefKey, bool], ...]  # (what is held as-is, certainly (or only maybe))
+_MAX_HELD = 64  # what one local may hold before the summary gives up (and assumes the worst)
+_MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap more
 
 
-def _returned_twice(function: cst.FunctionDef) -> str | None:
-    for value in _returns(function):
-        seen: set[RefKey] = set()
-        for key in _container_refs(value):
-            if key in seen:
-                return f"`{function.name.value}` returns `{'.'.join(key)}` in two places"
-            seen.add(key)
-    return None
+def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
+                       summary_of=None) -> FunctionSummary:
+    """The :class:`FunctionSummary` of ``function`` from its body alone.
+
+    Flow-insensitive over the body (a name holds the union of what all its
+    assignments hold), through literal containers, constructor-like calls and
+    the holding calls of :mod:`jaxmem.lint.array_api`.  An unknown call may
+    return any of its arguments (a "maybe" hold: it counts for ``returned``,
+    not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
+    ``summary_of(name)`` gives the summaries of the file's other top-level
+    functions, so a helper calling a helper is followed."""
+    from jaxmem.lint.walk import descendants, small_statements, suite_statements
+
+    params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params]]
+    if isinstance(function.params.star_arg, cst.Param):
+        params.append(function.params.star_arg.name.value)
+    if function.params.star_kwarg is not None:
+        params.append(function.params.star_kwarg.name.value)
+    holder = _Holdings(imports, set(params), summary_of)
+    name = function.name.value
+    smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
+    returned: list[_Held] = []
+    for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
+        returned = []
+        for small in smalls:
+            if isinstance(small, cst.Return) and small.value is not None:
+                returned.append(holder.held(small.value))
+            elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and small.value is not None:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                held = holder.held(small.value)
+                for target in targets:
+                    holder.bind(target, held)
+    if holder.overflow:
+        # too many values flow together to follow: assume the worst, cheaply
+        return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
+    if any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
+        # a generator (or coroutine) object holds its arguments until it runs
+        returned.append(tuple(((p,), False) for p in params))
+    twice = None
+    roots: list[str] = []
+    for held in returned:
+        certain = [key for key, sure in held if sure]
+        for i, key in enumerate(certain):
+            if twice is None and any(overlaps(key, other) for other in certain[:i]):
+                twice = f"`{name}` returns `{'.'.join(key)}` in two places"
+        roots.extend(key[0] for key, sure in held
+                     if key[0] in holder.params and key[0] not in roots and (sure or not certain_only))
+    return FunctionSummary(twice, tuple(p for p in params if p in roots))
 
 
-def _returned_parameter(function: cst.FunctionDef) -> str | None:
-    params = {p.name.value for p in [*function.params.posonly_params, *function.params.params,
-                                      *function.params.kwonly_params]}
-    for value in _returns(function):
-        for key in _container_refs(value):
-            if key[0] in params:
-                return f"`{function.name.value}` returns its argument `{key[0]}` (or part of it)"
-    return None
+class _Holdings:
+    """What each local name of one body holds as-is, in terms of parameters
+    and of locals made fresh (so ``z = zeros(...); return z, z`` is caught)."""
 
+    def __init__(self, imports, params: set[str], summary_of=None) -> None:
+        self.imports = imports
+        self.params = params
+        self.summary_of = summary_of
+        self.names: dict[str, _Held] = {}
+        self.overflow = False
 
-def _container_refs(expr) -> list[RefKey]:
-    """Keys a returned value holds as-is, through literal containers."""
-    key = ref_key(expr)
-    if key is not None:
-        return [key]
-    if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)):
-        return [k for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))
-                for k in _container_refs(e.value)]
-    if isinstance(expr, cst.Call):
-        # dict(mu=zeros, nu=zeros), State(mu=zeros, nu=zeros): arguments kept as-is
-        return [k for a in expr.args for k in _container_refs(a.value)] if _is_constructor_like(expr) else []
-    return []
+    def bind(self, target, held: _Held) -> None:
+        if isinstance(target, cst.Name):
+            # the union with earlier bindings, keeping what one binding holds twice (at most twice)
+            merged = list(self.names.get(target.value, ()))
+            for h in dict.fromkeys(held):
+                need = min(held.count(h), 2)
+                merged.extend([h] * max(0, need - merged.count(h)))
+            merged = tuple(merged)
+            if len(merged) > _MAX_HELD:
+                self.overflow = True
+                merged = merged[:_MAX_HELD]
+            self.names[target.value] = merged
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            maybe = tuple((key, False) for key, _ in held)  # unpacking: each part may hold any of it
+            for element in target.elements:
+                self.bind(element.value, maybe)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, tuple((key, False) for key, _ in held))
 
+    def held(self, expr) -> _Held:
+        """What the value of ``expr`` holds as-is (a key listed twice: held twice)."""
+        out = self._held(expr)
+        if len(out) > 4 * _MAX_HELD:
+            self.overflow = True
+            out = out[:4 * _MAX_HELD]
+        return out
 
-def _is_constructor_like(call: cst.Call) -> bool:
-    """``dict(...)``, ``State(...)``: a call that stores its arguments (capitalised or ``dict``)."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name == "dict" or name[:1].isupper()
+    def _held(self, expr) -> _Held:
+        if expr is None:
+            return ()
+        if isinstance(expr, cst.Name):
+            if expr.value in self.params:
+                return (((expr.value,), True),)
+            if expr.value in self.names:
+                # the local's own value (returned twice is twice), and what it holds
+                return (((expr.value,), True),) + self.names[expr.value]
+            return ()
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
+                return ()
+            # keys stop growing at _MAX_KEY parts (shorter keys overlap more: conservative)
+            return tuple(((key + (expr.attr.value,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
+        if isinstance(expr, cst.Subscript):
+            keys = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
+            if len(keys) == 1 and isinstance(keys[0], (cst.SimpleString, cst.Integer)):
+                part = f"[{keys[0].value}]"  # p["w"] and p["b"] are different leaves
+                return tuple(((key + (part,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
+            return self.held(expr.value)
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return tuple(h for e in expr.elements for h in self.held(e.value))
+        if isinstance(expr, cst.Dict):
+            return tuple(h for e in expr.elements for h in self.held(e.value))
+        if isinstance(expr, cst.IfExp):
+            body = self.held(expr.body)
+            return body + tuple(h for h in self.held(expr.orelse) if h not in body)
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Lambda,
+                             cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return ()
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.BooleanOperation):
+            return tuple((key, False) for key, _ in self.held(expr.left) + self.held(expr.right))
+        # comprehensions, awaits, ...: may hold anything they read
+        return tuple((key, False) for name in _names_in_expr(expr) for key, _ in self.held(cst.Name(name)))
+
+    def _call(self, call: cst.Call) -> _Held:
+        qualified = self.imports.resolve(call.func) if self.imports is not None else None
+        if qualified is None and isinstance(call.func, cst.Name):
+            qualified = call.func.value  # builtins: len(x), int(x)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if is_fresh_constructor(qualified) or is_host_producer(qualified):
+            return ()
+        if qualified in TREE_MAPS and call.args and is_fresh_constructor(
+                self.imports.resolve(call.args[0].value) if self.imports is not None else None):
+            return ()  # tree_map(jnp.zeros_like, params): new arrays
+        if array_free_call(qualified) in ("always", "if_args"):
+            return ()  # len(x), optax.adam(lr): no arrays
+        if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):
+            return ()  # new arrays (jnp.asarray is HOLDS, handled below)
+        if method in _FRESH_METHODS and len(call.args) > 1:
+            return ()
+        effect = call_effect(qualified, method if qualified is None else None)
+        if effect == NEW and qualified not in ("jax.numpy.asarray",):
+            return ()
+        args = [a for a in call.args if not _is_static_field(call, a)]
+        parts = tuple(h for a in args for h in self.held(a.value))
+        if isinstance(call.func, cst.Attribute) and qualified is None:
+            parts += self.held(call.func.value)
+        if effect == TWICE:
+            return parts + parts
+        if effect in (HOLDS, PARTITION, READS) or is_constructor_like(call):
+            return parts
+        helper = self.summary_of(call.func.value) if self.summary_of and isinstance(call.func, cst.Name) else None
+        if helper is not None and helper.twice:
+            return parts + parts  # a helper returning one value twice, given ours
+        return tuple((key, False) for key, _ in parts)
 
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:
@@ -334,7 +738,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     from jaxmem.lint.flow import CONTAINER_METHODS
     from jaxmem.lint.walk import statements, suite_statements
 
-    if _returned_parameter(function) is not None:
+    if summarize_function(function, None, certain_only=True).returned:
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):

@@ -34,12 +34,14 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxmem.lint.array_api import (
+    CARRY_PRESERVING,
     PRNG_CONSUMERS_PREFIX,
     SHAPE_CHANGING,
     SHAPE_CHANGING_METHODS,
     SHAPE_PRESERVING,
     SHAPE_PRESERVING_METHODS,
     TREE_MAPS,
+    is_constructor_like,
 )
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.walk import children, small_statements, suite_statements
@@ -117,6 +119,10 @@ class _Body:
             return _EMPTY
         if qualified in TREE_MAPS:
             return _union(*arg_flows[1:]) if arg_flows else _EMPTY
+        if qualified in CARRY_PRESERVING:
+            position = CARRY_PRESERVING[qualified]
+            return arg_flows[position] if len(arg_flows) > position and not any(a.keyword for a in call.args) \
+                else _maybe(_union(*arg_flows))
         if qualified in SHAPE_PRESERVING:
             return _union(*arg_flows)
         if isinstance(call.func, cst.Attribute):
@@ -127,7 +133,7 @@ class _Body:
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
             return _maybe(_union(receiver, *arg_flows))
-        if _is_constructor_like(call):
+        if is_constructor_like(call):
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         return _maybe(_union(self.expr(call.func), *arg_flows))
 
@@ -169,12 +175,6 @@ def _targets(target) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _targets(target.value)
     return []
-
-
-def _is_constructor_like(call: cst.Call) -> bool:
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name in ("dict", "tuple", "list") or (name[:1].isupper() and not name.isupper())
 
 
 def _is_scalar_param(param: cst.Param) -> bool:

@@ -56,9 +56,13 @@ RULE = Rule(
     at every call site in the run the argument is a local value of the
     calling scope, rebound by the call, with no alias, escape or later read
     on any path; its buffers are its own (made by a jitted call, an array
-    constructor, arithmetic, or a project function whose body returns no
-    value twice and none of its arguments; not a loop variable taken from a
-    container, not a value a library call made from something still read);
+    constructor, arithmetic, a standard optax `init`, or a project function
+    (in any file) whose body returns no value twice and none of the
+    arguments still held after the call; not a loop variable taken from a
+    container, not a value a library call made from something still read,
+    not `LookaheadParams.init_synced`, which holds one tree twice; values
+    that hold no arrays, such as configs, flags, paths and devices, never
+    count as sharing);
     and the body has an output built from it. Anything less is medium (the
     message says why) and applied only with `--unsafe-fixes`. `jaxmem
     verify` confirms the aliasing on the backend.

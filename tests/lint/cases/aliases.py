@@ -99,6 +99,27 @@ def generator_keeps_its_iterable(batches):
     return list(doubled)
 
 
+def generator_keeps_what_its_iterable_call_returns(batches):
+    params = {"w": jnp.ones(3)}
+    sums = (float(x.sum()) for x in jax.tree.leaves(params))
+    params = update(params, batches)  # JXM104
+    return list(sums)
+
+
+def generator_keeps_its_iterable_method_result(batches):
+    params = {"w": jnp.ones(3)}
+    sums = (float(x.sum()) for _, x in params.items())
+    params = update(params, batches)  # JXM104
+    return list(sums)
+
+
+def list_comprehension_is_evaluated_at_once(batches):
+    params = {"w": jnp.ones(3)}
+    sums = [float(x.sum()) for x in jax.tree.leaves(params)]
+    params = update(params, batches)
+    return sums, params
+
+
 def none_is_a_value_not_a_variable(trees):
     total = None
     for tree in trees:

@@ -1,0 +1,204 @@
+"""Patterns where donating the state crashes: the default ``jaxmem-fix`` must
+leave them runnable (issue 14).
+
+Each program runs as written; with the donation forced onto the step it
+really crashes (so the pattern is real); after the default ``jaxmem-fix``
+it still runs.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flax")
+pytest.importorskip("optax")
+
+STEP_MARK = "@jax.jit  # the step\n"
+DONATING = "@functools.partial(jax.jit, donate_argnums=0)  # the step\n"
+
+EMA_STATE = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import struct
+    from flax.training import train_state
+
+
+    class EmaState(train_state.TrainState):
+        ema_params: dict = struct.field(default=None)
+"""
+
+EMA_STEP = """
+    @jax.jit  # the step
+    def train_step(state, batch):
+        grads = jax.tree_util.tree_map(lambda p: p * batch.mean(), state.params)
+        state = state.apply_gradients(grads=grads)
+        ema = jax.tree_util.tree_map(lambda e, p: 0.9 * e + 0.1 * p, state.ema_params, state.params)
+        return state.replace(ema_params=ema)
+
+
+    def main():
+        params = {"w": jnp.ones((4, 4)), "b": jnp.zeros((4,))}
+        state = make_state(params, optax.sgd(0.1))
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state.params["w"].sum()))
+
+
+    main()
+"""
+
+PROGRAMS = {
+    # The EMA copy built by a helper: every parameter buffer is held twice.
+    "ema-helper": {"train.py": EMA_STATE + """
+
+    def make_state(params, tx):
+        return EmaState.create(apply_fn=None, params=params, ema_params=params, tx=tx)
+
+    """ + EMA_STEP},
+    # The same helper in another module, through a local variable.
+    "ema-helper-other-module": {
+        "states.py": EMA_STATE + """
+
+    def make_state(params, tx):
+        state = EmaState.create(apply_fn=None, params=params, ema_params=params, tx=tx)
+        return state
+    """,
+        "train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from states import make_state
+
+    """ + EMA_STEP},
+    # optax's lookahead recipe: the same tree as fast and slow parameters.
+    "lookahead": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    tx = optax.lookahead(optax.sgd(0.1), sync_period=2, slow_step_size=0.5)
+
+
+    @jax.jit  # the step
+    def train_step(params, opt_state, batch):
+        grads = jax.tree_util.tree_map(lambda p: p * batch.mean(), params.fast)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return params, opt_state
+
+
+    def main():
+        params = {"w": jnp.ones((4, 4))}
+        opt_state = tx.init(params)
+        params = optax.LookaheadParams.init_synced(params)
+        for _ in range(3):
+            params, opt_state = train_step(params, opt_state, jnp.ones((2, 4)))
+        print(float(params.slow["w"].sum()))
+
+
+    main()
+    """},
+    # An optimizer init jaxmem cannot see may keep the parameters: the state then holds them twice.
+    "unseen-init-keeps-params": {"train.py": """
+    import functools
+    import typing
+
+    import jax
+    import jax.numpy as jnp
+
+
+    class TrainingState(typing.NamedTuple):
+        params: dict
+        opt_state: dict
+
+
+    def make_optimizer():
+        return (lambda p: {"slow": p}), None
+
+
+    @jax.jit  # the step
+    def update(state, batch):
+        return jax.tree_util.tree_map(lambda s: s + batch.mean(), state)
+
+
+    def main():
+        opt_init, _ = make_optimizer()
+        initial_params = {"w": jnp.ones((4, 4))}
+        initial_opt_state = opt_init(initial_params)
+        state = TrainingState(params=initial_params, opt_state=initial_opt_state)
+        for _ in range(3):
+            state = update(state, jnp.ones((2, 4)))
+        print(float(state.params["w"].sum()))
+
+
+    main()
+    """},
+    # A generator made before the step holds the old leaves until it is consumed.
+    "generator": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x + batch.mean(), state)
+
+
+    def main():
+        state = {"w": jnp.ones((4, 4)), "b": jnp.zeros((4,))}
+        sums = (float(x.sum()) for x in jax.tree.leaves(state))
+        state = train_step(state, jnp.ones((2, 4)))
+        print(list(sums), float(state["w"].sum()))
+
+
+    main()
+    """},
+}
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+    return folder / "train.py"
+
+
+def _run(program: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, program.name], cwd=program.parent, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_default_fix_does_not_make_the_program_crash(name, tmp_path):
+    program = _write(tmp_path, PROGRAMS[name])
+    original = _run(program)
+    assert original.returncode == 0, original.stderr
+
+    source = program.read_text()
+    assert STEP_MARK in source
+    program.write_text(source.replace(STEP_MARK, DONATING))
+    forced = _run(program)
+    assert forced.returncode != 0, "donating the state should crash this program"
+    assert "donate the same buffer twice" in forced.stderr or "has been deleted" in forced.stderr, forced.stderr
+
+    program.write_text(source)
+    fix = Path(sys.executable).parent / "jaxmem-fix"
+    done = subprocess.run([str(fix), "--no-cache", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    fixed = _run(program)
+    assert fixed.returncode == 0, program.read_text() + fixed.stderr
+    assert fixed.stdout == original.stdout
+    assert "donate_argnums=0" not in program.read_text() and "donate_argnums=(0" not in program.read_text()

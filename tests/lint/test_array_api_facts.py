@@ -1,0 +1,220 @@
+"""Every entry of the library-call table in ``lint/array_api.py`` checked
+under real JAX: what a call's result holds is tested by buffer identity."""
+
+import copy
+import typing
+
+import pytest
+
+from jaxmem.lint import array_api
+from jaxmem.lint.array_api import HOLDS, NEW, READS, TWICE, call_effect
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+optax = pytest.importorskip("optax")
+flax = pytest.importorskip("flax")
+
+
+def _pointers(tree) -> list[int]:
+    return [leaf.unsafe_buffer_pointer() for leaf in jax.tree.leaves(tree) if isinstance(leaf, jax.Array)]
+
+
+def _params():
+    return {"w": jnp.ones((3, 4)), "b": jnp.arange(4.0)}
+
+
+def _shares(result, params) -> bool:
+    return bool(set(_pointers(result)) & set(_pointers(params)))
+
+
+# Arguments to build each optax transform of OPTAX_NEW_STATE.
+_OPTAX_ARGS = {
+    "clip_by_global_norm": (1.0,), "clip": (1.0,), "add_decayed_weights": (1e-4,), "scale": (0.5,),
+    "scale_by_adam": (), "scale_by_rms": (), "zero_nans": (), "identity": (), "scale_by_learning_rate": (1e-3,),
+    "scale_by_schedule": (optax.constant_schedule(1e-3),), "trace": (0.9,), "ema": (0.9,),
+    "noisy_sgd": (1e-3,), "adafactor": (1e-3,), "fromage": (1e-3,),
+}
+
+
+@pytest.mark.parametrize("name", sorted(array_api.OPTAX_NEW_STATE - {"optax.chain"}))
+def test_standard_optax_init_shares_no_buffer_with_params(name):
+    short = name.removeprefix("optax.")
+    tx = getattr(optax, short)(*_OPTAX_ARGS.get(short, (1e-3,)))
+    params = _params()
+    assert not _shares(tx.init(params), params)
+
+
+def test_chain_of_standard_transforms_shares_no_buffer():
+    params = _params()
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3), optax.sgd(0.1, momentum=0.9))
+    assert not _shares(tx.init(params), params)
+
+
+def test_lookahead_keeps_params_and_init_synced_holds_the_same_tree_twice():
+    params = _params()
+    assert call_effect("optax.LookaheadParams.init_synced") == TWICE
+    synced = optax.LookaheadParams.init_synced(params)
+    assert _pointers(synced.fast) == _pointers(synced.slow) == _pointers(params)
+    assert "optax.lookahead" not in array_api.OPTAX_NEW_STATE
+
+
+def test_train_state_create_holds_params_by_identity():
+    from flax.training import train_state
+
+    assert call_effect("flax.training.train_state.TrainState.create") == HOLDS
+    params = _params()
+    state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+    assert state.params["w"] is params["w"]
+    # tx and apply_fn are static fields: not leaves of the state
+    assert {"apply_fn", "tx"} <= array_api.STATIC_FIELDS
+    assert len(jax.tree.leaves(state)) == len(jax.tree.leaves((state.step, params, state.opt_state)))
+
+
+def test_replace_holds_the_fields_it_does_not_replace():
+    from flax.training import train_state
+
+    assert call_effect(None, "replace") == HOLDS
+    state = train_state.TrainState.create(apply_fn=None, params=_params(), tx=optax.sgd(0.1))
+    new = state.replace(step=state.step + 1)
+    assert new.params["b"] is state.params["b"]
+
+
+def test_namedtuple_replace_and_constructors_hold_their_arguments():
+    class Pair(typing.NamedTuple):
+        a: jax.Array
+        b: jax.Array
+
+    x, y = jnp.ones(2), jnp.zeros(2)
+    assert call_effect(None, "_replace") == HOLDS
+    assert Pair(x, y)._replace(b=x).a is x
+    assert call_effect("dict") == call_effect("tuple") == call_effect("list") == HOLDS
+    assert dict(a=x)["a"] is x and tuple([x])[0] is x
+
+
+def test_device_put_and_asarray_may_return_the_very_same_array():
+    x = jnp.ones(3)
+    assert call_effect("jax.device_put") == call_effect("jax.numpy.asarray") == HOLDS
+    assert jax.device_put(x) is x
+    assert jnp.asarray(x) is x
+
+
+@pytest.mark.parametrize("name,make", [
+    ("copy.deepcopy", copy.deepcopy), ("jax.numpy.copy", lambda t: jax.tree.map(jnp.copy, t)),
+    ("jax.numpy.zeros_like", lambda t: jax.tree.map(jnp.zeros_like, t)),
+    ("jax.numpy.ones_like", lambda t: jax.tree.map(jnp.ones_like, t)),
+    ("optax.tree_utils.tree_zeros_like", optax.tree_utils.tree_zeros_like),
+])
+def test_new_memory_calls_share_no_buffer(name, make):
+    params = _params()
+    assert call_effect(name) == NEW
+    assert not _shares(make(params), params)
+
+
+def test_nnx_split_and_state_hold_the_modules_arrays():
+    from flax import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    kernel = model.kernel[...]
+    _, state = nnx.split(model)
+    assert call_effect("flax.nnx.split") == array_api.PARTITION and call_effect("flax.nnx.state") == HOLDS
+    assert kernel.unsafe_buffer_pointer() in _pointers(state)
+    assert kernel.unsafe_buffer_pointer() in _pointers(nnx.state(model))
+
+
+def test_equinox_partition_holds_the_arrays():
+    eqx = pytest.importorskip("equinox")
+
+    tree = {"w": jnp.ones(3), "n": 2}
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    assert call_effect("equinox.partition") == array_api.PARTITION and call_effect("equinox.combine") == HOLDS
+    assert arrays["w"] is tree["w"]
+    assert eqx.combine(arrays, static)["w"] is tree["w"]
+
+
+def test_flax_freeze_and_unfreeze_hold_the_leaves():
+    from flax.core import freeze, unfreeze
+
+    params = _params()
+    assert call_effect("flax.core.freeze") == call_effect("flax.core.unfreeze") == HOLDS
+    assert unfreeze(freeze(params))["w"] is params["w"]
+
+
+def test_reading_calls_return_or_keep_nothing_new():
+    x = jnp.ones(3)
+    assert call_effect("jax.block_until_ready") == call_effect("print") == READS
+    assert call_effect("logging.info") == call_effect("absl.logging.info") == READS
+    assert jax.block_until_ready(x) is x  # returns its argument: a holding result, keeps no other reference
+    shapes = jax.eval_shape(lambda t: t, _params())
+    assert not [leaf for leaf in jax.tree.leaves(shapes) if isinstance(leaf, jax.Array)]
+
+
+def test_array_free_calls_hold_no_array():
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = jax.devices()
+    mesh = Mesh(devices, ("data",))
+    values = [len(devices), jax.local_devices(), jax.device_count(), jax.process_index(), mesh,
+              NamedSharding(mesh, PartitionSpec("data")), optax.adam(1e-3), int(jnp.ones(())),
+              jnp.ones((3, 4)).shape[0]]
+    for value in values:
+        assert not [leaf for leaf in jax.tree.leaves(value) if isinstance(leaf, jax.Array)], value
+    for name in ("len", "jax.devices", "jax.local_devices", "jax.device_count", "jax.process_index"):
+        assert array_api.array_free_call(name) == "always"
+    for name in ("jax.sharding.Mesh", "jax.sharding.NamedSharding", "optax.adam", "ml_collections.ConfigDict"):
+        assert array_api.array_free_call(name) == "if_args"
+
+
+def test_every_table_entry_names_the_version_it_was_checked_against():
+    for table in (array_api.CALL_EFFECTS, array_api.METHOD_EFFECTS):
+        for name, (effect, checked) in table.items():
+            assert effect in (NEW, HOLDS, TWICE, READS, array_api.PARTITION), name
+            assert checked.split()[0] in ("jax", "flax", "optax", "equinox", "Python"), name
+
+
+def test_jitted_results_are_new_buffers_even_for_passed_through_outputs():
+    # provenance counts a jitted call's result as fresh: checked here on jax 0.10.2 (CPU),
+    # where an output that is an input passed through still gets its own buffer.
+    x = jnp.ones(3)
+    out = jax.jit(lambda s: {"p": s["p"], "c": s["c"] + 1})({"p": x, "c": jnp.zeros(())})
+    assert out["p"] is not x
+    assert out["p"].unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+
+
+def test_collectives_and_loops_keep_the_carry_shape_and_dtype():
+    state = {"w": jnp.ones((2, 3)), "n": jnp.zeros((), jnp.int32)}
+
+    def same(out, ref):
+        return jax.tree.map(lambda a, b: (a.shape, a.dtype) == (b.shape, b.dtype), out, ref)
+
+    def body(_, s):
+        return jax.tree.map(lambda x: x + 1, s)
+
+    assert all(jax.tree.leaves(same(jax.lax.fori_loop(0, 3, body, state), state)))
+    assert all(jax.tree.leaves(same(jax.lax.while_loop(lambda s: s["n"] < 3, lambda s: body(0, s), state), state)))
+    carry, _ = jax.lax.scan(lambda c, x: (body(0, c), x), state, jnp.arange(3))
+    assert all(jax.tree.leaves(same(carry, state)))
+    assert array_api.CARRY_PRESERVING == {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
+    x = jnp.ones((jax.device_count(), 3))
+    for name in ("pmean", "psum", "pmax", "pmin"):
+        out = jax.pmap(lambda v, f=getattr(jax.lax, name): f(v, "i"), axis_name="i")(x)
+        assert (out.shape, out.dtype) == (x.shape, x.dtype)
+        assert "jax.lax." + name in array_api.SHAPE_PRESERVING
+    out = jax.jit(lambda v: jax.lax.optimization_barrier(jax.lax.with_sharding_constraint(
+        v, jax.sharding.SingleDeviceSharding(jax.devices()[0]))))(x)
+    assert (out.shape, out.dtype) == (x.shape, x.dtype)
+
+
+def test_nnx_split_with_filters_returns_disjoint_states():
+    from flax import nnx
+
+    class Count(nnx.Variable):
+        pass
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            self.count = Count(jnp.zeros(()))
+
+    _, params, counts = nnx.split(Model(), nnx.Param, Count)
+    assert params and counts
+    assert not set(_pointers(params)) & set(_pointers(counts))

@@ -1,0 +1,431 @@
+"""Facts about values and calls decide confidence (issue 14): what library
+calls do with their arguments, values that hold no arrays, and summaries of
+project functions across files.  VALID: proposed at high confidence;
+INVALID: kept at medium (or not proposed), with the reason."""
+
+import textwrap
+
+import pytest
+
+from jaxmem.findings import Confidence
+from jaxmem.lint.engine import facts_for_file, project_hints, report
+from jaxmem.settings import Settings
+
+ALL = Settings(min_confidence=Confidence.LOW)
+
+STEP = """
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import train_state
+
+@jax.jit
+def step(state, batch):
+    return jax.tree_util.tree_map(lambda s: s + batch.mean(), state)
+"""
+
+
+def _run(files: dict[str, str]):
+    texts = {path: textwrap.dedent(text) for path, text in files.items()}
+    hints = project_hints(texts)
+    facts = [facts_for_file(path, text, ALL, hints) for path, text in texts.items()]
+    return {r.path: r for r in report(facts, ALL)}
+
+
+def _state_finding(files: dict[str, str], path: str = "m.py"):
+    found = [f for f in _run(files)[path].findings if f.code == "JXM001" and f.parameter_name == "state"]
+    return found[0] if found else None
+
+
+def _body(text: str) -> dict[str, str]:
+    return {"m.py": STEP + textwrap.dedent(text)}
+
+
+HIGH = [
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="train-state-create-of-own-params"),
+    pytest.param("""
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.lr))
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, id="standard-optax-init-is-new-memory"),
+    pytest.param("""
+        def train(batches):
+            n = len(jax.devices())
+            params = {"w": jnp.ones(3)}
+            state = make_state(params, n, "name")
+            for b in batches:
+                state = step(state, b)
+            print(n)
+            return state
+        """, id="array-free-inputs-read-later-share-nothing"),
+    pytest.param("""
+        def helper(params, config):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(config.lr))
+
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = helper(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="helper-returns-params-not-config"),
+]
+
+HIGH += [
+    pytest.param("""
+        import ml_collections
+        from absl import flags
+
+        FLAGS = flags.FLAGS
+        tx = optax.adamw(1e-3)
+
+        def train(batches, config: ml_collections.ConfigDict, workdir: str):
+            params = {"w": jnp.ones(3)}
+            state = make(params, config, workdir, FLAGS.steps, jax.local_devices())
+            opt_state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+                opt_state = step(opt_state, b)
+            print(config.lr, workdir, FLAGS.steps)
+            return state, opt_state
+        """, id="configs-flags-paths-devices-and-a-module-level-optimizer"),
+]
+
+MEDIUM = [
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, "`params`, read again", id="create-input-read-later"),
+    pytest.param("""
+        def train(batches, holder):
+            params = holder.params
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "`holder", id="create-of-someone-elses-params"),
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = optax.LookaheadParams.init_synced(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "holds the same arrays twice", id="lookahead-init-synced"),
+    pytest.param("""
+        def train(batches, tx):
+            params = {"w": jnp.ones(3)}
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may return arrays its object still holds", id="unknown-optimizer-init"),
+    pytest.param("""
+        def helper(params, tx):
+            state = train_state.TrainState.create(apply_fn=None, params=params, ema=params, tx=tx)
+            return state
+
+        def train(batches):
+            state = helper({"w": jnp.ones(3)}, optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "returns `params` in two places", id="helper-holds-one-value-twice"),
+    pytest.param("""
+        def inner(params):
+            return {"fast": params, "slow": params}
+
+        def helper(params):
+            return inner(params)
+
+        def train(batches):
+            state = helper({"w": jnp.ones(3)})
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "in two places", id="helper-calling-a-helper-that-returns-twice"),
+    pytest.param("""
+        def helper(params, config):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(config.lr))
+
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = helper(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, params
+        """, "`params`, read again", id="helper-returns-params-read-later"),
+]
+
+
+HIGH += [
+    pytest.param("""
+        def split_leaves(params):
+            return {"a": params["w"], "b": params["b"]}
+
+        def train(batches):
+            state = split_leaves({"w": jnp.ones(3), "b": jnp.zeros(3)})
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="helper-returning-two-different-leaves"),
+    pytest.param("""
+        from flax import nnx
+
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = nnx.state(params, nnx.Param)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="library-classes-and-module-functions-are-not-values"),
+]
+
+HIGH += [
+    pytest.param("""
+        import haiku as hk
+
+        def train(batches, f, rng):
+            params_init, loss_fn = hk.without_apply_rng(hk.transform(f))
+            state = params_init(rng, batches[0])
+            for b in batches:
+                state = step(state, b)
+            return state, rng
+        """, id="haiku-transform-init-is-new-memory"),
+    pytest.param("""
+        def train(batches, model, key):
+            state = train_state.TrainState.create(
+                apply_fn=model.apply, params=model.init(key, batches[0])["params"], tx=optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="part-of-a-new-value-is-new"),
+]
+
+HIGH += [
+    pytest.param("""
+        from flax import nnx
+
+        class Count(nnx.Variable):
+            pass
+
+        def train(batches):
+            model = Model()
+            graphdef, params, counts = nnx.split(model, nnx.Param, Count)
+            state = train_state.TrainState.create(apply_fn=None, graphdef=graphdef, params=params,
+                                                  tx=optax.sgd(0.1), counts=counts)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="disjoint-parts-of-nnx-split"),
+    pytest.param("""
+        def train(batches, model, key):
+            variables = model.init(key, batches[0])
+            params, stats = variables["params"], variables["batch_stats"]
+            state = train_state.TrainState.create(apply_fn=None, params=params, batch_stats=stats, tx=optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="different-keys-of-one-dict"),
+]
+
+MEDIUM += [
+    pytest.param("""
+        def train(batches, opt_init):
+            params = {"w": jnp.ones(3)}
+            opt_state = opt_init(params)
+            state = (params, opt_state)
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=None, opt=opt_state)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may hold `params` twice", id="unseen-init-may-keep-params"),
+    pytest.param("""
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = dict(params=params, tx=params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "`params` twice", id="tx-keyword-is-static-only-for-create"),
+    pytest.param("""
+        def leaves(params):
+            yield params
+
+        def train(batches, params):
+            state = next(leaves(params))
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "caller may still hold", id="generator-helper-holds-its-arguments"),
+
+    pytest.param("""
+        def train(batches, config):
+            params = {"w": jnp.ones(3)}
+            state = make(params, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, "`config`, which the caller may still hold", id="unannotated-parameter-is-not-array-free"),
+    pytest.param("""
+        tx = optax.adamw(1e-3)
+
+        def reset():
+            global tx
+            tx = optax.lookahead(optax.sgd(0.1), 2, 0.5)
+
+        def train(batches):
+            params = {"w": jnp.ones(3)}
+            state = tx.init(params)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may return arrays its object still holds", id="global-optimizer-rebound-elsewhere"),
+]
+
+
+@pytest.mark.parametrize("body", HIGH)
+def test_proved_at_high_confidence(body):
+    finding = _state_finding(_body(body))
+    assert finding is not None and finding.confidence is Confidence.HIGH, finding and finding.message
+
+
+@pytest.mark.parametrize("body,reason", MEDIUM)
+def test_kept_at_medium_with_the_reason(body, reason):
+    finding = _state_finding(_body(body))
+    assert finding is not None and finding.confidence is Confidence.MEDIUM, finding and finding.message
+    assert reason in finding.message
+
+
+def test_summary_of_a_helper_in_another_file_is_used_at_the_call_site():
+    helper = """
+        from flax.training import train_state
+
+        def make_state(params, tx):
+            state = train_state.TrainState.create(apply_fn=None, params=params, ema=params, tx=tx)
+            return state
+
+        def make_plain(params, tx):
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=tx)
+    """
+    main = STEP + textwrap.dedent("""
+        from pkg.states import {name}
+
+        def train(batches):
+            params = {{"w": jnp.ones(3)}}
+            state = {name}(params, optax.sgd(0.1))
+            for b in batches:
+                state = step(state, b)
+            return state{tail}
+    """)
+    twice = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_state", tail="")}, "pkg/m.py")
+    assert twice.confidence is Confidence.MEDIUM and "in two places" in twice.message
+    plain = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", tail="")}, "pkg/m.py")
+    assert plain.confidence is Confidence.HIGH, plain.message
+    read = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", tail=", params")},
+                          "pkg/m.py")
+    assert read.confidence is Confidence.MEDIUM and "`params`, read again" in read.message
+
+
+def _refusal(files, name):
+    (result,) = _run(files).values()
+    return [r.reason for r in result.refusals if r.parameter == name]
+
+
+def test_prng_keys_through_a_helper_or_replicate_are_not_proposed():
+    source = STEP.replace("def step(state, batch)", "def step(state, rng, batch)").replace(
+        "return jax", "rng, sub = helper(rng)\n    return rng, jax") + textwrap.dedent("""
+        from flax import jax_utils
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            rng = jax_utils.replicate(jax.random.PRNGKey(0))
+            for b in batches:
+                rng, state = step(state, rng, b)
+            return state
+    """)
+    (reason,) = _refusal({"m.py": source}, "rng")
+    assert "is a PRNG key" in reason
+
+
+def test_python_scalar_metrics_are_not_proposed():
+    source = STEP + textwrap.dedent("""
+        def train(batches):
+            metrics = {"loss": 0.0, "count": 0}
+            for b in batches:
+                metrics = step(metrics, b)
+            return metrics
+    """)
+    (reason,) = _refusal({"m.py": source}, "state")
+    assert "starts as Python values" in reason and "not worth donating" in reason
+
+
+def test_a_state_that_starts_as_none_then_holds_arrays_is_still_proposed():
+    source = STEP + textwrap.dedent("""
+        def train(batches):
+            total = None
+            for b in batches:
+                total = step(total, b) if total is not None else jnp.zeros(3)
+            return total
+    """)
+    assert not _refusal({"m.py": source}, "state")
+    assert _state_finding({"m.py": source}) is not None
+
+
+def test_a_state_carried_through_a_jax_loop_reaches_the_output():
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def multi_step(state, batch):
+            state = jax.lax.fori_loop(0, 4, lambda i, s: jax.tree.map(lambda x: x + batch.mean(), s), state)
+            return jax.lax.pmean(state, "i") if False else state
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                state = multi_step(state, b)
+            return state
+    """)
+    finding = _state_finding({"m.py": source})
+    assert finding is not None and finding.confidence is Confidence.HIGH, finding and finding.message
+
+
+@pytest.mark.parametrize("body,confidence", [
+    ("    print(float(state['w'].sum()))\n    return {'n': 1}\n", Confidence.HIGH),
+    ("    return state['w']\n", Confidence.MEDIUM),
+    ("    HISTORY.append(state)\n", Confidence.MEDIUM),
+    ("    return summarize(state)\n", Confidence.MEDIUM),
+])
+def test_passing_the_state_to_another_files_function_uses_its_summary(body, confidence):
+    helper = "HISTORY = []\n\ndef evaluate(state, batch):\n" + body
+    main = STEP + textwrap.dedent("""
+        from pkg.evals import evaluate
+
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                metrics = evaluate(state, b)
+                state = step(state, b)
+            return state
+    """)
+    finding = _state_finding({"pkg/evals.py": helper, "pkg/m.py": main}, "pkg/m.py")
+    assert finding is not None and finding.confidence is confidence, finding.message
+    if confidence is Confidence.MEDIUM:
+        assert "which may keep it" in finding.message
