@@ -463,6 +463,14 @@ class FactExtractor:
             alias_reads=tuple(alias_reads), origins=origins, **base,
         )
 
+    def _keeps_nothing(self, node) -> bool:
+        """Whether a call that received the value provably keeps no reference to it:
+        ``tx.init(params)`` of a standard optax transform (a pure function whose
+        state is new buffers, checked per transform in ``test_array_api_facts``)."""
+        func = node.func if isinstance(node, cst.Call) else None
+        return (isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1
+                and self.provenance.is_new_state_optimizer(func.value))
+
     def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
         """Aliases and escapes of ``key``'s value that reach ``call``."""
         ctx = self.ctx
@@ -499,6 +507,8 @@ class FactExtractor:
                         alias_reads.append(ctx.use(read, "alias"))
                 continue
             if kind != "alias":
+                if kind == "call" and self._keeps_nothing(event.node):
+                    continue
                 escapes.append(ctx.use(event, kind))
                 continue
             target = event.key

@@ -240,7 +240,7 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
         if method in _FRESH_METHODS and len(call.args) > 1:
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
-        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value, depth):
+        if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value, depth):
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
         if self._is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
@@ -342,7 +342,7 @@ class Provenance:
             return True
         if method in _FRESH_METHODS and len(call.args) > 1:
             return True
-        if method == "init" and len(call.args) == 1 and self._is_new_state_optimizer(call.func.value):
+        if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value):
             return True
         key = ref_key(call.func)
         return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
@@ -359,7 +359,7 @@ class Provenance:
             and event.detail == str(INIT_APPLY_PAIRS.get(self.ctx.imports.resolve(event.origin.func), -1))
             for event in writes)
 
-    def _is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
+    def is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
         (``optax.adam(1e-3)``, a chain of such, or a local name bound only to one)."""
         if depth > _MAX_DEPTH:
@@ -369,20 +369,20 @@ class Provenance:
             if qualified not in OPTAX_NEW_STATE:
                 return False
             if qualified == "optax.chain":
-                return all(self._is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
+                return all(self.is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
             return True
         key = ref_key(expr)
         if key is None or len(key) != 1:
             return False
         if self.owner_of(key) == "global":
             values = self.ctx.module_values(key[0])  # tx = optax.adam(1e-3) at module level
-            return bool(values) and all(self._is_new_state_optimizer(value, depth + 1) for value in values)
+            return bool(values) and all(self.is_new_state_optimizer(value, depth + 1) for value in values)
         if self.owner_of(key) != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "value" and event.origin is not None
-            and self._is_new_state_optimizer(event.origin, depth + 1) for event in writes)
+            and self.is_new_state_optimizer(event.origin, depth + 1) for event in writes)
 
     def array_free(self, expr, depth: int = 0) -> bool:
         """Whether ``expr``'s value provably holds no device array (by origin:

@@ -61,6 +61,15 @@ HIGH = [
         """, id="standard-optax-init-is-new-memory"),
     pytest.param("""
         def train(batches):
+            state = {"w": jnp.ones(3)}
+            tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
+            opt_state = tx.init(state)  # reads state, keeps nothing
+            for b in batches:
+                state = step(state, b)
+            return state, opt_state
+        """, id="standard-optax-init-keeps-nothing-of-its-argument"),
+    pytest.param("""
+        def train(batches):
             n = len(jax.devices())
             params = {"w": jnp.ones(3)}
             state = make_state(params, n, "name")
@@ -135,6 +144,14 @@ MEDIUM = [
                 state = step(state, b)
             return state
         """, "may return arrays its object still holds", id="unknown-optimizer-init"),
+    pytest.param("""
+        def train(batches, tx):
+            state = {"w": jnp.ones(3)}
+            opt_state = tx.init(state)  # an optimizer jaxmem cannot see may keep state
+            for b in batches:
+                state = step(state, b)
+            return state, opt_state
+        """, "which may keep it", id="unseen-optimizer-init-may-keep-its-argument"),
     pytest.param("""
         def helper(params, tx):
             state = train_state.TrainState.create(apply_fn=None, params=params, ema=params, tx=tx)
