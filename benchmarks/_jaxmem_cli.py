@@ -29,6 +29,7 @@ class Finding:
     definition_line: int | None
     parameter_index: int | None
     parameter_name: str | None
+    evidence: tuple[str, ...] = ()  # the evidence messages, in order
 
     def identity(self) -> tuple:
         """What two runs must agree on: code, path, line, col, message, confidence."""
@@ -42,6 +43,7 @@ def _finding(raw: dict) -> Finding:
         code=raw["code"], path=raw["path"], line=raw["line"], col=raw["col"], message=raw["message"],
         confidence=raw["confidence"], definition_line=definition.get("line"),
         parameter_index=parameter.get("index"), parameter_name=parameter.get("name"),
+        evidence=tuple(e.get("message", "") for e in raw.get("evidence") or ()),
     )
 
 
@@ -68,9 +70,10 @@ def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout:
     return [_finding(raw) for raw in document["findings"]]
 
 
-def fix(paths: list[str], cwd: Path, *, unsafe: bool = False, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run ``jaxmem-fix [--unsafe-fixes] --no-cache PATHS`` from ``cwd`` (edits the files)."""
-    command = [str(BIN / "jaxmem-fix"), "--no-cache", "--quiet"]
+def fix(paths: list[str], cwd: Path, *, unsafe: bool = False, no_cache: bool = True,
+        timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``jaxmem-fix [--unsafe-fixes] [--no-cache] PATHS`` from ``cwd`` (edits the files)."""
+    command = [str(BIN / "jaxmem-fix"), "--quiet"] + (["--no-cache"] if no_cache else [])
     if unsafe:
         command.append("--unsafe-fixes")
     command.extend(paths)
