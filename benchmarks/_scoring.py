@@ -168,7 +168,8 @@ def normalize_reason(text: str) -> str:
 _REASON_CATEGORIES = [
     (r"loop variable taken from", "not proved its own: a loop variable from a container still holding it"),
     (r"holds `[^`]*` twice|twice\b.*returns|returns `[^`]*` in two places", "not proved its own: one value held twice"),
-    (r"may return arrays its object still holds", "not proved its own: a method's result its object still holds"),
+    (r"may return arrays its object still holds",
+     "not proved its own: a method's result its object still holds (`{callee}`)"),
     (r"is not assigned here", "not proved its own: not assigned in this function"),
     (r"not proved to be its own: bound by", "not proved its own: bound by a with/for/except target"),
     (r"not proved to be its own", "not proved its own: made by a call jaxmem does not know (`{callee}`)"),
@@ -197,7 +198,7 @@ def reason_category(text: str) -> str:
     for pattern, category in _REASON_CATEGORIES:
         if re.search(pattern, text):
             if "{callee}" in category:
-                return category.format(callee=_callee(text.split("its own:", 1)[-1]))
+                return category.format(callee=_callee(text.split("its own:", 1)[-1] if "its own:" in text else text))
             if "{keeper}" in category:
                 return category.format(keeper=_callee(text.split("passed to", 1)[-1]))
             return category
