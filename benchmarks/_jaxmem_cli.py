@@ -47,8 +47,10 @@ def _finding(raw: dict) -> Finding:
     )
 
 
-def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout: float = 900) -> list[Finding]:
-    """Findings of ``jaxmem check --min-confidence low`` on the project folder ``root`` (run from it)."""
+def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout: float = 900,
+          skipped: list | None = None) -> list[Finding]:
+    """Findings of ``jaxmem check --min-confidence low`` on the project folder ``root`` (run from it);
+    the document's ``skipped`` entries (dicts) are added to ``skipped`` when given."""
     command = [str(BIN / "jaxmem"), "check", "--format", "json", "--min-confidence", "low", "--quiet"]
     if no_cache:
         command.append("--no-cache")
@@ -67,6 +69,8 @@ def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout:
         internal = [f for f in document["findings"] if "internal error" in f["message"]]
         if not internal:
             raise JaxmemError(f"jaxmem check in {root} exited 2: {result.stderr.strip()[-800:]}")
+    if skipped is not None:
+        skipped.extend(document.get("skipped") or ())
     return [_finding(raw) for raw in document["findings"]]
 
 

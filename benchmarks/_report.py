@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from _scoring import ratio, tally_reasons
+import collections
+
+from _scoring import ratio, refusal_category, tally_reasons
 
 TARGETS = {
     "recall_any": 0.95,          # check reports the stripped donations, any confidence
@@ -57,6 +59,10 @@ def summarize(report: dict) -> dict:
     }
     summary["rebound_reasons"] = tally_reasons(held_back)
     summary["rebound_reasons_cases"] = len(held_back)
+    unreported = [c for c in rebound if not c["reported"]]
+    refusals = collections.Counter(refusal_category(c["refusal"]) if c.get("refusal") else "no reason given"
+                                   for c in unreported)
+    summary["rebound_refusals"] = sorted(refusals.items(), key=lambda item: (-item[1], item[0]))
     summary["fixed_point"] = fixed_point_summary(report.get("fixed_point", {}))
     injection = {}
     for variant in ("direct", "alias"):
@@ -189,6 +195,9 @@ def reasons_table(summary: dict) -> str:
              "a case counts once per reason, most have several):"]
     width = max([len(r) for r, _ in reasons] + [6])
     lines += [f"  {count:4d}  {reason.ljust(width)}".rstrip() for reason, count in reasons] or ["  none"]
+    if summary.get("rebound_refusals"):
+        lines.append("Why rebound donations are not reported (the `skipped` reason jaxmem gave, if any):")
+        lines += [f"  {count:4d}  {reason}" for reason, count in summary["rebound_refusals"]]
     return "\n".join(lines)
 
 
@@ -244,14 +253,20 @@ def format_markdown(report: dict) -> str:
     out += ["", "Rebound by the call but not restored by the default `jaxmem-fix`:", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and c["status"] == "rebound" and not c["restored_by_fix"]:
+            refusal = f"; skipped: {c['refusal']}" if c.get("refusal") else ""
             out.append(f"- {c['package']} `{c['path']}:{c['line']}` `{c['function']}` param "
-                       f"{c['parameter'] or c['parameter_index']}: reported {c['reported']} ({c['confidence']})")
+                       f"{c['parameter'] or c['parameter_index']}: reported {c['reported']} ({c['confidence']})"
+                       f"{refusal}")
     out += ["", "### Why rebound donations are not high", "",
             f"{s['rebound_reasons_cases']} rebound donations reported below high confidence; confidence of all "
             f"rebound ones: {', '.join(f'{k} {v}' for k, v in s['rebound_confidence'].items())}. A case counts "
             "once per reason (from the finding's evidence, names and lines normalised).", "",
             "| cases | reason |", "|---|---|"]
     out += [f"| {count} | {reason} |" for reason, count in s["rebound_reasons"]]
+    if s.get("rebound_refusals"):
+        out += ["", "Rebound donations not reported, by the reason jaxmem's `skipped` list gives:", "",
+                "| cases | reason |", "|---|---|"]
+        out += [f"| {count} | {reason} |" for reason, count in s["rebound_refusals"]]
     out += ["", "Each rebound case below high, with its doubts as jaxmem wrote them:", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and c["status"] == "rebound" and c["reported"] and c["confidence"] != "high":

@@ -68,6 +68,22 @@ def recovered_by(donation: Donation, path: str, index: int | None, name: str | N
     return None
 
 
+def refusal_of(donation: Donation, path: str, name: str | None, skipped: list[dict]) -> str | None:
+    """The reason jaxmem gave (``--format json``'s ``skipped``) for not proposing this parameter, if any."""
+    first, last = donation.span
+    for entry in skipped:
+        if _norm(entry.get("path", "")) == _norm(path) and first <= entry.get("line", 0) <= last \
+                and entry.get("parameter") in (name, "*"):
+            return entry.get("reason")
+    return None
+
+
+def refusal_category(reason: str) -> str:
+    """A refusal reason with names, paths and numbers normalised, cut to its first clauses, for tallies."""
+    text = normalize_reason(reason)
+    return text if len(text) <= 110 else text[:107] + "..."
+
+
 def restored_in(donation: Donation, index: int | None, name: str | None, fixed: list[Donation]) -> bool:
     """Whether a definition of ``fixed`` (the same file after ``jaxmem-fix``) donates this parameter again."""
     for candidate in fixed:

@@ -43,7 +43,7 @@ from _donations import find_donations, inject_reads, injection_sites, line_map, 
 from _report import format_comparison, format_markdown, format_table
 from _scoring import (
     confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported, ratio,
-    recovered_by, restored_in, shortcut_differences,
+    recovered_by, refusal_of, restored_in, shortcut_differences,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -138,7 +138,8 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
         path.write_text(text, encoding="utf-8")
         to_stripped[relative] = line_map(original, text)
     log(f"{label}: recall (check on {len(donations)} stripped files)")
-    findings = jaxmem.check(stripped)
+    skipped: list[dict] = []
+    findings = jaxmem.check(stripped, skipped=skipped)
     fixed, fixed_point = {}, {}
     for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
         copy = fresh_copy(stripped, f"{label}-{mode}")
@@ -161,7 +162,9 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
                 moved = dataclasses.replace(donation, span=tuple(map(to_stripped[relative], donation.span)))
                 finding = recovered_by(moved, relative, index, name, findings)
                 restored = {mode: restored_in(donation, index, name, fixed[mode][relative]) for mode in fixed}
-                cases.append(_case(label, relative, donation, index, name, status, finding, restored, "resolved"))
+                case = _case(label, relative, donation, index, name, status, finding, restored, "resolved")
+                case["refusal"] = None if finding else refusal_of(moved, relative, name, skipped)
+                cases.append(case)
     return {"cases": cases, "findings": findings, "fixed_point": fixed_point}
 
 

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
@@ -403,3 +404,33 @@ def test_comparison_puts_two_results_side_by_side():
     row = next(line for line in text.splitlines() if line.startswith("recall: default fix restores (rebound"))
     assert "0/1 (0.0%)" in row and "1/1 (100.0%)" in row
     assert "     1    0  a parameter: the caller may still hold it" in text
+
+
+def test_an_unreported_parameter_gets_the_reason_jaxmem_skipped_it(tmp_path):
+    from _jaxmem_cli import check
+    from _scoring import refusal_category, refusal_of
+
+    source = textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def step(state, lr: float):
+            return state * lr
+
+
+        def train(state, rate):
+            for _ in range(3):
+                state = step(state, rate)
+            return state
+    """)
+    (tmp_path / "m.py").write_text(source)
+    skipped = []
+    findings = check(tmp_path, skipped=skipped)
+    donation = SimpleNamespace(span=(4, 6))
+    assert not [f for f in findings if f.parameter_name == "lr"]
+    reason = refusal_of(donation, "m.py", "lr", skipped)
+    assert reason and "lr" in reason, skipped
+    assert "`lr`" not in refusal_category(reason) and refusal_category(reason) == refusal_category(
+        reason.replace("`lr`", "`rate`"))
+    assert refusal_of(donation, "other.py", "lr", skipped) is None
