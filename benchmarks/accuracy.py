@@ -315,9 +315,20 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
         precision_candidates(label, exactness["runs"]["no-shortcuts"], report["recall"], donations))
 
 
+def check_work_folder(work: Path) -> None:
+    """Stop when a folder above ``work`` marks a project root: jaxmem would take every copy under it
+    (and anything beside them) as one project's context, which changes the findings and slows every run."""
+    for folder in work.resolve().parents:
+        for marker in ("pyproject.toml", ".git"):
+            if (folder / marker).exists():
+                raise SystemExit(f"accuracy.py: {folder / marker} marks {folder} as a project root above the work "
+                                 f"folder {work}: remove it or set TMPDIR to a folder outside any project")
+
+
 def main(argv=None) -> int:
     """Run the benchmark; write ``results/accuracy-DATE.json`` and ``.md``; print the summary table."""
     args = _parser().parse_args(argv)
+    check_work_folder(WORK)
     if args.review_only:
         return review_only(Path(args.review_only))
     if args.compare and args.against:

@@ -434,3 +434,13 @@ def test_an_unreported_parameter_gets_the_reason_jaxmem_skipped_it(tmp_path):
     assert "`lr`" not in refusal_category(reason) and refusal_category(reason) == refusal_category(
         reason.replace("`lr`", "`rate`"))
     assert refusal_of(donation, "other.py", "lr", skipped) is None
+
+
+def test_work_folder_under_a_project_root_is_refused(tmp_path):
+    import accuracy
+
+    work = tmp_path / "a" / "jaxmem-accuracy-work"
+    accuracy.check_work_folder(work)  # nothing marks a root above it
+    (tmp_path / ".git").mkdir()
+    with pytest.raises(SystemExit, match=r"\.git marks .* as a project root above the work folder"):
+        accuracy.check_work_folder(work)
