@@ -305,12 +305,12 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
         recall = measure_recall(root, donations, label)
         report["recall"].extend(recall["cases"])
         report["fixed_point"][label] = recall["fixed_point"]
+        report["injection"].extend(measure_injection(root, donations, label)["cases"])
     else:  # nothing to strip: the fixed point of the project as it is
         report["fixed_point"][label] = {
             mode: measure_fixed_point(fresh_copy(root, f"{label}-{mode}"), unsafe, f"{label} {mode}")
             for mode, unsafe in (("fix", False), ("unsafe-fix", True))
         }
-        report["injection"].extend(measure_injection(root, donations, label)["cases"])
     report["precision_candidates"].extend(
         precision_candidates(label, exactness["runs"]["no-shortcuts"], report["recall"], donations))
 
