@@ -66,7 +66,9 @@ def project_dir(name: str, version: str, kind: str) -> Path:
     """The unpacked project ``name==version``: the whole sdist (``kind="sdist"``) or a wheel's ``.py`` files."""
     if kind == "wheel":
         return source_dir(name, version)
-    archive = _download(name, version, SDISTS, "--no-binary=:all:", f"{_dist_name(name)}-{version}.tar.gz")
+    # older sdists keep the project's own spelling (dm-acme-0.4.0.tar.gz)
+    archive = _download(name, version, SDISTS, "--no-binary=:all:", f"{_dist_name(name)}-{version}.tar.gz",
+                        f"{name}-{version}.tar.gz")
     target = SDIST_SOURCES / f"{name}-{version}"
     if not (target / _UNPACKED_MARKER).exists():
         target.mkdir(parents=True, exist_ok=True)
@@ -87,14 +89,14 @@ def _wheel(name: str, version: str) -> Path:
     return _download(name, version, WHEELS, "--only-binary=:all:", f"{_dist_name(name)}-{version}-*.whl")
 
 
-def _download(name: str, version: str, folder: Path, kind_option: str, pattern: str) -> Path:
-    found = _find(folder, pattern)
+def _download(name: str, version: str, folder: Path, kind_option: str, *patterns: str) -> Path:
+    found = _find(folder, *patterns)
     if found is None:
         folder.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "pip", "download", "--no-deps", kind_option,
                    "--quiet", f"{name}=={version}", "-d", str(folder)]
         result = subprocess.run(command, capture_output=True, text=True)
-        found = _find(folder, pattern)
+        found = _find(folder, *patterns)
         if result.returncode != 0 or found is None:
             raise CorpusError(
                 f"could not download {name}=={version} ({kind_option}) into {folder}: "
@@ -103,9 +105,12 @@ def _download(name: str, version: str, folder: Path, kind_option: str, pattern: 
     return found
 
 
-def _find(folder: Path, pattern: str) -> Path | None:
-    matches = sorted(folder.glob(pattern)) if folder.exists() else []
-    return matches[0] if matches else None
+def _find(folder: Path, *patterns: str) -> Path | None:
+    for pattern in patterns:
+        matches = sorted(folder.glob(pattern)) if folder.exists() else []
+        if matches:
+            return matches[0]
+    return None
 
 
 def _unpack(wheel: Path, target: Path) -> None:

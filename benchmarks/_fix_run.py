@@ -177,7 +177,7 @@ def _copy(source: Path, target: Path) -> Path:
 
 
 def sample_runs(changed: dict[str, dict[str, list[str]]], max_runs: int) -> list[tuple[str, str]]:
-    """(package, file) pairs to run, at most ``max_runs``: files the default fix changed first,
+    """(package, file) pairs to run, at most ``max_runs`` (0: all): files the default fix changed first,
     then the others, taken round-robin over the packages so that no project uses up the budget."""
     ordered = []
     for mode in ("fix", "unsafe-fix"):
@@ -186,7 +186,7 @@ def sample_runs(changed: dict[str, dict[str, list[str]]], max_runs: int) -> list
             for label, queue in queues.items():
                 if queue:
                     ordered.append((label, queue.pop(0)))
-    return ordered[:max_runs]
+    return ordered[:max_runs] if max_runs > 0 else ordered
 
 
 def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: float, log, work: Path) -> dict:
@@ -210,7 +210,7 @@ def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: f
     chosen = sample_runs(changed, max_runs)
     cases, ran, venvs = [], [], {}
     for label, relative in chosen:
-        if time.perf_counter() - started > budget_s:
+        if budget_s > 0 and time.perf_counter() - started > budget_s:
             break
         if label not in venvs:
             python, venvs[label] = project_venv(label, sources[label], log)

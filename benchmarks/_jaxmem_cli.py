@@ -29,6 +29,7 @@ class Finding:
     definition_line: int | None
     parameter_index: int | None
     parameter_name: str | None
+    evidence: tuple[str, ...] = ()  # the evidence messages, in order
 
     def identity(self) -> tuple:
         """What two runs must agree on: code, path, line, col, message, confidence."""
@@ -42,11 +43,14 @@ def _finding(raw: dict) -> Finding:
         code=raw["code"], path=raw["path"], line=raw["line"], col=raw["col"], message=raw["message"],
         confidence=raw["confidence"], definition_line=definition.get("line"),
         parameter_index=parameter.get("index"), parameter_name=parameter.get("name"),
+        evidence=tuple(e.get("message", "") for e in raw.get("evidence") or ()),
     )
 
 
-def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout: float = 900) -> list[Finding]:
-    """Findings of ``jaxmem check --min-confidence low`` on the project folder ``root`` (run from it)."""
+def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout: float = 900,
+          skipped: list | None = None) -> list[Finding]:
+    """Findings of ``jaxmem check --min-confidence low`` on the project folder ``root`` (run from it);
+    the document's ``skipped`` entries (dicts) are added to ``skipped`` when given."""
     command = [str(BIN / "jaxmem"), "check", "--format", "json", "--min-confidence", "low", "--quiet"]
     if no_cache:
         command.append("--no-cache")
@@ -65,12 +69,15 @@ def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout:
         internal = [f for f in document["findings"] if "internal error" in f["message"]]
         if not internal:
             raise JaxmemError(f"jaxmem check in {root} exited 2: {result.stderr.strip()[-800:]}")
+    if skipped is not None:
+        skipped.extend(document.get("skipped") or ())
     return [_finding(raw) for raw in document["findings"]]
 
 
-def fix(paths: list[str], cwd: Path, *, unsafe: bool = False, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run ``jaxmem-fix [--unsafe-fixes] --no-cache PATHS`` from ``cwd`` (edits the files)."""
-    command = [str(BIN / "jaxmem-fix"), "--no-cache", "--quiet"]
+def fix(paths: list[str], cwd: Path, *, unsafe: bool = False, no_cache: bool = True,
+        timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``jaxmem-fix [--unsafe-fixes] [--no-cache] PATHS`` from ``cwd`` (edits the files)."""
+    command = [str(BIN / "jaxmem-fix"), "--quiet"] + (["--no-cache"] if no_cache else [])
     if unsafe:
         command.append("--unsafe-fixes")
     command.extend(paths)

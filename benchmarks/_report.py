@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from _scoring import ratio
+import collections
+
+from _scoring import ratio, refusal_category, tally_reasons
 
 TARGETS = {
     "recall_any": 0.95,          # check reports the stripped donations, any confidence
@@ -11,6 +13,7 @@ TARGETS = {
     "high_jxm001_right": 0.95,   # reviewed high-confidence JXM001 right
     "jxm101_real_bug": 0.90,     # reviewed JXM101 on unmodified code real bugs
 }
+MODES = ("fix", "unsafe-fix")
 
 
 def summarize(report: dict) -> dict:
@@ -48,6 +51,19 @@ def summarize(report: dict) -> dict:
             "restored_by_unsafe_fix": len([c for c in group if c["restored_by_unsafe_fix"]]),
         }
     summary["recall"] = recall
+    rebound = [c for c in resolved if c["status"] == "rebound"]
+    held_back = [c for c in rebound if c["reported"] and c["confidence"] != "high"]
+    summary["rebound_confidence"] = {
+        level: len([c for c in rebound if (c["confidence"] or "not reported") == level])
+        for level in ("high", "medium", "low", "not reported")
+    }
+    summary["rebound_reasons"] = tally_reasons(held_back)
+    summary["rebound_reasons_cases"] = len(held_back)
+    unreported = [c for c in rebound if not c["reported"]]
+    refusals = collections.Counter(refusal_category(c["refusal"]) if c.get("refusal") else "no reason given"
+                                   for c in unreported)
+    summary["rebound_refusals"] = sorted(refusals.items(), key=lambda item: (-item[1], item[0]))
+    summary["fixed_point"] = fixed_point_summary(report.get("fixed_point", {}))
     injection = {}
     for variant in ("direct", "alias"):
         group = [c for c in report["injection"] if c["variant"] == variant]
@@ -76,12 +92,21 @@ def summarize(report: dict) -> dict:
     run = report.get("fix_then_run")
     if run:
         summary["fix_then_run"] = run["summary"]
-    fixed_point = report.get("fixed_point", {})
-    summary["fixed_point"] = {
-        mode: sorted(f"{package}/{path}" for package, modes in fixed_point.items() for path in modes.get(mode, []))
-        for mode in ("fix", "unsafe-fix")
-    }
     return summary
+
+
+def fixed_point_summary(fixed_point: dict) -> dict:
+    """Per fixer mode: files looked at, files the first run changed, files the second run changed (listed)."""
+    out = {}
+    for mode in MODES:
+        runs = {label: modes[mode] for label, modes in fixed_point.items() if mode in modes}
+        out[mode] = {
+            "files": sum(r["files"] for r in runs.values()),
+            "changed_by_first": sum(len(r["changed_by_first"]) for r in runs.values()),
+            "changed_by_second": [f"{label}/{c['path']}" for label, r in runs.items() for c in r["changed_by_second"]],
+            "errors": [f"{label}: {e}" for label, r in runs.items() for e in r["errors"]],
+        }
+    return out
 
 
 def _pct(value) -> str:
@@ -100,6 +125,11 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
         ("recall: default fix restores (rebound by call)",
          f"{rec['rebound']['restored_by_fix']}/{rec['rebound']['parameters']} ({_pct(rec['rebound']['fix_ratio'])})",
          ">= 80%", _verdict(rec["rebound"]["fix_ratio"], TARGETS["fix_rebound"])),
+        ("recall: check reports them (rebound by call)",
+         f"{rec['rebound']['reported']}/{rec['rebound']['parameters']} ({_pct(rec['rebound']['reported_ratio'])})",
+         "", ""),
+        ("  confidence of the rebound ones", ", ".join(f"{k} {v}" for k, v in s["rebound_confidence"].items()),
+         "", ""),
         ("recall: default fix restores (all)",
          f"{rec['all']['restored_by_fix']}/{rec['all']['parameters']} ({_pct(rec['all']['fix_ratio'])})", "", ""),
         ("use-after-donation: JXM101 on injected reads",
@@ -117,11 +147,14 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
          ">= 90%", _verdict(pre["jxm101_real_ratio"], TARGETS["jxm101_real_bug"])),
         ("precision: unreviewed candidates", str(pre["unreviewed"]), "0", ""),
     ]
-    again = s["fixed_point"] if report.get("fixed_point") else None
-    if again:
-        changed = len(again["fix"]) + len(again["unsafe-fix"])
-        rows.append(("fixed point: files a second fix run changes (default / unsafe)",
-                     f"{len(again['fix'])} / {len(again['unsafe-fix'])}", "0", "ok" if changed == 0 else "MISSED"))
+    fixed = s.get("fixed_point")
+    if fixed and any(fixed[m]["files"] for m in MODES):
+        second = [len(fixed[m]["changed_by_second"]) for m in MODES]
+        rows.append(("fixed point: files a 2nd jaxmem-fix changes (default / unsafe)",
+                     f"{second[0]} / {second[1]} of {fixed['fix']['files']}", "0",
+                     "ok" if not any(second) else "MISSED"))
+        rows.append(("  files the 1st run changed (default / unsafe)",
+                     f"{fixed['fix']['changed_by_first']} / {fixed['unsafe-fix']['changed_by_first']}", "", ""))
     run = s.get("fix_then_run")
     if run:
         rows.append(("fix-then-run: unsafe fixes (default / unsafe)",
@@ -147,10 +180,41 @@ def format_table(report: dict) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     packages = [p for p in report["packages"] if "error" not in p]
+    lines += ["", reasons_table(report["summary"])]
     lines.append("")
     lines.append(f"{len(packages)} packages, {sum(p['files'] for p in packages)} files, "
                  f"{sum(p['lines'] for p in packages):,} lines, {sum(p['donations'] for p in packages)} "
                  f"written donations; {report['seconds']} s")
+    return "\n".join(lines)
+
+
+def reasons_table(summary: dict) -> str:
+    """The tally of what kept rebound donations from high confidence, as plain text."""
+    reasons = summary["rebound_reasons"]
+    lines = [f"Why rebound donations are not high ({summary['rebound_reasons_cases']} reported below high; "
+             "a case counts once per reason, most have several):"]
+    width = max([len(r) for r, _ in reasons] + [6])
+    lines += [f"  {count:4d}  {reason.ljust(width)}".rstrip() for reason, count in reasons] or ["  none"]
+    if summary.get("rebound_refusals"):
+        lines.append("Why rebound donations are not reported (the `skipped` reason jaxmem gave, if any):")
+        lines += [f"  {count:4d}  {reason}" for reason, count in summary["rebound_refusals"]]
+    return "\n".join(lines)
+
+
+def format_comparison(before: dict, after: dict) -> str:
+    """Headline figures and the medium-reason tally of two results files side by side (plain text)."""
+    b, a = summarize(before), summarize(after)
+    left, right = dict((r[0], r[1]) for r in _rows({**before, "summary": b})), _rows({**after, "summary": a})
+    rows = [("measure", f"before ({before['date']})", f"after ({after['date']})", "target")]
+    rows += [(name, left.get(name, "-"), figure, target) for name, figure, target, _ in right]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    counts_b, counts_a = dict(b["rebound_reasons"]), dict(a["rebound_reasons"])
+    names = sorted(set(counts_b) | set(counts_a), key=lambda n: (-counts_a.get(n, 0), -counts_b.get(n, 0), n))
+    lines += ["", f"Why rebound donations are not high: before ({b['rebound_reasons_cases']} cases) / "
+              f"after ({a['rebound_reasons_cases']} cases)"]
+    lines += [f"  {counts_b.get(n, 0):4d} {counts_a.get(n, 0):4d}  {n}" for n in names] or ["  none"]
     return "\n".join(lines)
 
 
@@ -181,10 +245,6 @@ def format_markdown(report: dict) -> str:
             out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
                        f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
                        f"shortcuts): {message}")
-    if report.get("fixed_point"):
-        out += ["", "## Fixed point: files a second jaxmem-fix run changed", ""]
-        changed = [(mode, path) for mode, paths in s["fixed_point"].items() for path in paths]
-        out += [f"- {mode}: `{path}`" for mode, path in changed] or ["None, default or --unsafe-fixes."]
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:
@@ -193,8 +253,26 @@ def format_markdown(report: dict) -> str:
     out += ["", "Rebound by the call but not restored by the default `jaxmem-fix`:", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and c["status"] == "rebound" and not c["restored_by_fix"]:
+            refusal = f"; skipped: {c['refusal']}" if c.get("refusal") else ""
             out.append(f"- {c['package']} `{c['path']}:{c['line']}` `{c['function']}` param "
-                       f"{c['parameter'] or c['parameter_index']}: reported {c['reported']} ({c['confidence']})")
+                       f"{c['parameter'] or c['parameter_index']}: reported {c['reported']} ({c['confidence']})"
+                       f"{refusal}")
+    out += ["", "### Why rebound donations are not high", "",
+            f"{s['rebound_reasons_cases']} rebound donations reported below high confidence; confidence of all "
+            f"rebound ones: {', '.join(f'{k} {v}' for k, v in s['rebound_confidence'].items())}. A case counts "
+            "once per reason (from the finding's evidence, names and lines normalised).", "",
+            "| cases | reason |", "|---|---|"]
+    out += [f"| {count} | {reason} |" for reason, count in s["rebound_reasons"]]
+    if s.get("rebound_refusals"):
+        out += ["", "Rebound donations not reported, by the reason jaxmem's `skipped` list gives:", "",
+                "| cases | reason |", "|---|---|"]
+        out += [f"| {count} | {reason} |" for reason, count in s["rebound_refusals"]]
+    out += ["", "Each rebound case below high, with its doubts as jaxmem wrote them:", ""]
+    for c in report["recall"]:
+        if c["resolution"] == "resolved" and c["status"] == "rebound" and c["reported"] and c["confidence"] != "high":
+            doubts = "; ".join(c.get("doubts") or ["(none given)"])
+            out.append(f"- {c['package']} `{c['path']}:{c['line']}` `{c['function']}` param "
+                       f"{c['parameter'] or c['parameter_index']} ({c['confidence']}): {doubts}")
     out += ["", "Not measured (spec not literal or signature not visible):", ""]
     for c in report["recall"]:
         if c["resolution"] != "resolved":
@@ -204,6 +282,24 @@ def format_markdown(report: dict) -> str:
         if not c["reported"]:
             out.append(f"- {c['package']} `{c['path']}` {c['variant']}: read of `{c['name']}` at line "
                        f"{c['read_line']} (injected) after the call at original line {c['call_line']}")
+    fixed = s.get("fixed_point")
+    if fixed and any(fixed[m]["files"] for m in MODES):
+        out += ["", "## 2b. Fixed point: a second jaxmem-fix on the first one's output", "",
+                "On the stripped copy of every package (`jaxmem-fix [--unsafe-fixes] .` twice, facts cache on).", "",
+                "| mode | files | changed by the 1st run | changed by the 2nd run |", "|---|---|---|---|"]
+        for mode in MODES:
+            f = fixed[mode]
+            out.append(f"| {mode} | {f['files']} | {f['changed_by_first']} | {len(f['changed_by_second'])} |")
+        for label, modes in report.get("fixed_point", {}).items():
+            for mode in MODES:
+                for change in modes.get(mode, {}).get("changed_by_second", []):
+                    first = change["lines"][0] if change["lines"] else None
+                    detail = (f"line {first['line']}: `{first['before'].strip()[:120]}` -> "
+                              f"`{first['after'].strip()[:120]}`" if first else change["what"])
+                    out.append(f"- {mode}: {label} `{change['path']}` ({len(change['lines'])} hunk(s)); {detail}")
+        for mode in MODES:
+            for error in fixed[mode]["errors"]:
+                out.append(f"- {mode}: jaxmem-fix failed: {error}")
     run = report.get("fix_then_run")
     if run:
         changed = run["summary"]["changed_files"]

@@ -7,6 +7,7 @@ donations (``_donations.Donation``) and the outcome of running a program.
 from __future__ import annotations
 
 import collections
+import difflib
 import re
 
 from _donations import Donation, Injection
@@ -67,6 +68,22 @@ def recovered_by(donation: Donation, path: str, index: int | None, name: str | N
     return None
 
 
+def refusal_of(donation: Donation, path: str, name: str | None, skipped: list[dict]) -> str | None:
+    """The reason jaxmem gave (``--format json``'s ``skipped``) for not proposing this parameter, if any."""
+    first, last = donation.span
+    for entry in skipped:
+        if _norm(entry.get("path", "")) == _norm(path) and first <= entry.get("line", 0) <= last \
+                and entry.get("parameter") in (name, "*"):
+            return entry.get("reason")
+    return None
+
+
+def refusal_category(reason: str) -> str:
+    """A refusal reason with names, paths and numbers normalised, cut to its first clauses, for tallies."""
+    text = normalize_reason(reason)
+    return text if len(text) <= 110 else text[:107] + "..."
+
+
 def restored_in(donation: Donation, index: int | None, name: str | None, fixed: list[Donation]) -> bool:
     """Whether a definition of ``fixed`` (the same file after ``jaxmem-fix``) donates this parameter again."""
     for candidate in fixed:
@@ -121,3 +138,121 @@ def ratio(part: int, whole: int) -> float | None:
 
 def _norm(path: str) -> str:
     return path[2:] if path.startswith("./") else path
+
+
+# What jaxmem's evidence says before the doubts: the call site and what it does with the argument.
+_EVIDENCE_LEAD = re.compile(
+    r"is rebound by the call's result at|is not read after the call at|^call at \S+ passes a temporary|"
+    r"is updated in place and written back by nnx"
+)
+_MESSAGE_WHY = re.compile(r"\((?:medium|low) confidence: (.*)\)\s*$", re.DOTALL)
+
+
+def confidence_doubts(finding: Finding) -> list[str]:
+    """What kept ``finding`` from high confidence, as jaxmem wrote it.
+
+    The evidence carries every doubt: a call site's entry is its description
+    followed by ``"; "``-separated doubts, and a definition's doubts (public,
+    body not visible, ...) are entries of their own.  The message carries
+    only the first (``"(medium confidence: WHY)"``): it is the fallback.
+    High findings have none.
+    """
+    if finding.confidence == "high":
+        return []
+    doubts = []
+    for message in finding.evidence:
+        for part in message.split("; "):
+            part = part.strip()
+            if part and not _EVIDENCE_LEAD.search(part) and part not in doubts:
+                doubts.append(part)
+    if not doubts:
+        match = _MESSAGE_WHY.search(finding.message)
+        if match:
+            doubts.append(match.group(1).strip())
+    return doubts
+
+
+def normalize_reason(text: str) -> str:
+    """``text`` with names, code, paths and numbers replaced, so that one kind of reason reads the same."""
+    text = re.sub(r"`[^`]*`", "`X`", text)
+    text = re.sub(r"[\w./-]+\.py:\d+", "FILE:N", text)
+    text = re.sub(r"\d+", "N", text)
+    return re.sub(r"`X`(?:(?:, | and )`X`)+", "`X`", text)
+
+
+# (pattern, category) in order; the first that matches ``text`` names it.
+_REASON_CATEGORIES = [
+    (r"loop variable taken from", "not proved its own: a loop variable from a container still holding it"),
+    (r"holds `[^`]*` twice|twice\b.*returns|returns `[^`]*` in two places", "not proved its own: one value held twice"),
+    (r"may return arrays its object still holds",
+     "not proved its own: a method's result its object still holds (`{callee}`)"),
+    (r"is not assigned here", "not proved its own: not assigned in this function"),
+    (r"not proved to be its own: bound by", "not proved its own: bound by a with/for/except target"),
+    (r"not proved to be its own", "not proved its own: made by a call jaxmem does not know (`{callee}`)"),
+    (r"may share buffers with .*read again at line", "may share buffers with an input of its maker read later"),
+    (r"may share buffers with .*the caller may still hold", "may share buffers with an input the caller may hold"),
+    (r"may share buffers with .*something else still holds", "may share buffers with an input held elsewhere"),
+    (r"may share buffers with .*passed twice", "may share buffers with an input passed twice"),
+    (r"may share buffers with", "may share buffers with an input of its maker"),
+    (r"which may keep it", "passed to a call which may keep it (`{keeper}`)"),
+    (r"returns its argument", "made by a project function that returns its argument"),
+    (r"the caller of the enclosing function may still hold it", "a parameter: the caller may still hold it"),
+    (r"is owned outside this function", "owned outside the function (attribute or global)"),
+    (r"which the caller may still hold|which something else may still hold", "a copy of a value held elsewhere"),
+    (r"only through calls jaxmem does not know", "outputs reached only through calls jaxmem does not know"),
+    (r"is not visible: no output is known", "jitted body not visible"),
+    (r"no output of .* is built from", "no output built from it"),
+    (r"is public: callers outside", "public definition: callers outside the project not seen"),
+    (r"passed around as a value", "jitted callable passed around as a value"),
+    (r"only this file was analysed", "only this file analysed"),
+    (r"nnx objects may share their arrays", "nnx objects may share arrays with other Modules"),
+]
+
+
+def reason_category(text: str) -> str:
+    """The category of one doubt (``confidence_doubts``), for tallies; unknown texts normalised."""
+    for pattern, category in _REASON_CATEGORIES:
+        if re.search(pattern, text):
+            if "{callee}" in category:
+                return category.format(callee=_callee(text.split("its own:", 1)[-1] if "its own:" in text else text))
+            if "{keeper}" in category:
+                return category.format(keeper=_callee(text.split("passed to", 1)[-1]))
+            return category
+    return "other: " + normalize_reason(text)
+
+
+def _callee(text: str) -> str:
+    """The last name of the first call in ``text`` (``tx.init(params)`` -> ``.init(...)``), or ``...``."""
+    match = re.search(r"`\s*([\w.]+)\s*\(", text)
+    if not match:
+        return "..."
+    name = match.group(1)
+    return f".{name.rsplit('.', 1)[-1]}(...)" if "." in name else f"{name}(...)"
+
+
+def tally_reasons(cases: list[dict]) -> list[tuple[str, int]]:
+    """(category, number of cases it holds back) over ``cases`` (each with ``doubts``), most frequent first;
+    a case counts once per category."""
+    counts = collections.Counter()
+    for case in cases:
+        counts.update({reason_category(d) for d in case.get("doubts") or ()})
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def fixed_point_changes(first: dict[str, str], second: dict[str, str]) -> list[dict]:
+    """The files a second fixer run changed: ``first`` and ``second`` map relative paths to texts
+    after the first and the second run; each change with its path and the lines that differ."""
+    changes = []
+    for path in sorted(set(first) | set(second)):
+        before, after = first.get(path), second.get(path)
+        if before == after:
+            continue
+        if before is None or after is None:
+            changes.append({"path": path, "lines": [], "what": "created" if before is None else "removed"})
+            continue
+        old, new = before.splitlines(), after.splitlines()
+        matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+        lines = [{"line": i1 + 1, "before": "\n".join(old[i1:i2]), "after": "\n".join(new[j1:j2])}
+                 for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+        changes.append({"path": path, "lines": lines, "what": "edited"})
+    return changes

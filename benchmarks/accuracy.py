@@ -8,9 +8,7 @@ Five measurements, each a section of the output:
 2. recall: the donations the authors wrote are stripped; how many come back
    as JXM001/JXM002 for the same parameter, and how many the default
    ``jaxmem-fix`` (and ``--unsafe-fixes``) restores, split by whether the
-   call site rebinds the argument from the result; and the fixed point: a
-   second ``jaxmem-fix`` run over every file of the fixed package changes
-   nothing;
+   call site rebinds the argument from the result;
 3. use-after-donation: a read injected after each donating call (directly,
    and through an alias taken before it): how many get JXM101 on that line;
 4. fix-then-run: tests and examples the fixer changes, run before and after
@@ -42,10 +40,10 @@ from pathlib import Path
 import _jaxmem_cli as jaxmem
 from _corpus import project_dir
 from _donations import find_donations, inject_reads, injection_sites, line_map, strip_donations
-from _report import format_markdown, format_table
+from _report import format_comparison, format_markdown, format_table
 from _scoring import (
-    donated_parameters, donation_status, injected_read_reported, ratio, recovered_by, restored_in,
-    shortcut_differences,
+    confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported, ratio,
+    recovered_by, refusal_of, restored_in, shortcut_differences,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -63,6 +61,13 @@ PACKAGES = [
     ("penzai", "0.2.5", "sdist"), ("fjformer", "0.0.91", "sdist"), ("fedjax", "0.0.17", "sdist"),
     ("paxml", "1.4.0", "wheel"), ("praxis", "1.4.0", "wheel"), ("easydel", "0.3.0", "wheel"),
     ("tpu-inference", "0.32.0", "wheel"),
+    # Training code (issue 14): RL agents, trainers and training loops with their tests and examples; few
+    # write donations (recall counts only those), their loops feed the fixed point, precision and fix-then-run.
+    ("dopamine-rl", "4.1.2", "sdist"), ("jumanji", "1.1.2", "sdist"), ("qdax", "0.5.0", "sdist"),
+    ("sbx-rl", "0.28.0", "sdist"), ("mujoco-mjx", "3.17.0", "sdist"), ("evojax", "0.2.17", "sdist"),
+    ("jaxline", "0.0.8", "sdist"), ("rlax", "0.1.9", "sdist"), ("jax-md", "0.2.29", "sdist"),
+    ("rejax", "0.1.3", "sdist"), ("dm-acme", "0.4.0", "sdist"), ("flaxdiff", "0.2.11", "sdist"),
+    ("jaxmarl", "0.2.0", "sdist"), ("learned-optimization", "0.0.1", "sdist"),
 ]
 
 
@@ -133,11 +138,12 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
         path.write_text(text, encoding="utf-8")
         to_stripped[relative] = line_map(original, text)
     log(f"{label}: recall (check on {len(donations)} stripped files)")
-    findings = jaxmem.check(stripped)
-    fixed = {}
+    skipped: list[dict] = []
+    findings = jaxmem.check(stripped, skipped=skipped)
+    fixed, fixed_point = {}, {}
     for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
         copy = fresh_copy(stripped, f"{label}-{mode}")
-        jaxmem.fix(sorted(donations), copy, unsafe=unsafe)
+        fixed_point[mode] = measure_fixed_point(copy, unsafe, f"{label} {mode}")
         fixed[mode] = {}
         for relative in donations:
             try:
@@ -156,26 +162,37 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
                 moved = dataclasses.replace(donation, span=tuple(map(to_stripped[relative], donation.span)))
                 finding = recovered_by(moved, relative, index, name, findings)
                 restored = {mode: restored_in(donation, index, name, fixed[mode][relative]) for mode in fixed}
-                cases.append(_case(label, relative, donation, index, name, status, finding, restored, "resolved"))
-    return {"cases": cases, "findings": findings, "stripped": stripped}
+                case = _case(label, relative, donation, index, name, status, finding, restored, "resolved")
+                case["refusal"] = None if finding else refusal_of(moved, relative, name, skipped)
+                cases.append(case)
+    return {"cases": cases, "findings": findings, "fixed_point": fixed_point}
 
 
-def second_fix_changes(root: Path, *, unsafe: bool) -> list[str]:
-    """Files of ``root`` that a second ``jaxmem-fix`` run changes after a first one
-    (fixes ``root`` in place; the fixer must reach its fixed point in one run)."""
-    jaxmem.fix(["."], root, unsafe=unsafe)
-    once = {p: p.read_bytes() for p in python_files(root)}
-    jaxmem.fix(["."], root, unsafe=unsafe)
-    return sorted(str(p.relative_to(root)) for p, data in once.items() if p.read_bytes() != data)
+def snapshot(root: Path) -> dict[str, str]:
+    """The text of every ``.py`` file under ``root``, by relative path."""
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace") for p in python_files(root)}
 
 
-def measure_fixed_point(stripped: Path, label: str) -> dict:
-    """Section 2b: every file of the package (donations stripped) fixed twice: the second run changes nothing."""
-    changed = {}
-    for mode, unsafe in (("fix", False), ("unsafe-fix", True)):
-        log(f"{label}: fixed point ({mode}, twice over every file)")
-        changed[mode] = second_fix_changes(fresh_copy(stripped, f"{label}-{mode}-twice"), unsafe=unsafe)
-    return changed
+def measure_fixed_point(copy: Path, unsafe: bool, label: str) -> dict:
+    """Run ``jaxmem-fix [--unsafe-fixes] .`` twice on ``copy`` (the second on the first's output, the
+    facts cache warm as in a pre-commit hook); the files the first changed and those the second did."""
+    before = snapshot(copy)
+    started = time.perf_counter()
+    first = jaxmem.fix(["."], copy, unsafe=unsafe, no_cache=False)
+    after_first = snapshot(copy)
+    middle = time.perf_counter()
+    second = jaxmem.fix(["."], copy, unsafe=unsafe, no_cache=False)
+    after_second = snapshot(copy)
+    changes = fixed_point_changes(after_first, after_second)
+    shutil.rmtree(copy / ".jaxmem_cache", ignore_errors=True)
+    if changes:
+        log(f"{label}: a second jaxmem-fix changed {len(changes)} file(s): {', '.join(c['path'] for c in changes)}")
+    return {
+        "files": len(before), "changed_by_first": sorted(p for p in after_first if after_first[p] != before.get(p)),
+        "changed_by_second": changes, "exit": [first.returncode, second.returncode],
+        "errors": [r.stderr.strip()[-400:] for r in (first, second) if r.returncode not in (0, 1)],
+        "seconds": [round(middle - started, 2), round(time.perf_counter() - middle, 2)],
+    }
 
 
 def _case(label, relative, donation, index, name, status, finding, restored, resolution) -> dict:
@@ -185,6 +202,7 @@ def _case(label, relative, donation, index, name, status, finding, restored, res
         "function": donation.bound_to, "wrapped": donation.wrapped, "parameter_index": index,
         "parameter": name, "status": status, "resolution": resolution,
         "reported": finding.code if finding else None, "confidence": finding.confidence if finding else None,
+        "doubts": confidence_doubts(finding) if finding else [],
         "restored_by_fix": restored.get("fix", False), "restored_by_unsafe_fix": restored.get("unsafe-fix", False),
     }
 
@@ -286,23 +304,44 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
     if donations:
         recall = measure_recall(root, donations, label)
         report["recall"].extend(recall["cases"])
-        report.setdefault("fixed_point", {})[label] = measure_fixed_point(recall["stripped"], label)
+        report["fixed_point"][label] = recall["fixed_point"]
         report["injection"].extend(measure_injection(root, donations, label)["cases"])
+    else:  # nothing to strip: the fixed point of the project as it is
+        report["fixed_point"][label] = {
+            mode: measure_fixed_point(fresh_copy(root, f"{label}-{mode}"), unsafe, f"{label} {mode}")
+            for mode, unsafe in (("fix", False), ("unsafe-fix", True))
+        }
     report["precision_candidates"].extend(
         precision_candidates(label, exactness["runs"]["no-shortcuts"], report["recall"], donations))
+
+
+def check_work_folder(work: Path) -> None:
+    """Stop when a folder above ``work`` marks a project root: jaxmem would take every copy under it
+    (and anything beside them) as one project's context, which changes the findings and slows every run."""
+    for folder in work.resolve().parents:
+        for marker in ("pyproject.toml", ".git"):
+            if (folder / marker).exists():
+                raise SystemExit(f"accuracy.py: {folder / marker} marks {folder} as a project root above the work "
+                                 f"folder {work}: remove it or set TMPDIR to a folder outside any project")
 
 
 def main(argv=None) -> int:
     """Run the benchmark; write ``results/accuracy-DATE.json`` and ``.md``; print the summary table."""
     args = _parser().parse_args(argv)
+    check_work_folder(WORK)
     if args.review_only:
         return review_only(Path(args.review_only))
+    if args.compare and args.against:
+        before, after = (json.loads(Path(f).read_text()) for f in (args.compare, args.against))
+        print(format_comparison(before, after))
+        return 0
     if args.fix_run_into:
         return fix_run_into(Path(args.fix_run_into), args)
     packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
-              "injection": [], "precision_candidates": [], "unparsable": {}, "definitions": {}}
+              "injection": [], "precision_candidates": [], "unparsable": {}, "definitions": {},
+              "fixed_point": {}}
     for name, version, kind in packages:
         label = f"{name}-{version}"
         try:
@@ -327,9 +366,11 @@ def main(argv=None) -> int:
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["command"] = " ".join(["python", "benchmarks/accuracy.py", *(argv if argv is not None else sys.argv[1:])])
     print(format_table(report))
+    if args.compare:
+        print("\n" + format_comparison(json.loads(Path(args.compare).read_text()), report))
     if not args.no_write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        stem = RESULTS / f"accuracy-{report['date']}"
+        stem = RESULTS / f"accuracy-{report['date']}{args.suffix}"
         stem.with_suffix(".json").write_text(json.dumps(report, indent=1, default=_json) + "\n")
         stem.with_suffix(".md").write_text(format_markdown(report))
         log(f"wrote {stem}.json and .md")
@@ -387,16 +428,23 @@ def _parser() -> argparse.ArgumentParser:
                         help="measure this package instead of the default corpus (repeatable; KIND sdist or wheel)")
     parser.add_argument("--skip-run", action="store_true", help="skip fix-then-run (section 4)")
     parser.add_argument("--max-runs", type=int, default=20,
-                        help="most changed test/example files to run before and after (default: 20)")
+                        help="most changed test/example files to run before and after; 0: all (default: 20)")
     parser.add_argument("--run-timeout", type=float, default=120, help="seconds per program run (default: 120)")
     parser.add_argument("--run-budget", type=float, default=600,
                         help="start no fix-then-run program once section 4 (applying the fixer included) "
-                             "has run this many seconds (default: 600)")
+                             "has run this many seconds; 0: no limit (default: 600)")
     parser.add_argument("--fix-run-into", metavar="RESULTS_JSON",
                         help="only run fix-then-run (section 4) and put it into this finished results file")
     parser.add_argument("--review-only", metavar="RESULTS_JSON",
                         help="only apply the newest review file to this finished results file, and rewrite it")
     parser.add_argument("--no-write", action="store_true", help="print the table only; write no results")
+    parser.add_argument("--suffix", default="", metavar="TEXT",
+                        help="append TEXT to the results' names: results/accuracy-DATE{TEXT}.json (e.g. -after)")
+    parser.add_argument("--compare", metavar="RESULTS_JSON",
+                        help="also print the headline figures and medium-reason tally of this earlier results "
+                             "file beside the new ones (e.g. the committed baseline)")
+    parser.add_argument("--against", metavar="RESULTS_JSON",
+                        help="with --compare: compare with this finished results file instead of running")
     return parser
 
 

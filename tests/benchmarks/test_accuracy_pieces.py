@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
@@ -248,33 +249,197 @@ def test_fix_then_run_selects_the_test_functions_the_fix_changed():
     assert changed_tests(before, "from functools import partial\n" + after) is None
 
 
-def test_second_fix_run_over_a_fixed_tree_changes_nothing(tmp_path):
-    from accuracy import second_fix_changes
+TRAINING = textwrap.dedent("""\
+    import jax
+    import optax
 
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+
+    @jax.jit
+    def step(state, batch):
+        return jax.tree_util.tree_map(lambda s: s - 0.1 * batch, state)
+
+
+    def train(params, batches, tx):
+        state = tx.init(params)  # an optimizer jaxmem cannot see: medium
+        for batch in batches:
+            state = step(state, batch)
+        return state
+
+
+    class Trainer:
+        def __init__(self, state):
+            self.state = state
+            self._step = jax.jit(self.update)
+
+        def update(self, state, batch):
+            return state + batch
+
+        def fit(self, batches):
+            for batch in batches:
+                self.state = self._step(self.state, batch)
+""")
+
+
+def test_medium_doubts_come_from_jaxmems_evidence_and_group_by_category(tmp_path):
+    from _jaxmem_cli import check
+    from _scoring import confidence_doubts, reason_category, tally_reasons
+
+    (tmp_path / "train.py").write_text(TRAINING)
+    findings = {(f.code, f.parameter_name, f.line): f for f in check(tmp_path)}
+    medium = sorted((f for f in findings.values() if f.code == "JXM001" and f.confidence == "medium"),
+                    key=lambda f: f.line)
+    assert len(medium) == 2, findings
+    doubts = [confidence_doubts(f) for f in medium]
+    # the call-site description is not a doubt; each doubt is jaxmem's own text
+    assert not any("rebound by the call's result" in d for ds in doubts for d in ds)
+    assert [[reason_category(d) for d in ds] for ds in doubts] == [
+        ["not proved its own: a method's result its object still holds (`.init(...)`)"],
+        ["owned outside the function (attribute or global)"],
+    ]
+    cases = [{"doubts": ds} for ds in doubts + doubts[1:]]
+    assert tally_reasons(cases) == [
+        ("owned outside the function (attribute or global)", 2),
+        ("not proved its own: a method's result its object still holds (`.init(...)`)", 1),
+    ]
+
+
+def test_doubts_fall_back_to_the_message_and_high_findings_have_none():
+    from _scoring import confidence_doubts
+
+    medium = Finding(code="JXM001", path="m.py", line=3, col=1, confidence="medium", definition_line=3,
+                     parameter_index=0, parameter_name="state",
+                     message="`step` does not donate `state`: add donate_argnums=(0,) (medium confidence: "
+                             "`step` is public: callers outside this project are not seen)")
+    assert confidence_doubts(medium) == ["`step` is public: callers outside this project are not seen"]
+    high = Finding(code="JXM001", path="m.py", line=3, col=1, message="m", confidence="high", definition_line=3,
+                   parameter_index=0, parameter_name="state", evidence=("`state` is rebound; odd",))
+    assert confidence_doubts(high) == []
+    # a doubt repeated at two call sites counts once
+    twice = Finding(code="JXM001", path="m.py", line=3, col=1, message="m", confidence="medium", definition_line=3,
+                    parameter_index=0, parameter_name="state",
+                    evidence=("`s` is not read after the call at a.py:4; the caller of the enclosing function may "
+                              "still hold it", "`s` is not read after the call at a.py:9; the caller of the "
+                              "enclosing function may still hold it"))
+    assert confidence_doubts(twice) == ["the caller of the enclosing function may still hold it"]
+
+
+@pytest.mark.parametrize("text, category", [
+    ("`state` (train.py:40) may share buffers with `config`, `keys`, read again at line 88",
+     "may share buffers with an input of its maker read later"),
+    ("`init_state(cfg, rng)` (a/b.py:12) may share buffers with `rng`, which the caller may still hold",
+     "may share buffers with an input the caller may hold"),
+    ("it was passed to `chrono.pause(wait_for=state)` (line 51), which may keep it",
+     "passed to a call which may keep it (`.pause(...)`)"),
+    ("its buffers are not proved to be its own: `TrainState.create(apply_fn=f, params=p, tx=tx)` (m.py:7)",
+     "not proved its own: made by a call jaxmem does not know (`.create(...)`)"),
+    ("its buffers are not proved to be its own: a loop variable taken from `states`, which still holds it (line 3)",
+     "not proved its own: a loop variable from a container still holding it"),
+    ("the caller of the enclosing function may still hold it", "a parameter: the caller may still hold it"),
+    ("`train_step` is public: callers outside this project are not seen",
+     "public definition: callers outside the project not seen"),
+    ("`x` reaches the outputs of `f` only through calls jaxmem does not know (shape and dtype unproved)",
+     "outputs reached only through calls jaxmem does not know"),
+    ("something new at train.py:12 about `state` and `opt`, line 40",
+     "other: something new at FILE:N about `X`, line N"),
+])
+def test_reason_categories(text, category):
+    from _scoring import reason_category
+
+    assert reason_category(text) == category
+
+
+def test_normalize_reason_drops_names_paths_and_numbers():
+    from _scoring import normalize_reason
+
+    assert normalize_reason("`a` (x/y.py:12) may share buffers with `b`, `c` and `d`, read again at line 9") == \
+        "`X` (FILE:N) may share buffers with `X`, read again at line N"
+
+
+def test_fixed_point_changes_lists_files_and_lines_the_second_run_changed():
+    from _scoring import fixed_point_changes
+
+    first = {"a.py": "x = 1\n@jax.jit(donate_argnums=0)\ndef f(s, b):\n", "b.py": "pass\n"}
+    assert fixed_point_changes(first, dict(first)) == []
+    second = dict(first, **{"a.py": first["a.py"].replace("donate_argnums=0", "donate_argnums=(0, 1)")})
+    (change,) = fixed_point_changes(first, second)
+    assert change["path"] == "a.py" and change["what"] == "edited"
+    assert change["lines"] == [{"line": 2, "before": "@jax.jit(donate_argnums=0)",
+                                "after": "@jax.jit(donate_argnums=(0, 1))"}]
+    assert [c["what"] for c in fixed_point_changes(first, {"a.py": first["a.py"]})] == ["removed"]
+
+
+def test_measure_fixed_point_runs_the_fixer_twice_on_a_real_project(tmp_path):
+    import accuracy
+
+    (tmp_path / "train.py").write_text(TRAINING.replace(
+        "def train(params, batches, tx):\n    state = tx.init(params)  # an optimizer jaxmem cannot see: medium\n",
+        "def train(params, batches, tx):\n    state = jax.numpy.zeros(3)\n"))
+    result = accuracy.measure_fixed_point(tmp_path, False, "test")
+    fixed = (tmp_path / "train.py").read_text()
+    assert result["files"] == 1 and result["changed_by_first"] == ["train.py"] and "donate_argnums" in fixed
+    assert result["changed_by_second"] == [] and result["exit"][1] in (0, 1) and result["errors"] == []
+    assert not (tmp_path / ".jaxmem_cache").exists()
+
+
+def test_fix_then_run_all_when_max_runs_is_zero():
+    from _fix_run import sample_runs
+
+    changed = {"a": {"fix": ["a1"], "unsafe-fix": ["a1", "a2"]}, "b": {"fix": [], "unsafe-fix": ["b1"]}}
+    assert sample_runs(changed, 0) == [("a", "a1"), ("a", "a2"), ("b", "b1")]
+
+
+def test_comparison_puts_two_results_side_by_side():
+    from _report import format_comparison
+
+    def report(date, restored, doubts):
+        case = {"package": "p", "path": "m.py", "line": 1, "resolution": "resolved", "status": "rebound",
+                "reported": "JXM001", "confidence": "high" if restored else "medium", "doubts": doubts,
+                "restored_by_fix": restored, "restored_by_unsafe_fix": True}
+        return {"date": date, "packages": [], "exactness": {}, "recall": [case], "injection": [],
+                "precision_candidates": [], "review": {}}
+
+    text = format_comparison(report("before", False, ["the caller of the enclosing function may still hold it"]),
+                             report("after", True, []))
+    row = next(line for line in text.splitlines() if line.startswith("recall: default fix restores (rebound"))
+    assert "0/1 (0.0%)" in row and "1/1 (100.0%)" in row
+    assert "     1    0  a parameter: the caller may still hold it" in text
+
+
+def test_an_unreported_parameter_gets_the_reason_jaxmem_skipped_it(tmp_path):
+    from _jaxmem_cli import check
+    from _scoring import refusal_category, refusal_of
+
+    source = textwrap.dedent("""\
         import jax
-        import jax.numpy as jnp
-        from lib import train_step
-
-        step = jax.jit(train_step)
 
 
-        def main():
-            state, x = jnp.zeros(3), jnp.ones(3)
+        @jax.jit
+        def step(state, lr: float):
+            return state * lr
+
+
+        def train(state, rate):
             for _ in range(3):
-                state, x = step(state, x)
+                state = step(state, rate)
             return state
-        """))
-    assert second_fix_changes(tmp_path, unsafe=True) == []
-    assert "donate_argnums=(0, 1)" in (tmp_path / "train.py").read_text()  # both positions in one run
+    """)
+    (tmp_path / "m.py").write_text(source)
+    skipped = []
+    findings = check(tmp_path, skipped=skipped)
+    donation = SimpleNamespace(span=(4, 6))
+    assert not [f for f in findings if f.parameter_name == "lr"]
+    reason = refusal_of(donation, "m.py", "lr", skipped)
+    assert reason and "lr" in reason, skipped
+    assert "`lr`" not in refusal_category(reason) and refusal_category(reason) == refusal_category(
+        reason.replace("`lr`", "`rate`"))
+    assert refusal_of(donation, "other.py", "lr", skipped) is None
 
 
-def test_fixed_point_row_in_the_summary():
-    from _report import _rows, summarize
+def test_work_folder_under_a_project_root_is_refused(tmp_path):
+    import accuracy
 
-    report = {"exactness": {}, "recall": [], "injection": [], "precision_candidates": [],
-              "fixed_point": {"flax-0.12.8": {"fix": [], "unsafe-fix": ["tests/a_test.py"]}}}
-    report["summary"] = summarize(report)
-    (row,) = [r for r in _rows(report) if r[0].startswith("fixed point")]
-    assert row[1:] == ("0 / 1", "0", "MISSED")
+    work = tmp_path / "a" / "jaxmem-accuracy-work"
+    accuracy.check_work_folder(work)  # nothing marks a root above it
+    (tmp_path / ".git").mkdir()
+    with pytest.raises(SystemExit, match=r"\.git marks .* as a project root above the work folder"):
+        accuracy.check_work_folder(work)
