@@ -388,6 +388,7 @@ class FactExtractor:
         self.children: dict[str, list[cst.FunctionDef]] = {}  # parent scope -> its nested defs
         self.summaries: _Summaries | None = None
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
+        self._caller_calls: dict[tuple[int, int], CallFacts] = {}
 
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
                  array_free_params=frozenset(), function: cst.FunctionDef | None = None, parent: bool = False):
@@ -552,9 +553,12 @@ class FactExtractor:
                 point = parent.flow.point_after(call)
                 if not mapping.resolved or number is None or point is None:
                     return None
-                facts = self.call_facts(call, ref_key(call.func), None, parent.flow, point, parent.scopes,
-                                        parent.class_scope, parent.traced, parent.params, parent.assigned,
-                                        parent.self_name, False)
+                memo = (id(call), self.depth)  # one call's facts serve each of the def's parameters
+                if memo not in self._caller_calls:
+                    self._caller_calls[memo] = self.call_facts(
+                        call, ref_key(call.func), None, parent.flow, point, parent.scopes, parent.class_scope,
+                        parent.traced, parent.params, parent.assigned, parent.self_name, False)
+                facts = self._caller_calls[memo]
                 passed = facts.args[number]
                 if any(ref[0] in parent.flow.captured for ref in passed.refs):
                     return None  # a closure of the parent (the def itself) may read it during the call
