@@ -79,7 +79,10 @@ class Index:
         self.functions: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}
         self.qualified_functions: dict[str, tuple[FunctionSummary, Signature]] = {}
         self.module_names: dict[str, tuple[str, ...]] = {}
+        self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         for facts in all_facts:
+            for scope, why in facts.nested_summaries.items():
+                self.nested[(facts.path, scope)] = why
             self.module_names[facts.path] = facts.module_names
             self.referenced[facts.path] = facts.referenced
             self.referenced_anywhere |= facts.referenced
@@ -131,6 +134,8 @@ class Index:
                           (), (), False, False, origin.text)
         if self.resolve(path, probe):
             return "jitted", None
+        if len(origin.callee) == 1 and origin.qualified is None and (path, f"{scopes[0]}.{origin.callee[0]}") in self.nested:
+            return "function", self.nested[(path, f"{scopes[0]}.{origin.callee[0]}")]
         if len(origin.callee) == 1 and (path, origin.callee[0]) in self.functions:
             return "function", self.functions[(path, origin.callee[0])]
         if origin.qualified is not None and origin.qualified.lstrip(".") in self.qualified_functions:
@@ -448,7 +453,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         if problem is not None:
             confidence = Confidence.MEDIUM
             reasons.append(problem)
-    if arg.owner != LOCAL:
+    released = _released_by_callers(arg, rc, project) if arg.owner == PARAM else None
+    if arg.owner != LOCAL and released is None:
         confidence = Confidence.MEDIUM
         reasons.append("the caller of the enclosing function may still hold it" if arg.owner == PARAM
                        else f"`{subject}` is owned outside this function")
@@ -465,9 +471,32 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         text = f"`{subject}` is rebound by the call's result at {where} (line {arg.rebound_line}) and not read before"
     else:
         text = f"`{subject}` is not read after the call at {where}"
+    if released is not None:
+        text += f"; {released}"
     if reasons:
         text += "; " + "; ".join(reasons)
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text, doubts=tuple(reasons))
+
+
+def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None:
+    """Why the caller no longer holds parameter ``arg``, if it provably does not: the
+    enclosing function is a nested def called only by name in its parent, and every
+    call passes a value that would be donated there at high confidence (dead after
+    the call, held by nothing else, its own buffers); else None."""
+    callers = arg.callers
+    if callers is None or not callers.calls:
+        return None
+    lines = []
+    for call, number in callers.calls:
+        outer = ResolvedCall(rc.path, call, rc.definition, rc.definition_path, 0, True)
+        passed = call.args[number]
+        verdict = _verdict(outer, passed, project)
+        if verdict is None or verdict.live or verdict.useless or verdict.confidence != Confidence.HIGH:
+            return None
+        lines.append(str(call.line))
+    where = f"line{'s' if len(lines) > 1 else ''} {', '.join(lines)}"
+    return (f"`{callers.function}` is called only in `{callers.parent.rsplit('.', 1)[-1]}` ({where}), and each call "
+            f"passes for `{callers.param}` a value dead after it, held by nothing else")
 
 
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,

@@ -23,14 +23,14 @@ from jaxmem.lint.definitions import (
     returned_function,
 )
 from jaxmem.lint.array_api import ARRAY_FREE_TYPES, NEW, READING_WRAPPERS, READS, call_effect
-from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs
+from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import FunctionSummary, Origin, Provenance, keeps_arguments, summarize_function
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
-from jaxmem.lint.signatures import Signature
+from jaxmem.lint.signatures import VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments
 from jaxmem.lint.usefulness import output_reach
 from jaxmem.lint.walk import children, descendants, small_statements, statements, suite_statements
 
@@ -77,6 +77,8 @@ class ArgFacts:
     escapes: tuple[Use, ...] = ()
     alias_reads: tuple[Use, ...] = ()
     origins: tuple[Origin, ...] = ()  # how the value was made (local names and temporaries)
+    # A parameter of a nested def: every call of that def (None when not all are seen as plain calls).
+    callers: CallerFacts | None = None
 
     @property
     def is_temporary(self) -> bool:
@@ -108,6 +110,18 @@ class CallFacts:
         return list(self.positional) + [arg for _, arg in self.keywords]
 
 
+@dataclass(frozen=True)
+class CallerFacts:
+    """Every call of a nested def, for one of its parameters: the def is only
+    ever called by name in its parent's own code, so these are all the values
+    the parameter can hold, and whether the caller still holds one can be decided."""
+
+    function: str  # the nested def
+    parent: str  # the function it is defined in
+    param: str
+    calls: tuple[tuple[CallFacts, int], ...]  # each call, and which of its args binds ``param``
+
+
 @dataclass
 class FileFacts:
     """Everything the rules need from one file."""
@@ -120,6 +134,9 @@ class FileFacts:
     # Top-level functions whose result may hold arrays it did not make (a parameter,
     # or one value twice): name -> what it returns.  Absent: its result is new memory.
     function_summaries: dict[str, FunctionSummary] = field(default_factory=dict)
+    # Nested defs called only by name in their parent, by scope name (``train.helper``):
+    # what their result holds, as for top-level functions (absent: not summarised).
+    nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = field(default_factory=dict)
     # Top-level factories returning a nested def: name -> (its signature, its outputs verdicts),
     # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
     factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
@@ -363,14 +380,28 @@ class FactExtractor:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         self._arg_ids: dict[int, set[int]] = {}  # id(call) -> ids of its argument values, asked per argument
+        # Functions with nested defs, by scope name (None: the name is used twice), for CallerFacts.
+        self.parents: dict[str, _Scope | None] = {}
+        self.functions: dict[str, cst.FunctionDef | None] = {}  # every def by scope name (None: twice)
+        self.scope: _Scope | None = None
+        self.depth = 0
+        self.children: dict[str, list[cst.FunctionDef]] = {}  # parent scope -> its nested defs
+        self.summaries: _Summaries | None = None
+        self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
+        self._caller_calls: dict[tuple[int, int], CallFacts] = {}
 
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
-                 array_free_params=frozenset()):
+                 array_free_params=frozenset(), function: cst.FunctionDef | None = None, parent: bool = False):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
         assigned = _assigned_names(flow)
         self.provenance = Provenance(
             flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
             array_free_params)
+        self.scope = _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
+                            self_name, self.provenance)
+        if parent:
+            self.parents[scopes[0]] = None if scopes[0] in self.parents else self.scope
+            self.provenance.nested_functions = self.summarize_nested(self.scope)
         out: list[CallFacts] = []
         for call in flow.call_nodes:
             key = ref_key(call.func)
@@ -428,6 +459,9 @@ class FactExtractor:
             return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
+        callers = None
+        if owner == PARAM and _holds_entry_value(flow, key[0], call):
+            callers = self.callers_of(key[0])
         if id(call) not in self._arg_ids:
             self._arg_ids[id(call)] = {id(a.value) for a in call.args}
         arg_nodes = self._arg_ids[id(call)]
@@ -460,7 +494,7 @@ class FactExtractor:
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
-            alias_reads=tuple(alias_reads), origins=origins, **base,
+            alias_reads=tuple(alias_reads), origins=origins, callers=callers, **base,
         )
 
     def _keeps_nothing(self, node) -> bool:
@@ -470,6 +504,77 @@ class FactExtractor:
         func = node.func if isinstance(node, cst.Call) else None
         return (isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1
                 and self.provenance.is_new_state_optimizer(func.value))
+
+    def summarize_nested(self, parent: _Scope) -> dict[str, tuple[FunctionSummary, Signature]]:
+        """Summaries of the nested defs of ``parent`` that only plain calls in its own code
+        reach (also recorded in ``self.nested_summaries``), by name."""
+        if self.parents.get(parent.scopes[0]) is not parent:
+            return {}
+        names = {}
+        for function in self.children.get(parent.scopes[0], ()):
+            scope = f"{parent.scopes[0]}.{function.name.value}"
+            if self.functions.get(scope) is not function or function.decorators or not _plain_calls(function, parent):
+                continue
+            visible = (scope,) + parent.scopes
+            jitted = frozenset(site.definition.callee[0] for site in self.ctx.sites
+                               if site.definition.scope in visible and len(site.definition.callee) == 1)
+            signature = Signature.of(function)
+            summary = summarize_function(function, self.ctx.imports, summary_of=self.summaries.of,
+                                         free=frozenset(free_names(function)) - jitted, new_memory=jitted)
+            if not set(summary.returned) <= {p.name for p in signature.params}:
+                continue  # it may return a variable of the parent, which still holds it
+            self.nested_summaries[scope] = (summary, signature)
+            names[function.name.value] = (summary, signature)
+        return names
+
+    def callers_of(self, param: str) -> CallerFacts | None:
+        """Every call of the current scope's function, when it is a nested def that
+        nothing but plain calls in its parent's own code can reach, and each call
+        binds ``param`` to an argument (not its default, not ``*args``)."""
+        scope = self.scope
+        if scope is None or scope.function is None or len(scope.scopes) < 3 or self.depth >= _MAX_CALLER_DEPTH:
+            return None
+        function, parent = scope.function, self.parents.get(scope.scopes[1])
+        if parent is None or parent.traced or self.functions.get(scope.scopes[0]) is not function \
+                or scope.scopes[0] != f"{scope.scopes[1]}.{function.name.value}":
+            return None  # a method of a class inside the parent, a name defined twice, ...
+        signature = Signature.of(function)
+        found = signature.by_name(param)
+        if function.decorators or found is None or found.kind in (VAR_POSITIONAL, VAR_KEYWORD) \
+                or function.asynchronous is not None or _has_yield(function):
+            return None
+        calls = _plain_calls(function, parent)
+        if not calls:
+            return None
+        saved = self.scope, self.provenance
+        self.scope, self.provenance = parent, parent.provenance
+        self.depth += 1
+        try:
+            out = []
+            for call in calls:
+                names = tuple(ident(a.keyword.value) for a in call.args if a.keyword is not None)
+                positional = sum(1 for a in call.args if a.keyword is None)
+                mapping = map_arguments(positional, names, signature, 0, any(a.star for a in call.args))
+                index = signature.index_of(param)
+                number = mapping.by_index.get(index) if index is not None else None
+                number = mapping.by_name.get(param, number)
+                point = parent.flow.point_after(call)
+                if not mapping.resolved or number is None or point is None:
+                    return None
+                memo = (id(call), self.depth)  # one call's facts serve each of the def's parameters
+                if memo not in self._caller_calls:
+                    self._caller_calls[memo] = self.call_facts(
+                        call, ref_key(call.func), None, parent.flow, point, parent.scopes, parent.class_scope,
+                        parent.traced, parent.params, parent.assigned, parent.self_name, False)
+                facts = self._caller_calls[memo]
+                passed = facts.args[number]
+                if any(ref[0] in parent.flow.captured for ref in passed.refs):
+                    return None  # a closure of the parent (the def itself) may read it during the call
+                out.append((facts, number))
+        finally:
+            self.scope, self.provenance = saved
+            self.depth -= 1
+        return CallerFacts(function.name.value, parent.scopes[0], param, tuple(out))
 
     def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
         """Aliases and escapes of ``key``'s value that reach ``call``."""
@@ -519,6 +624,62 @@ class FactExtractor:
             for read in after.reads:
                 alias_reads.append(ctx.use(read, "alias"))
         return escapes, alias_reads
+
+
+_MAX_CALLER_DEPTH = 3  # nested defs calling nested defs: how far "the caller's caller" is followed
+_DYNAMIC_LOOKUPS = frozenset({"locals", "vars", "eval", "exec", "globals"})
+
+
+@dataclass
+class _Scope:
+    """A function scope whose flow and provenance outlive its own extraction."""
+
+    function: cst.FunctionDef | None
+    flow: Flow
+    scopes: tuple[str, ...]
+    class_scope: str | None
+    traced: bool
+    params: frozenset[str]
+    assigned: set[str]
+    self_name: str | None
+    provenance: Provenance
+
+
+def _holds_entry_value(flow: Flow, param: str, call: cst.Call) -> bool:
+    """Whether ``param`` (and every part of it) still holds what the caller passed when
+    ``call`` runs: no write to it, or into it (``param.x = other``), reaches the call."""
+    for point, event in flow.events():
+        if event.kind == WRITE and event.key is not None and event.key[0] == param and \
+                not isinstance(event.node, cst.Param) and \
+                flow.search(Point(point.node, point.index + 1), (param,), until_call=call).reached:
+            return False
+    return True
+
+
+def _has_yield(function: cst.FunctionDef) -> bool:
+    """Whether ``function`` is a generator (its arguments live on in the generator object)."""
+    return any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body))
+
+
+def _plain_calls(function: cst.FunctionDef, parent: _Scope) -> list[cst.Call] | None:
+    """The calls of nested def ``function`` in ``parent``, when its name is used nowhere
+    else in ``parent`` (not passed, returned, stored, rebound, captured or called from
+    another scope), else None."""
+    name = function.name.value
+    direct = {id(call.func): call for call in parent.flow.call_nodes}
+    calls = []
+    for node in descendants(parent.function.body):
+        if not isinstance(node, cst.Name):
+            continue
+        if node.value in _DYNAMIC_LOOKUPS:
+            return None
+        if node.value != name or node is function.name:
+            continue
+        call = direct.get(id(node))
+        if call is None:
+            return None
+        calls.append(call)
+    return calls
 
 
 def _calls_under_disable_jit(module: cst.Module, imports: ImportTable) -> set[int]:
@@ -613,7 +774,14 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
 
-    for function, scopes, class_scope in _function_scopes(module.body):
+    functions = list(_function_scopes(module.body))
+    parents = {scopes[1] for _, scopes, _ in functions if len(scopes) > 2}
+    extractor.summaries = summaries
+    for function, scopes, _ in functions:
+        extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
+        if len(scopes) > 2:
+            extractor.children.setdefault(scopes[1], []).append(function)
+    for function, scopes, class_scope in functions:
         flow = FlowBuilder(ctx.retains, ctx.reads_metadata).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
@@ -622,9 +790,11 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
             self_name = "self"
         traced = id(function) in ctx.jitted_functions
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
-                                              _array_free_params(function, imports)))
+                                              _array_free_params(function, imports), function,
+                                              scopes[0] in parents))
         facts.referenced |= flow.passed
 
+    facts.nested_summaries = extractor.nested_summaries
     facts.definitions = [site.definition for site in ctx.sites]  # with the immediate ones
     # A name passed around as a value matters to the file that defines it, or,
     # when imported, to the module it comes from: record imported ones qualified.

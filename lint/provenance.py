@@ -108,6 +108,8 @@ class Provenance:
         self.owner_of = owner_of  # RefKey -> local | param | attribute | global
         self.class_scope = class_scope
         self.array_free_params = array_free_params  # annotated ``config: ConfigDict``, ``path: str``
+        # This scope's summarised nested defs: name -> (FunctionSummary, Signature).
+        self.nested_functions: dict[str, tuple] = {}
         self._writes: dict[RefKey, list] | None = None
 
     def writes_of(self, key: RefKey) -> list:
@@ -256,7 +258,7 @@ class Provenance:
         key = ref_key(call.func)
         if key is not None:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
-            if maybe or (qualified is None and key[0] in ctx.module_functions):
+            if maybe or (qualified is None and (key[0] in ctx.module_functions or key[0] in self.nested_functions)):
                 return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared,
                                arg_reasons=arg_reasons)]
         if method is not None and qualified is None:
@@ -293,6 +295,18 @@ class Provenance:
                         out.append(origin)
         return out
 
+    @staticmethod
+    def _returned_args(call: cst.Call, summary: FunctionSummary, signature) -> list:
+        """The arguments of ``call`` whose arrays its result may hold, by the callee's summary."""
+        if summary.twice or any(arg.star for arg in call.args):
+            return [arg.value for arg in call.args]
+        out = []
+        for i, arg in enumerate(call.args):
+            name = signature.name_at(i) if arg.keyword is None else arg.keyword.value
+            if name is None or name in summary.returned:
+                out.append(arg.value)
+        return out
+
     def _may_contain(self, value, depth: int = 0) -> set[RefKey]:
         """What ``value`` may hold arrays of, as keys: the values it passes, and
         (two steps back) the inputs of calls not known to return new memory
@@ -318,6 +332,8 @@ class Provenance:
             if self._makes_new_memory(value):
                 return set()
             parts = [arg.value for arg in value.args]
+            if isinstance(value.func, cst.Name) and value.func.value in self.nested_functions:
+                parts = self._returned_args(value, *self.nested_functions[value.func.value])
             if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
                 parts.append(value.func.value)  # tx.init(params): the receiver may hand out what it holds
             return set().union(*(self._may_contain(part, depth + 1) for part in parts))
@@ -572,7 +588,8 @@ _MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
-                       summary_of=None) -> FunctionSummary:
+                       summary_of=None, free: frozenset[str] = frozenset(),
+                       new_memory: frozenset[str] = frozenset()) -> FunctionSummary:
     """The :class:`FunctionSummary` of ``function`` from its body alone.
 
     Flow-insensitive over the body (a name holds the union of what all its
@@ -581,7 +598,10 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     return any of its arguments (a "maybe" hold: it counts for ``returned``,
     not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
     ``summary_of(name)`` gives the summaries of the file's other top-level
-    functions, so a helper calling a helper is followed."""
+    functions, so a helper calling a helper is followed.  For a nested def, ``free``
+    names the enclosing scopes' variables it reads (tracked like parameters, so a
+    result holding one says so in ``returned``) and ``new_memory`` the jitted
+    callables it calls (their results are new buffers)."""
     from jaxmem.lint.walk import descendants, small_statements, suite_statements
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
@@ -590,7 +610,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         params.append(function.params.star_arg.name.value)
     if function.params.star_kwarg is not None:
         params.append(function.params.star_kwarg.name.value)
-    holder = _Holdings(imports, set(params), summary_of)
+    holder = _Holdings(imports, set(params) | set(free), summary_of, new_memory)
     name = function.name.value
     smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
     returned: list[_Held] = []
@@ -626,8 +646,9 @@ class _Holdings:
     """What each local name of one body holds as-is, in terms of parameters
     and of locals made fresh (so ``z = zeros(...); return z, z`` is caught)."""
 
-    def __init__(self, imports, params: set[str], summary_of=None) -> None:
+    def __init__(self, imports, params: set[str], summary_of=None, new_memory=frozenset()) -> None:
         self.imports = imports
+        self.new_memory = new_memory
         self.params = params
         self.summary_of = summary_of
         self.names: dict[str, _Held] = {}
@@ -705,6 +726,8 @@ class _Holdings:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if is_fresh_constructor(qualified) or is_host_producer(qualified):
             return ()
+        if isinstance(call.func, cst.Name) and call.func.value in self.new_memory:
+            return ()  # a jitted callable's result: new buffers
         if qualified in TREE_MAPS and call.args and is_fresh_constructor(
                 self.imports.resolve(call.args[0].value) if self.imports is not None else None):
             return ()  # tree_map(jnp.zeros_like, params): new arrays
