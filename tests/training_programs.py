@@ -1,4 +1,4 @@
-"""Small JAX programs shared by the fixer's tests."""
+"""Small JAX programs shared by the tests (fixer, CLI, server)."""
 
 import textwrap
 
@@ -22,3 +22,21 @@ TRAIN = textwrap.dedent(
         return state
     """
 )
+
+
+# The README's motivating example: the state is rebound by every call of a
+# jitted step without donation -> JXM001 at the @jax.jit definition (line 4).
+MISSED_DONATION = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(state, batch):
+        return state + batch.sum()
+
+    def train(batches):
+        state = jnp.zeros(3)
+        for batch in batches:
+            state = step(state, batch)
+        return state
+    """)

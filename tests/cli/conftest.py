@@ -9,25 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from training_programs import MISSED_DONATION  # noqa: F401  (re-exported to the CLI tests)
 
 BIN = Path(sys.executable).parent
 
-# The README's motivating example: the state is rebound by every call of a
-# jitted step without donation -> JXM001 at the @jax.jit definition (line 4).
-MISSED_DONATION = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
-
-    @jax.jit
-    def step(state, batch):
-        return state + batch.sum()
-
-    def train(batches):
-        state = jnp.zeros(3)
-        for batch in batches:
-            state = step(state, batch)
-        return state
-    """)
 MISSED_DONATION_LINE = 4
 
 # x is donated, then read: JXM101 at the print(x) read (line 9).

@@ -6,6 +6,7 @@ import os
 import textwrap
 
 import pytest
+from training_programs import MISSED_DONATION as MISSED
 
 from jaxmem.api import check_paths
 from jaxmem.codemod.edits import add_donations
@@ -20,20 +21,6 @@ LATIN1 = textwrap.dedent("""\
     f = jax.jit(lambda x: x * 2, donate_argnums=0)
     x = jnp.ones(3)
     y = f(x); print("café", x)
-    """)
-MISSED = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
-
-    @jax.jit
-    def step(state, batch):
-        return state + batch.sum()
-
-    def train(batches):
-        state = jnp.zeros(3)
-        for batch in batches:
-            state = step(state, batch)
-        return state
     """)
 
 
