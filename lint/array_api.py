@@ -51,6 +51,8 @@ TREE_MAPS = frozenset({"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map",
 # array operands (so an output built by them can take a donated buffer).
 SHAPE_PRESERVING = frozenset(
     TREE_MAPS
+    # nnx's graph calls hold the very arrays of what they are given (flax 0.12.8)
+    | {"flax.nnx.merge", "flax.nnx.state", "flax.nnx.split", "flax.nnx.graph.merge", "flax.nnx.graph.split"}
     | {"optax.apply_updates", "optax.incremental_update", "optax.safe_int32_increment"}
     | {_JNP + name for name in (
         "where", "clip", "maximum", "minimum", "abs", "exp", "log", "sqrt", "square", "tanh",
@@ -64,6 +66,7 @@ SHAPE_PRESERVING = frozenset(
 # (its position): the carry of ``fori_loop(lo, hi, body, init)``,
 # ``while_loop(cond, body, init)``, ``scan(f, init, xs)`` (first of its pair).
 CARRY_PRESERVING = {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
+CARRY_KEYWORDS = {"jax.lax.fori_loop": "init_val", "jax.lax.while_loop": "init_val", "jax.lax.scan": "init"}
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
 SHAPE_PRESERVING_METHODS = frozenset(
@@ -188,6 +191,12 @@ STATIC_FIELDS = frozenset({"apply_fn", "tx"})
 READING_WRAPPERS = frozenset(
     {"haiku.experimental.tabulate", "jax.make_jaxpr", "jax.eval_shape", "flax.linen.tabulate"}
 )
+# Transforms whose function, applied at once (``jax.vmap(f)(x)``), runs on
+# tracers: ``f`` cannot keep ``x``'s arrays, and the transform keeps no argument.
+TRACING_TRANSFORMS = frozenset(
+    "jax." + name for name in ("vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+                               "checkpoint", "remat")
+)
 # optax transforms whose ``init(params)`` returns new buffers only (moments
 # made by ``zeros_like``, counters, empty states), checked on optax 0.2.8.
 # Not lookahead, schedule-free, MultiSteps or inject_hyperparams: they keep
@@ -255,6 +264,7 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         "os.path.exists", "os.path.expanduser", "tempfile.mkdtemp",
         "numpy.prod",
     )},
+    **{name: "if_args" for name in ("min", "max", "abs", "round", "sum", "divmod", "pow")},  # of Python numbers
     **{name: "if_args" for name in (
         "pathlib.Path", "epath.Path", "etils.epath.Path",
         "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict",
@@ -299,6 +309,14 @@ REPLICATORS = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"
 def is_prng_producer(qualified: str | None) -> bool:
     """Whether a call of ``qualified`` returns PRNG keys."""
     return qualified in PRNG_PRODUCERS
+
+# Calls returning a tuple whose element at the given position is structure, not
+# arrays: nnx's GraphDef (``graphdef, state = nnx.split(model)``), a treedef
+# (``leaves, treedef = jax.tree_util.tree_flatten(x)``); checked on flax 0.12.8 / jax 0.10.2.
+ARRAY_FREE_PARTS = {
+    "flax.nnx.split": 0, "flax.nnx.graph.split": 0,
+    "jax.tree_util.tree_flatten": 1, "jax.tree.flatten": 1,
+}
 
 # Pure-function pairs whose element at the given position is ``init``: its
 # result is new parameters (``params_init, loss_fn = hk.transform(f)``),

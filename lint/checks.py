@@ -24,7 +24,9 @@ from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blo
 from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
 from jaxmem.lint.jit_api import EQX_FILTER_JIT
-from jaxmem.lint.provenance import CALL, DERIVED, HOST, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin
+from jaxmem.lint.provenance import (
+    CALL, DERIVED, HOST, MODULE_HELD, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin,
+)
 from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
@@ -362,6 +364,9 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
             return None, None  # a jitted call's outputs are new buffers
         if kind == "function":
             summary, signature = found
+            if MODULE_HELD in summary.returned:
+                return (f"its buffers are not proved to be its own: `{origin.text}` may return arrays a "
+                        f"module-level value still holds ({where})"), None
             reasons = [summary.twice] if summary.twice else []
             reasons += [why for slot, why in origin.arg_reasons
                         if slot == "*" or _slot_param(slot, signature) in summary.returned]

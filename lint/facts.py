@@ -22,13 +22,15 @@ from jaxmem.lint.definitions import (
     JitDefinition,
     returned_function,
 )
-from jaxmem.lint.array_api import ARRAY_FREE_TYPES, NEW, READING_WRAPPERS, READS, call_effect
+from jaxmem.lint.array_api import NEW, READING_WRAPPERS, READS, TRACING_TRANSFORMS, call_effect
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
-from jaxmem.lint.provenance import FunctionSummary, Origin, Provenance, keeps_arguments, summarize_function
+from jaxmem.lint.provenance import (
+    FunctionSummary, Origin, Provenance, annotated_array_free, keeps_arguments, summarize_function,
+)
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.signatures import VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments
 from jaxmem.lint.usefulness import output_reach
@@ -208,6 +210,11 @@ class _Context:
             self._module_values = values
         return self._module_values.get(name)
 
+    def module_variables(self) -> frozenset[str]:
+        """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
+        self.module_values("")
+        return frozenset(self._module_values) - self.module_definitions
+
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
         return self.finder.immediate(expr, scope)  # recorded in ``sites`` (the finder's list)
@@ -232,6 +239,18 @@ class _Context:
                 callee = qualified.lstrip(".")  # another project file's function: the join knows its summary
         return Use(pos.start.line, pos.start.column, text, kind, callee)
 
+    def jitted_argument(self, call: cst.Call):
+        """The function ``call`` jits (``step`` in ``jax.pmap(step, ...)``), or None."""
+        found = self.finder.jit_call(call)
+        return found[2] if found is not None else None
+
+    def written_argument(self, call: cst.Call):
+        """The argument ``call`` only writes into: ``model`` in ``nnx.update(model, state)``
+        (flax 0.12.8 sets each Variable to the new array; the old ones, even deleted, are never read)."""
+        if self.imports.resolve(call.func) == "flax.nnx.update" and call.args and call.args[0].keyword is None:
+            return call.args[0].value
+        return None
+
     def reads_metadata(self, call: cst.Call) -> bool:
         """Whether ``call`` reads only its arguments' metadata (``jnp.shape(x)``)."""
         return is_metadata_call(self.imports.resolve(call.func), call)
@@ -245,6 +264,8 @@ class _Context:
                 return False
         if isinstance(func, cst.Call) and self.imports.resolve(func.func) in READING_WRAPPERS:
             return False  # hk.experimental.tabulate(step)(state, batch): traced for a table, not kept
+        if isinstance(func, cst.Call) and self.imports.resolve(func.func) in TRACING_TRANSFORMS:
+            return False  # jax.vmap(f)(x): f sees tracers; a result that is x is an alias (direct_refs)
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
@@ -281,9 +302,11 @@ class _Summaries:
     """Summaries of a file's top-level functions, computed on demand so a
     helper that calls another helper sees its summary (cycles: empty)."""
 
-    def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable) -> None:
+    def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable,
+                 module_names: frozenset[str] = frozenset()) -> None:
         self.functions = functions
         self.imports = imports
+        self.module_names = module_names  # module-level variables: a result holding one is not new
         self.done: dict[str, FunctionSummary] = {}
 
     def of(self, name: str) -> FunctionSummary | None:
@@ -293,7 +316,8 @@ class _Summaries:
             self.done[name] = FunctionSummary()  # while in progress
             twice, returned = None, ()
             for function in self.functions[name]:  # a name defined twice: either may run
-                summary = summarize_function(function, self.imports, summary_of=self.of)
+                summary = summarize_function(function, self.imports, summary_of=self.of,
+                                             module_names=self.module_names)
                 twice = twice or summary.twice
                 returned = tuple(dict.fromkeys(returned + summary.returned))
             self.done[name] = FunctionSummary(twice, returned)
@@ -308,21 +332,6 @@ def _bound_names(target) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _bound_names(target.value)
     return []
-
-
-def _array_free_params(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
-    """Parameters annotated with a type that holds no arrays (``config: ConfigDict``,
-    ``workdir: str``, ``n: int``), or whose default is a literal that cannot be one."""
-    out = set()
-    p = function.params
-    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
-        annotation = param.annotation.annotation if param.annotation is not None else None
-        if annotation is not None:
-            name = imports.resolve(annotation) if not isinstance(annotation, cst.Name) else (
-                imports.resolve(annotation) or annotation.value)
-            if name is not None and name.lstrip(".") in ARRAY_FREE_TYPES:
-                out.add(param.name.value)
-    return frozenset(out)
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:
@@ -390,6 +399,13 @@ class FactExtractor:
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
 
+    def _module_function(self, name: str):
+        """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
+        defs = self.ctx.module_functions.get(name, ())
+        if self.summaries is None or len(defs) != 1:
+            return None
+        return self.summaries.of(name), Signature.of(defs[0])
+
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
                  array_free_params=frozenset(), function: cst.FunctionDef | None = None, parent: bool = False):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
@@ -399,6 +415,7 @@ class FactExtractor:
             array_free_params)
         self.scope = _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
                             self_name, self.provenance)
+        self.provenance.module_function = self._module_function
         if parent:
             self.parents[scopes[0]] = None if scopes[0] in self.parents else self.scope
             self.provenance.nested_functions = self.summarize_nested(self.scope)
@@ -520,7 +537,8 @@ class FactExtractor:
                                if site.definition.scope in visible and len(site.definition.callee) == 1)
             signature = Signature.of(function)
             summary = summarize_function(function, self.ctx.imports, summary_of=self.summaries.of,
-                                         free=frozenset(free_names(function)) - jitted, new_memory=jitted)
+                                         free=frozenset(free_names(function)) - jitted, new_memory=jitted,
+                                         module_names=self.summaries.module_names)
             if not set(summary.returned) <= {p.name for p in signature.params}:
                 continue  # it may return a variable of the parent, which still holds it
             self.nested_summaries[scope] = (summary, signature)
@@ -757,7 +775,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
-    summaries = _Summaries(ctx.module_functions, imports)
+    summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables())
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
@@ -769,20 +787,20 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if (made := returned_function(stmt)) is not None:
             facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
     extractor = FactExtractor(ctx)
+    extractor.summaries = summaries
 
-    module_flow = FlowBuilder(ctx.retains, ctx.reads_metadata).build_module(module)
+    module_flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
 
     functions = list(_function_scopes(module.body))
     parents = {scopes[1] for _, scopes, _ in functions if len(scopes) > 2}
-    extractor.summaries = summaries
     for function, scopes, _ in functions:
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
     for function, scopes, class_scope in functions:
-        flow = FlowBuilder(ctx.retains, ctx.reads_metadata).build_function(function)
+        flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
         self_name = sig.params[0].name if class_scope and sig.params else None
@@ -790,7 +808,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
             self_name = "self"
         traced = id(function) in ctx.jitted_functions
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
-                                              _array_free_params(function, imports), function,
+                                              annotated_array_free(function, imports), function,
                                               scopes[0] in parents))
         facts.referenced |= flow.passed
 

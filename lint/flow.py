@@ -73,13 +73,82 @@ class SearchResult:
     reached: list[Point] = field(default_factory=list)
 
 
+# Library calls whose result may be their argument's very arrays (checked on
+# jax 0.10.2: ``jax.tree.map(lambda v: v, x)``, ``jax.tree.leaves(x)``,
+# ``jax.device_put(x)`` on its device, ``jnp.asarray(x)``, ``jax.block_until_ready(x)``
+# return ``x``'s leaves themselves), by the end of the callee's dotted name (no
+# imports needed), with the position of the first argument that may be returned.
+_VIEW_CALLS = {"tree.map": 1, "tree_map": 1, "tree.leaves": 0, "tree_leaves": 0, "tree.flatten": 0,
+               "tree_flatten": 0, "device_put": 0, "asarray": 0, "block_until_ready": 0}
+# Transforms applied at once, ``jax.vmap(f)(x)``: ``f`` sees tracers and keeps
+# nothing, but an identity-like ``f`` returns ``x`` itself (jax 0.10.2).
+_APPLIED_TRANSFORMS = frozenset({"vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",  # textual: may over-match
+                                 "checkpoint", "remat"})
+
+
+def _dotted(func) -> str:
+    parts = []
+    while isinstance(func, cst.Attribute):
+        parts.append(func.attr.value)
+        func = func.value
+    if isinstance(func, cst.Name):
+        parts.append(func.value)
+    return ".".join(reversed(parts))
+
+
+def applied_transform(call: cst.Call) -> bool:
+    """``jax.vmap(f)(x)``: a tracing transform applied at once (keeps no argument)."""
+    return isinstance(call.func, cst.Call) and _dotted(call.func.func).rsplit(".", 1)[-1] in _APPLIED_TRANSFORMS
+
+
+def _view_arguments(call: cst.Call) -> list:
+    """The arguments whose arrays ``call``'s result may be (``x`` in ``jax.tree.leaves(x)``)."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    if applied_transform(call):
+        return positional
+    dotted = _dotted(call.func)
+    for suffix, position in _VIEW_CALLS.items():
+        if dotted == suffix or dotted.endswith("." + suffix):
+            if position == 1 and positional and _makes_new_arrays(positional[0]):
+                return []  # jax.tree.map(jnp.copy, x), jax.tree.map(lambda v: v * 2, x): new arrays
+            return positional[position:]
+    return []
+
+
+# Functions whose result is a new array whatever they are given (by name):
+# copies, and reductions (``jax.tree.map(jnp.mean, x)``, ``lambda v: v.sum()``).
+_FRESH_MAPPERS = frozenset({"copy", "deepcopy", "zeros_like", "ones_like", "full_like", "empty_like",
+                            "mean", "sum", "max", "min", "std", "var", "prod", "norm", "any", "all"})
+
+
+def _makes_new_arrays(function) -> bool:
+    """Whether ``function``, mapped over leaves, returns new arrays: a copying or
+    reducing function, or a lambda whose body is arithmetic, a comparison or such
+    a call (anything else may hand back what it was given: ``lambda v: v.value``)."""
+    if isinstance(function, (cst.Name, cst.Attribute)):
+        return _dotted(function).rsplit(".", 1)[-1] in _FRESH_MAPPERS
+    if not isinstance(function, cst.Lambda):
+        return False
+    body = function.body
+    if isinstance(body, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+        return True
+    return isinstance(body, cst.Call) and _dotted(body.func).rsplit(".", 1)[-1] in _FRESH_MAPPERS
+
+
 def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
-    """Keys whose values ``expr`` evaluates to as-is (itself, or inside a literal container)."""
+    """Keys whose values ``expr`` evaluates to as-is (itself, inside a literal
+    container, or returned by a call that may hand back its argument's arrays:
+    ``jax.tree.leaves(x)[0]``)."""
     if expr is None:
         return ()
     key = ref_key(expr)
     if key is not None:
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
+    if isinstance(expr, cst.Call) and (viewed := _view_arguments(expr)):
+        return tuple(k for value in viewed for k in direct_refs(value))
+    if isinstance(expr, (cst.Subscript, cst.Attribute)) and isinstance(expr.value, cst.Call) \
+            and _view_arguments(expr.value):
+        return direct_refs(expr.value)  # jax.tree.leaves(x)[0]: one of x's arrays
     out: list[RefKey] = []
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         for element in expr.elements:
@@ -364,9 +433,16 @@ class FlowBuilder:
     """Builds a :class:`Flow` for a module body or a function body."""
 
     def __init__(self, retains: Callable[[cst.Call], bool],
-                 reads_metadata: Callable[[cst.Call], bool] = lambda call: False) -> None:
+                 reads_metadata: Callable[[cst.Call], bool] = lambda call: False,
+                 jitted_argument: Callable[[cst.Call], object] = lambda call: None,
+                 written_argument: Callable[[cst.Call], object] = lambda call: None) -> None:
         self.retains = retains
         self.reads_metadata = reads_metadata  # jnp.shape(x), jax.tree.map(lambda a: a.shape, x)
+        # ``jax.pmap(step, ...)``: the function it wraps, which is not passed around
+        # (calls of the wrapped result inside a trace ignore its donation)
+        self.jitted_argument = jitted_argument
+        # ``nnx.update(model, state)``: ``model``'s Variables are written, their old arrays never read
+        self.written_argument = written_argument
         self.flow = Flow()
         self.loops: list[_Loop] = []
         self.handlers: list[list[int]] = []
@@ -881,11 +957,19 @@ class FlowBuilder:
             self._expr(func, events, skip)
             if receiver is not None and receiver[0] not in skip:
                 events.append(Event(READ, receiver, func.value, (), "receiver"))
+        wrapped = self.jitted_argument(call)
+        written = self.written_argument(call)
         for arg in call.args:
+            if arg.value is written:
+                parts = [e.value for e in written.elements] if isinstance(written, (cst.Tuple, cst.List)) else [written]
+                for part in parts:
+                    if ref_key(part) is None:
+                        self._expr(part, events, skip)
+                continue
             self._expr(arg.value, events, skip)
-            if isinstance(arg.value, cst.Name):
+            if isinstance(arg.value, cst.Name) and arg.value is not wrapped:
                 self.flow.passed.add(arg.value.value)
-        consumed = [arg.value for arg in call.args]
+        consumed = [arg.value for arg in call.args if arg.value is not written]
         if receiver is not None and func.attr.value not in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
             consumed.append(func.value)
         self._consume(consumed, events, skip)

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from jaxmem.lint.array_api import (
+    ARRAY_FREE_PARTS,
+    ARRAY_FREE_TYPES,
     HOLDS,
     INIT_APPLY_PAIRS,
     METADATA_ATTRIBUTES,
@@ -110,6 +112,8 @@ class Provenance:
         self.array_free_params = array_free_params  # annotated ``config: ConfigDict``, ``path: str``
         # This scope's summarised nested defs: name -> (FunctionSummary, Signature).
         self.nested_functions: dict[str, tuple] = {}
+        # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
+        self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
 
     def writes_of(self, key: RefKey) -> list:
@@ -145,11 +149,35 @@ class Provenance:
         return [event for point, event in writes
                 if self.flow.search(Point(point.node, point.index + 1), key, until_call=call_event.node).reached]
 
+    def _writes_into(self, key: RefKey, after: Point) -> list:
+        """The writes whose value may be (part of) ``key``'s value at the call before
+        ``after``: those reaching it, and, for each that reads ``key`` again
+        (``state = tree_map(f, state)``, ``state = state.replace(step=0)``), those
+        reaching that read.  Every write when a reading write is not a call."""
+        found: list = []
+        work = self._reaching_writes(key, after)
+        while work:
+            event = work.pop()
+            if any(event is seen for seen in found):
+                continue
+            found.append(event)
+            if event.origin_kind == "aug" or event.origin is None or key[0] not in _names_in_expr(event.origin):
+                continue
+            point = self.flow.point_after(event.origin) if isinstance(event.origin, cst.Call) else None
+            if point is None:
+                return self.writes_of(key)
+            work.extend(self._reaching_writes(key, point))
+        return found
+
     def of_key(self, key: RefKey, after: Point, depth: int = 0) -> list[Origin]:
         """Origins of the value ``key`` (a local name) holds at a call."""
         if depth == 0 and (host := self._host_at_call(key, after)):
             return host
-        writes = self.writes_of(key)
+        # The donated value itself is made by one of the writes that reach the call (a
+        # write after it, not in a loop around it, never does), or by a write reaching
+        # those that read the name again.  Deeper, a name is read where its holder was
+        # made, not at the call: every write counts there.
+        writes = self._writes_into(key, after) if depth == 0 else self.writes_of(key)
         if not writes or depth > _MAX_DEPTH:
             return [Origin(UNKNOWN, 0, f"`{key[0]}` is not assigned here")]
         out: list[Origin] = []
@@ -244,6 +272,8 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
         if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value, depth):
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
+        if method in _FRESH_METHODS and self._inits_from_key(call, after, depth):
+            return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
         if self._is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
         effect = call_effect(qualified, method if qualified is None else None)
@@ -275,10 +305,15 @@ class Provenance:
                 and not _is_class_name(call.func.value)):
             held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
+        # ``state = state.replace(f=p)``: the old state's field ``f`` (where an earlier
+        # run of this very call put ``p``) is replaced, so that write holds nothing twice.
+        replacing = (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("replace", "_replace")
+                     and all(arg.keyword is not None for arg in call.args))
         seen: list[tuple[RefKey, str]] = []
-        for value in held:
+        for value in _elements(held):  # nnx.split((model, optimizer)): each part on its own
             through = self.ctx.text(value)
-            keys = self._may_contain(value)
+            own_write = call if replacing and value is call.func.value else None
+            keys = self._may_contain(value, skip_origin=own_write, at_call=self.flow.point_after(call))
             for key, other in seen:
                 if any(overlaps(key, mine) for mine in keys):
                     shown = render(key).split("<")[0].rstrip(".")
@@ -287,13 +322,26 @@ class Provenance:
             seen.extend((key, through) for key in keys)
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
         if depth <= _MAX_DEPTH:
+            at_call = self.flow.point_after(call)
             for value in held:
                 if self.array_free(value):
                     continue
-                for origin in self.of_expr(value, after, depth + 1):
+                for origin in self._of_value_at(value, at_call, after, depth + 1):
                     if origin.kind in (UNKNOWN, CALL, DERIVED):
                         out.append(origin)
         return out
+
+    def _of_value_at(self, value, at_call: Point | None, after: Point, depth: int) -> list[Origin]:
+        """Origins of ``value`` as read by the call just before ``at_call``: a local
+        name has only the values of the writes that reach that call
+        (``state = state.replace(step=0)`` does not hold its own result)."""
+        key = ref_key(value)
+        if at_call is None or key is None or len(key) != 1 or self.owner_of(key) != "local":
+            return self.of_expr(value, after, depth)
+        writes = self._writes_into(key, at_call)
+        if not writes:
+            return self.of_expr(value, after, depth)
+        return [origin for event in writes for origin in self.of_write(event, after, depth)]
 
     @staticmethod
     def _returned_args(call: cst.Call, summary: FunctionSummary, signature) -> list:
@@ -307,7 +355,7 @@ class Provenance:
                 out.append(arg.value)
         return out
 
-    def _may_contain(self, value, depth: int = 0) -> set[RefKey]:
+    def _may_contain(self, value, depth: int = 0, skip_origin=None, at_call: Point | None = None) -> set[RefKey]:
         """What ``value`` may hold arrays of, as keys: the values it passes, and
         (two steps back) the inputs of calls not known to return new memory
         (``opt_state = opt_init(params)`` may contain ``params``).  Disjoint
@@ -319,8 +367,10 @@ class Provenance:
         if key is not None:
             keys = {key}
             if len(key) == 1 and self.owner_of(key) == "local":
-                for event in self.writes_of(key):
-                    if event.origin is None or ref_key(event.origin) == key:
+                # read by a call: only the writes that reach it (and what they read again)
+                writes = self._writes_into(key, at_call) if at_call is not None else self.writes_of(key)
+                for event in writes:
+                    if event.origin is None or ref_key(event.origin) == key or event.origin is skip_origin:
                         continue
                     inner = self._may_contain(event.origin, depth + 1)
                     if event.origin_kind == "unpack" and isinstance(event.origin, cst.Call) and \
@@ -329,11 +379,17 @@ class Provenance:
                     keys |= inner
             return keys
         if isinstance(value, cst.Call):
-            if self._makes_new_memory(value):
+            if self._makes_new_memory(value) or self._new_state_nnx_optimizer(value):
                 return set()
-            parts = [arg.value for arg in value.args]
+            # ``Model(..., rngs=rngs)``: an nnx Module draws new keys from ``rngs`` or keeps the
+            # very Rngs object, which nnx's graph calls (split, state) hold only once
+            parts = [arg.value for arg in value.args
+                     if not (arg.keyword is not None and arg.keyword.value == "rngs" and _is_class_call(value))]
             if isinstance(value.func, cst.Name) and value.func.value in self.nested_functions:
                 parts = self._returned_args(value, *self.nested_functions[value.func.value])
+            elif isinstance(value.func, cst.Name) and self.owner_of((value.func.value,)) == "global" \
+                    and (helper := self.module_function(value.func.value)) is not None:
+                parts = self._returned_args(value, *helper)  # a helper of this file, by its summary
             if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
                 parts.append(value.func.value)  # tx.init(params): the receiver may hand out what it holds
             return set().union(*(self._may_contain(part, depth + 1) for part in parts))
@@ -348,6 +404,16 @@ class Provenance:
             return self._may_contain(value.value, depth)
         return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
 
+    def _new_state_nnx_optimizer(self, call: cst.Call) -> bool:
+        """``nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)``: its state is new
+        moments; it keeps no reference to ``model`` (flax 0.12.8, checked by buffer)."""
+        if self.ctx.imports.resolve(call.func) != "flax.nnx.Optimizer":
+            return False
+        tx = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "tx"]
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        tx = tx or positional[1:2]
+        return bool(tx) and self.is_new_state_optimizer(tx[0])
+
     def _makes_new_memory(self, call: cst.Call) -> bool:
         """Whether ``call``'s result is known to be new buffers only."""
         qualified = self.ctx.imports.resolve(call.func)
@@ -360,8 +426,23 @@ class Provenance:
             return True
         if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value):
             return True
+        if method in _FRESH_METHODS and self._inits_from_key(call, None, 0):
+            return True
         key = ref_key(call.func)
         return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
+
+    def _inits_from_key(self, call: cst.Call, after: Point | None, depth: int) -> bool:
+        """``network.init(key)``: one argument, provably a PRNG key; an initialiser
+        given nothing but randomness makes new parameters (brax, haiku without inputs)."""
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        key = ref_key(call.args[0].value)
+        if key is None or len(key) != 1 or self.owner_of(key) != "local" or depth > _MAX_DEPTH:
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            isinstance(event.origin, cst.Call) and is_prng_producer(self.ctx.imports.resolve(event.origin.func))
+            and event.origin_kind in ("value", "unpack") for event in writes)
 
     def _is_transform_init(self, func) -> bool:
         """Whether ``func`` is a local name bound only as the ``init`` of a pure
@@ -455,8 +536,13 @@ class Provenance:
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
-            event.origin_kind == "value" and event.origin is not None
-            and self.array_free(event.origin, depth + 1) for event in writes)
+            (event.origin_kind == "value" and event.origin is not None
+             and self.array_free(event.origin, depth + 1)) or self._structure_part(event) for event in writes)
+
+    def _structure_part(self, event) -> bool:
+        """``graphdef`` in ``graphdef, state = nnx.split(model)``: a part with no arrays."""
+        return (event.origin_kind == "unpack" and isinstance(event.origin, cst.Call)
+                and str(ARRAY_FREE_PARTS.get(self.ctx.imports.resolve(event.origin.func), -1)) == event.detail)
 
     def _arg_reasons(self, call: cst.Call, after: Point, values=None) -> tuple[tuple[str, str], ...]:
         """Per argument of ``call`` (``"0"``, ``"1"``, ... or its keyword), why the
@@ -520,6 +606,17 @@ class Provenance:
         return out
 
 
+def _elements(values) -> list:
+    """``values`` with literal tuples and lists replaced by their elements, recursively."""
+    out = []
+    for value in values:
+        if isinstance(value, (cst.Tuple, cst.List)) and all(isinstance(e, cst.Element) for e in value.elements):
+            out.extend(_elements([e.value for e in value.elements]))
+        else:
+            out.append(value)
+    return out
+
+
 def _names_in(call: cst.Call) -> set[str]:
     """Names whose values a call receives as arguments (a method's receiver
     rarely shares buffers with its result: ``model.init``, ``tx.update``)."""
@@ -539,6 +636,13 @@ def _is_static_field(call: cst.Call, arg: cst.Arg) -> bool:
     """``tx=`` and ``apply_fn=`` of ``TrainState.create``: static fields, not leaves."""
     return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "create"
             and arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)
+
+
+def _is_class_call(call: cst.Call) -> bool:
+    """``MLP(...)``, ``nnx.Linear(...)``: a capitalised callee, a class by convention."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name[:1].isupper()
 
 
 def _is_class_name(expr) -> bool:
@@ -582,14 +686,46 @@ class FunctionSummary:
     keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
 
 
+def annotated_array_free(function: cst.FunctionDef, imports) -> frozenset[str]:
+    """Parameters annotated with a type that holds no arrays (``config: ConfigDict``,
+    ``workdir: str``, ``n: int``)."""
+    out = set()
+    p = function.params
+    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if annotation is not None and _array_free_type(annotation, imports):
+            out.add(param.name.value)
+    return frozenset(out)
+
+
+def _array_free_type(annotation, imports) -> bool:
+    """``int``, ``ConfigDict``, ``Optional[str]``, ``int | None``, ``Union[str, Path]``."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _array_free_type(annotation.left, imports) and _array_free_type(annotation.right, imports)
+    if isinstance(annotation, cst.Subscript):
+        base = imports.resolve(annotation.value) if imports is not None else None
+        base = base or (annotation.value.value if isinstance(annotation.value, cst.Name) else None)
+        if base not in ("typing.Optional", "typing.Union", "Optional", "Union"):
+            return False
+        return all(isinstance(e.slice, cst.Index) and _array_free_type(e.slice.value, imports)
+                   for e in annotation.slice)
+    resolved = imports.resolve(annotation) if imports is not None else None
+    name = resolved or (annotation.value if isinstance(annotation, cst.Name) else None)
+    return name is not None and name.lstrip(".") in ARRAY_FREE_TYPES
+
+
 _Held = tuple[tuple[RefKey, bool], ...]  # (what is held as-is, certainly (or only maybe))
 _MAX_HELD = 64  # what one local may hold before the summary gives up (and assumes the worst)
 _MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap more
 
 
+MODULE_HELD = "<global>"  # in FunctionSummary.returned: the result may hold a module-level value
+
+
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
                        summary_of=None, free: frozenset[str] = frozenset(),
-                       new_memory: frozenset[str] = frozenset()) -> FunctionSummary:
+                       new_memory: frozenset[str] = frozenset(),
+                       module_names: frozenset[str] = frozenset()) -> FunctionSummary:
     """The :class:`FunctionSummary` of ``function`` from its body alone.
 
     Flow-insensitive over the body (a name holds the union of what all its
@@ -601,7 +737,10 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     functions, so a helper calling a helper is followed.  For a nested def, ``free``
     names the enclosing scopes' variables it reads (tracked like parameters, so a
     result holding one says so in ``returned``) and ``new_memory`` the jitted
-    callables it calls (their results are new buffers)."""
+    callables it calls (their results are new buffers).  ``module_names`` are the
+    file's module-level variables and imported names: a result that may hold one
+    (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
+    ``returned``, so no caller takes it for new memory."""
     from jaxmem.lint.walk import descendants, small_statements, suite_statements
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
@@ -610,7 +749,10 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         params.append(function.params.star_arg.name.value)
     if function.params.star_kwarg is not None:
         params.append(function.params.star_kwarg.name.value)
-    holder = _Holdings(imports, set(params) | set(free), summary_of, new_memory)
+    # a parameter annotated as holding no arrays (``obs_size: int``) is never held
+    tracked = set(params) - annotated_array_free(function, imports)
+    holder = _Holdings(imports, tracked | set(free), summary_of, new_memory,
+                       frozenset(module_names) - set(params) - set(free))
     name = function.name.value
     smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
     returned: list[_Held] = []
@@ -622,8 +764,10 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
             elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and small.value is not None:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                 held = holder.held(small.value)
+                prng = isinstance(small.value, cst.Call) and imports is not None \
+                    and is_prng_producer(imports.resolve(small.value.func))
                 for target in targets:
-                    holder.bind(target, held)
+                    holder.bind(target, held, prng)
     if holder.overflow:
         # too many values flow together to follow: assume the worst, cheaply
         return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
@@ -638,24 +782,30 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
             if twice is None and any(overlaps(key, other) for other in certain[:i]):
                 twice = f"`{name}` returns `{'.'.join(key)}` in two places"
         roots.extend(key[0] for key, sure in held
-                     if key[0] in holder.params and key[0] not in roots and (sure or not certain_only))
-    return FunctionSummary(twice, tuple(p for p in params if p in roots))
+                     if (key[0] in holder.params or key[0] == MODULE_HELD) and key[0] not in roots
+                     and (sure or not certain_only))
+    held_global = (MODULE_HELD,) if MODULE_HELD in roots else ()
+    return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_global)
 
 
 class _Holdings:
     """What each local name of one body holds as-is, in terms of parameters
     and of locals made fresh (so ``z = zeros(...); return z, z`` is caught)."""
 
-    def __init__(self, imports, params: set[str], summary_of=None, new_memory=frozenset()) -> None:
+    def __init__(self, imports, params: set[str], summary_of=None, new_memory=frozenset(),
+                 module_names=frozenset()) -> None:
         self.imports = imports
+        self.module_names = module_names  # locals shadow them (see _held)
         self.new_memory = new_memory
         self.params = params
         self.summary_of = summary_of
         self.names: dict[str, _Held] = {}
+        self.prng: dict[str, bool] = {}  # name -> every binding is a PRNG key (jax.random.split(...))
         self.overflow = False
 
-    def bind(self, target, held: _Held) -> None:
+    def bind(self, target, held: _Held, prng: bool = False) -> None:
         if isinstance(target, cst.Name):
+            self.prng[target.value] = self.prng.get(target.value, True) and prng
             # the union with earlier bindings, keeping what one binding holds twice (at most twice)
             merged = list(self.names.get(target.value, ()))
             for h in dict.fromkeys(held):
@@ -669,9 +819,9 @@ class _Holdings:
         elif isinstance(target, (cst.Tuple, cst.List)):
             maybe = tuple((key, False) for key, _ in held)  # unpacking: each part may hold any of it
             for element in target.elements:
-                self.bind(element.value, maybe)
+                self.bind(element.value, maybe, prng)
         elif isinstance(target, cst.StarredElement):
-            self.bind(target.value, tuple((key, False) for key, _ in held))
+            self.bind(target.value, tuple((key, False) for key, _ in held), prng)
 
     def held(self, expr) -> _Held:
         """What the value of ``expr`` holds as-is (a key listed twice: held twice)."""
@@ -690,6 +840,8 @@ class _Holdings:
             if expr.value in self.names:
                 # the local's own value (returned twice is twice), and what it holds
                 return (((expr.value,), True),) + self.names[expr.value]
+            if expr.value in self.module_names:
+                return (((MODULE_HELD, expr.value), True),)  # a module-level value: not the caller's to donate
             return ()
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
@@ -737,6 +889,9 @@ class _Holdings:
             return ()  # new arrays (jnp.asarray is HOLDS, handled below)
         if method in _FRESH_METHODS and len(call.args) > 1:
             return ()
+        if method in _FRESH_METHODS and len(call.args) == 1 and call.args[0].keyword is None \
+                and isinstance(call.args[0].value, cst.Name) and self.prng.get(call.args[0].value.value):
+            return ()  # network.init(key): new parameters from a PRNG key
         effect = call_effect(qualified, method if qualified is None else None)
         if effect == NEW and qualified not in ("jax.numpy.asarray",):
             return ()
@@ -769,8 +924,12 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Global, cst.Nonlocal, cst.Yield, cst.Lambda)):
+        if isinstance(node, (cst.Global, cst.Nonlocal, cst.Yield)):
             return True
+        if isinstance(node, cst.Lambda):
+            if _captures_local(node, function):
+                return True
+            continue  # ``tree_map(lambda x: x[0], v)``: a lambda of its own parameters only
         if isinstance(node, cst.AssignTarget) and not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)):
             return True
         if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and not isinstance(node.target, cst.Name):
@@ -780,3 +939,29 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
             return True
         stack.extend(children(node))
     return False
+
+
+def _captures_local(lam: cst.Lambda, function: cst.FunctionDef) -> bool:
+    """Whether ``lam`` reads a parameter or local of ``function`` (a closure over it)."""
+    from jaxmem.lint.walk import descendants
+
+    own = {p.name.value for p in [*lam.params.posonly_params, *lam.params.params, *lam.params.kwonly_params]}
+    if isinstance(lam.params.star_arg, cst.Param):
+        own.add(lam.params.star_arg.name.value)
+    if lam.params.star_kwarg is not None:
+        own.add(lam.params.star_kwarg.name.value)
+    p = function.params
+    local = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    if isinstance(p.star_arg, cst.Param):
+        local.add(p.star_arg.name.value)
+    if p.star_kwarg is not None:
+        local.add(p.star_kwarg.name.value)
+    for node in descendants(function.body):
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem,
+                             cst.CompFor, cst.NamedExpr)):
+            target = node.asname.name if isinstance(node, cst.WithItem) and node.asname else getattr(node, "target", None)
+            local |= {n.value for n in descendants(target) if isinstance(n, cst.Name)} if target is not None else set()
+            if isinstance(target, cst.Name):
+                local.add(target.value)
+    free = {n.value for n in descendants(lam.body) if isinstance(n, cst.Name)} - own
+    return bool(free & local) or any(isinstance(n, cst.Lambda) for n in descendants(lam.body))

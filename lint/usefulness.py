@@ -34,6 +34,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxmem.lint.array_api import (
+    CARRY_KEYWORDS,
     CARRY_PRESERVING,
     PRNG_CONSUMERS_PREFIX,
     SHAPE_CHANGING,
@@ -92,6 +93,8 @@ class _Body:
             keys = [e.slice for e in node.slice]
             by_key = all(isinstance(k, cst.Index) and isinstance(k.value, cst.SimpleString) for k in keys)
             base = self.expr(node.value)
+            if self._is_scan_carry(node):
+                return base  # jax.lax.scan(f, init, xs)[0]: the carry, init's structure
             return base if by_key else _maybe(base)  # x["mu"] keeps leaves; x[0] may slice an array
         if isinstance(node, (cst.BinaryOperation,)):
             return _union(self.expr(node.left), self.expr(node.right))
@@ -120,9 +123,8 @@ class _Body:
         if qualified in TREE_MAPS:
             return _union(*arg_flows[1:]) if arg_flows else _EMPTY
         if qualified in CARRY_PRESERVING:
-            position = CARRY_PRESERVING[qualified]
-            return arg_flows[position] if len(arg_flows) > position and not any(a.keyword for a in call.args) \
-                else _maybe(_union(*arg_flows))
+            carry = _carry_argument(call, qualified)
+            return self.expr(carry) if carry is not None else _maybe(_union(*arg_flows))
         if qualified in SHAPE_PRESERVING:
             return _union(*arg_flows)
         if isinstance(call.func, cst.Attribute):
@@ -136,6 +138,12 @@ class _Body:
         if is_constructor_like(call):
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         return _maybe(_union(self.expr(call.func), *arg_flows))
+
+    def _is_scan_carry(self, node: cst.Subscript) -> bool:
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        return (isinstance(node.value, cst.Call) and self.imports.resolve(node.value.func) == "jax.lax.scan"
+                and isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)
+                and index.value.value == "0")
 
     def note_mutation(self, target) -> None:
         """``model.count[...] = ...``: an in-place update of what ``model`` names."""
@@ -157,6 +165,20 @@ class _Body:
                 bucket[arg.value] = bucket.get(arg.value, 0) + 1
         if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
             self.receivers.add(call.func.value.value)
+
+
+def _carry_argument(call: cst.Call, qualified: str):
+    """The initial carry of a ``jax.lax`` loop call, positional or by keyword
+    (``scan(f, init, xs, length=n)``, ``fori_loop(0, n, body, init_val=x)``), or None."""
+    keyword = CARRY_KEYWORDS[qualified]
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if any(arg.star for arg in call.args):
+        return None
+    by_keyword = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
+    if by_keyword:
+        return by_keyword[0]
+    position = CARRY_PRESERVING[qualified]
+    return positional[position].value if len(positional) > position else None
 
 
 def _children_exprs(node):

@@ -167,6 +167,102 @@ PROGRAMS = {
 
     main()
     """},
+    # A helper returns an array a module-level object still holds.
+    "module-level-holder": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    class Holder:
+        def __init__(self):
+            self.w = jnp.ones((4, 4))
+
+        def get(self):
+            return self.w
+
+
+    HOLDER = Holder()
+
+
+    def load():
+        return HOLDER.get()
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def main():
+        state = load()
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state.sum()), float(HOLDER.w.sum()))
+
+
+    main()
+    """},
+    # Library calls that hand back the state's very arrays, kept in names read after the step.
+    "views-kept-across-the-step": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x * 0.5 + batch.mean(), state)
+
+
+    def main():
+        state = {"w": jnp.ones((4, 4)), "b": jnp.zeros((4,))}
+        leaves = jax.tree.leaves(state)
+        same = jax.tree.map(lambda x: x, state)
+        mapped = jax.vmap(lambda x: x)(state["w"])
+        for _ in range(2):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(leaves[0].sum()), float(same["b"].sum()), float(mapped.sum()))
+
+
+    main()
+    """},
+    # nnx.split of a model and an optimizer whose transform keeps the parameters in its state.
+    "nnx-optimizer-keeps-params": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+
+    def keep_params():
+        return optax.GradientTransformation(lambda p: {"p": p}, lambda u, s, p=None: (u, s))
+
+
+    def main():
+        model = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.chain(optax.sgd(1e-2), keep_params()), wrt=nnx.Param)
+        graphdef, state = nnx.split((model, optimizer))
+
+        @jax.jit  # the step
+        def train_step(state, batch):
+            model, optimizer = nnx.merge(graphdef, state)
+            grads = nnx.grad(lambda m: jnp.mean(m(batch) ** 2))(model)
+            optimizer.update(model, grads)
+            return nnx.state((model, optimizer))
+
+        for _ in range(3):
+            state = train_step(state, jnp.ones((8, 4)))
+        model, optimizer = nnx.merge(graphdef, state)
+        print(round(float(model.kernel[...].sum()), 4))
+
+
+    main()
+    """},
 }
 
 

@@ -218,3 +218,63 @@ def test_nnx_split_with_filters_returns_disjoint_states():
     _, params, counts = nnx.split(Model(), nnx.Param, Count)
     assert params and counts
     assert not set(_pointers(params)) & set(_pointers(counts))
+
+
+def test_loop_carries_by_keyword_keep_their_structure():
+    state = {"w": jnp.ones((2, 3))}
+    carry, ys = jax.lax.scan(lambda c, _: (jax.tree.map(lambda x: x * 2, c), ()), init=state, xs=None, length=3)
+    assert jax.tree.map(lambda a, b: (a.shape, a.dtype) == (b.shape, b.dtype), carry, state) == {"w": True}
+    result = jax.lax.fori_loop(0, 3, lambda _, s: s, init_val=state)
+    assert result["w"].shape == (2, 3)
+    assert array_api.CARRY_KEYWORDS == {"jax.lax.fori_loop": "init_val", "jax.lax.while_loop": "init_val",
+                                        "jax.lax.scan": "init"}
+
+
+def test_structure_parts_hold_no_arrays():
+    from flax import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    parts = nnx.split(model)
+    assert jax.tree.leaves(parts[array_api.ARRAY_FREE_PARTS["flax.nnx.split"]]) == []
+    flat = jax.tree_util.tree_flatten({"w": jnp.ones(3)})
+    assert not isinstance(flat[array_api.ARRAY_FREE_PARTS["jax.tree_util.tree_flatten"]], jax.Array)
+    assert jax.tree.leaves(flat[1]) == [] or all(not isinstance(x, jax.Array) for x in jax.tree.leaves(flat[1]))
+
+
+def test_nnx_merge_and_state_hold_the_given_arrays():
+    from flax import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split(model)
+    merged = nnx.merge(graphdef, state)
+    assert set(_pointers(nnx.state(merged))) == set(_pointers(state))
+    assert {"flax.nnx.merge", "flax.nnx.state"} <= array_api.SHAPE_PRESERVING
+
+
+def test_nnx_optimizer_with_a_standard_transform_holds_none_of_the_models_arrays():
+    from flax import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    for tx in (optax.sgd(1e-3), optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3))):
+        optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+        assert not _shares(nnx.state(optimizer), nnx.state(model))
+        assert not hasattr(optimizer, "model")  # flax 0.12.8 keeps no reference to it
+    keeping = optax.GradientTransformation(lambda p: {"p": p}, lambda u, s, p=None: (u, s))
+    assert _shares(nnx.state(nnx.Optimizer(model, keeping, wrt=nnx.Param)), nnx.state(model))
+
+
+def test_transforms_applied_at_once_see_tracers_and_keep_nothing():
+    x = jnp.ones((2, 3))
+    for name in sorted(array_api.TRACING_TRANSFORMS):
+        seen = []
+
+        def f(v, seen=seen):  # a new function each time: transforms cache their traces
+            seen.append(v)
+            return v * 2
+
+        transform = getattr(jax, name.removeprefix("jax."))
+        if name in ("jax.grad", "jax.value_and_grad"):
+            transform(lambda v: f(v).sum())(x)
+        else:
+            transform(f)(x)
+        assert seen and all(isinstance(v, jax.core.Tracer) for v in seen), name

@@ -316,6 +316,99 @@ MEDIUM += [
 ]
 
 
+# Facts added for training loops as brax and flax write them.
+HIGH += [
+    pytest.param("""
+        from typing import Optional
+
+        def make_state(key, network, obs_size: int, path: Optional[str] = None):
+            key_policy, key_q = jax.random.split(key)
+            params = network.init(key_policy)
+            return train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(obs_size))
+
+        def train(batches, network, key, max_devices: Optional[int] = None):
+            obs_size = min(jax.local_device_count(), max_devices or 1)
+            state = make_state(key, network, obs_size)
+            for b in batches:
+                state = step(state, b)
+            return state, obs_size, network
+        """, id="helper-init-from-a-prng-key-and-annotated-ints"),
+    pytest.param("""
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=state, tx=optax.sgd(0.1))
+            state = state.replace(step=state.step + 1)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="replace-on-its-own-result"),
+    pytest.param("""
+        def train(batches):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                state = step(state, b)
+            state = jax.tree.map(lambda x: x, unrelated())
+            return state
+        """, id="a-write-after-the-call-does-not-reach-it"),
+    pytest.param("""
+        def unreplicate(tree):
+            return jax.tree_util.tree_map(lambda x: x[0], tree)
+
+        def train(batches, evaluate):
+            state = {"w": jnp.ones(3)}
+            for b in batches:
+                evaluate(unreplicate(state))
+                state = step(state, b)
+            return state
+        """, id="a-lambda-of-its-own-parameters-keeps-nothing"),
+    pytest.param("""
+        from flax import nnx
+
+        def train(batches):
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+            graphdef, state = nnx.split((model, optimizer))
+            for b in batches:
+                state = step(state, b)
+            model, optimizer = nnx.merge(graphdef, state)
+            return model, graphdef
+        """, id="nnx-split-of-model-and-standard-optimizer"),
+]
+
+MEDIUM += [
+    pytest.param("""
+        CACHE = {"w": jnp.ones(3)}
+
+        def load():
+            return CACHE["w"]
+
+        def train(batches):
+            state = load()
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "a module-level value still holds", id="helper-returns-a-module-level-array"),
+    pytest.param("""
+        from flax import nnx
+
+        def train(batches, model, tx):
+            optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+            graphdef, state = nnx.split((model, optimizer))
+            for b in batches:
+                state = step(state, b)
+            return graphdef
+        """, "twice", id="nnx-split-of-model-and-unknown-optimizer"),
+    pytest.param("""
+        def train(batches, opt):
+            state = opt.init({"w": jnp.ones(3)})
+            state = jax.tree.map(lambda v: v, state)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, "may share buffers with `opt`", id="a-write-reading-the-name-keeps-the-earlier-origins"),
+]
+
+
 @pytest.mark.parametrize("body", HIGH)
 def test_proved_at_high_confidence(body):
     finding = _state_finding(_body(body))

@@ -1,0 +1,163 @@
+"""Training loops as real code writes them, proved at high confidence and fixed
+by the default ``jaxmem-fix`` (issue 14); each fixed program runs with the same
+result and its old state deleted.
+
+* brax's SAC loop (``brax/training/agents/sac/train.py``): the state made by a
+  helper from a PRNG key (``network.init(key)``) and annotated ints, rebuilt by
+  ``.replace`` on itself, carried through ``jax.lax.scan(..., length=n)`` in an
+  epoch function rebound to its own ``jax.jit``, called through a timing helper;
+* flax's nnx benchmarks (``benchmarks/nnx_mlpmixer_training.py``): the state of
+  ``nnx.split((model, optimizer, rngs))`` with a standard optax transform, merged,
+  updated and split again inside the jitted step, written back by ``nnx.update``.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flax")
+pytest.importorskip("optax")
+
+BRAX_SAC_LIKE = """\
+import time
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class TrainingState:
+    params: dict
+    target_params: dict
+    steps: jax.Array
+
+
+class Network:
+    def init(self, key):
+        return {"w": jax.random.normal(key, (8, 8)), "b": jnp.zeros((8,))}
+
+
+def _init_training_state(key, network: Network, obs_size: int) -> TrainingState:
+    key_policy, key_q = jax.random.split(key)
+    params = network.init(key_policy)
+    target = network.init(key_q)
+    return TrainingState(params=params, target_params=target, steps=jnp.zeros((), jnp.int32))
+
+
+def train(num_epochs: int, checkpoint: Optional[str] = None):
+    obs_size = min(8, jax.local_device_count() * 8)
+    network = Network()
+    training_state = _init_training_state(jax.random.PRNGKey(0), network, obs_size)
+    training_state = training_state.replace(steps=training_state.steps + 1)
+
+    def sgd_step(carry, unused):
+        state, key = carry
+        key, sub = jax.random.split(key)
+        noise = jax.random.normal(sub, (8,))
+        params = jax.tree.map(lambda p: p * 0.9 + noise.mean(), state.params)
+        return (state.replace(params=params, steps=state.steps + 1), key), ()
+
+    def training_epoch(training_state, key):
+        (training_state, key), _ = jax.lax.scan(sgd_step, (training_state, key), (), length=4)
+        return training_state
+
+    training_epoch = jax.jit(training_epoch)  # the step
+
+    def training_epoch_with_timing(training_state, key):
+        start = time.time()
+        training_state = training_epoch(training_state, key)
+        jax.block_until_ready(training_state)
+        print("epoch took", time.time() - start >= 0)
+        return training_state
+
+    first = training_state
+    key = jax.random.PRNGKey(1)
+    for _ in range(num_epochs):
+        key, epoch_key = jax.random.split(key)
+        training_state = training_epoch_with_timing(training_state, epoch_key)
+    print("first state deleted:", first.params["w"].is_deleted())
+    return training_state
+
+
+if __name__ == "__main__":
+    state = train(3)
+    print(round(float(state.params["w"].sum()), 4), int(state.steps))
+"""
+
+NNX_SPLIT_LOOP = """\
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(4, 4, rngs=rngs)
+        self.dropout = nnx.Dropout(0.1, rngs=rngs)
+
+    def __call__(self, x):
+        return self.dropout(self.linear(x))
+
+
+def main():
+    rngs = nnx.Rngs(0)
+    model = MLP(rngs=rngs)
+    optimizer = nnx.Optimizer(model, optax.sgd(1e-2), wrt=nnx.Param)
+    graphdef, state = nnx.split((model, optimizer, rngs))
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        model, optimizer, rngs = nnx.merge(graphdef, state)
+
+        def loss_fn(model):
+            return jnp.mean((model(batch) - 1.0) ** 2)
+
+        grads = nnx.grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer, rngs))
+
+    first = state
+    for _ in range(3):
+        state = train_step(state, jnp.ones((8, 4)))
+    print("first state deleted:", first[0]["linear"]["kernel"].is_deleted())
+    nnx.update((model, optimizer, rngs), state)
+    print(round(float(state[0]["linear"]["kernel"][...].sum()), 4))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP}
+
+
+def _run(folder: Path, *command) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_default_fix_donates_the_state_and_the_program_runs(name, tmp_path):
+    program = tmp_path / "train.py"
+    program.write_text(PROGRAMS[name])
+    (tmp_path / "pyproject.toml").write_text("")
+    original = _run(tmp_path, sys.executable, "train.py")
+    assert original.returncode == 0, original.stderr
+    assert "first state deleted: False" in original.stdout
+
+    check = _run(tmp_path, str(Path(sys.executable).parent / "jaxmem"), "check", "--no-cache", "train.py")
+    assert "(high confidence)" in check.stdout, check.stdout
+    fix = _run(tmp_path, str(Path(sys.executable).parent / "jaxmem-fix"), "--no-cache", "train.py")
+    assert fix.returncode == 1, fix.stdout + fix.stderr  # changed
+    assert "donate_argnums=0)  # the step" in program.read_text()
+
+    fixed = _run(tmp_path, sys.executable, "train.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("first state deleted: False", "first state deleted: True")
