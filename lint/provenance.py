@@ -943,25 +943,9 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
 
 def _captures_local(lam: cst.Lambda, function: cst.FunctionDef) -> bool:
     """Whether ``lam`` reads a parameter or local of ``function`` (a closure over it)."""
+    from jaxmem.lint.flow import free_names
     from jaxmem.lint.walk import descendants
 
-    own = {p.name.value for p in [*lam.params.posonly_params, *lam.params.params, *lam.params.kwonly_params]}
-    if isinstance(lam.params.star_arg, cst.Param):
-        own.add(lam.params.star_arg.name.value)
-    if lam.params.star_kwarg is not None:
-        own.add(lam.params.star_kwarg.name.value)
-    p = function.params
-    local = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
-    if isinstance(p.star_arg, cst.Param):
-        local.add(p.star_arg.name.value)
-    if p.star_kwarg is not None:
-        local.add(p.star_kwarg.name.value)
-    for node in descendants(function.body):
-        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem,
-                             cst.CompFor, cst.NamedExpr)):
-            target = node.asname.name if isinstance(node, cst.WithItem) and node.asname else getattr(node, "target", None)
-            local |= {n.value for n in descendants(target) if isinstance(n, cst.Name)} if target is not None else set()
-            if isinstance(target, cst.Name):
-                local.add(target.value)
-    free = {n.value for n in descendants(lam.body) if isinstance(n, cst.Name)} - own
-    return bool(free & local) or any(isinstance(n, cst.Lambda) for n in descendants(lam.body))
+    every = {node.value for node in descendants(function) if isinstance(node, cst.Name)}
+    local = every - free_names(function)  # bound in the function: its parameters and locals
+    return bool(free_names(lam) & local)
