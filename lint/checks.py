@@ -27,7 +27,7 @@ from jaxmem.lint.jit_api import EQX_FILTER_JIT
 from jaxmem.lint.provenance import (
     CALL, DERIVED, HOST, MODULE_HELD, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin,
 )
-from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR
+from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR, UNUSED, UNUSED_KEPT
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.signatures import (
@@ -558,6 +558,12 @@ def _useless_param(definition: JitDefinition, name: str) -> str | None:
     if verdict == NONE and not definition.keeps_module_args:
         return (f"no output of `{definition.wrapped}` is built from `{name}` by shape- and dtype-preserving "
                 f"operations, so no output can take its buffers")
+    if verdict == UNUSED and not definition.keeps_module_args:
+        return (f"`{definition.wrapped}` never reads `{name}`, so {definition.transform} drops it and donating it "
+                f"frees nothing (unless the definition says keep_unused=True)")
+    if verdict == UNUSED_KEPT and not definition.keeps_module_args:
+        return (f"`{definition.wrapped}` never reads `{name}` and the calls do not rebind it from the result: "
+                f"most likely no output has its shapes and dtypes")
     return None
 
 
@@ -569,8 +575,11 @@ def _output_doubt(definition: JitDefinition, name: str) -> str | None:
     if verdict == MAYBE:
         return (f"`{name}` reaches the outputs of `{definition.wrapped}` only through calls jaxmem does not know "
                 f"(shape and dtype unproved)")
-    if verdict == NONE:  # nnx.jit: Module arguments are written back
+    if verdict in (NONE, UNUSED, UNUSED_KEPT) and definition.keeps_module_args:  # nnx.jit: Modules written back
         return f"no output of `{definition.wrapped}` is built from `{name}` (nnx writes Modules back)"
+    if verdict == UNUSED_KEPT:
+        return (f"`{definition.wrapped}` never reads `{name}` (kept by keep_unused=True): its buffers are reused "
+                f"only if an output made otherwise has their shapes and dtypes")
     return None
 
 
@@ -653,6 +662,11 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             useless = next((v.useless for _, v in verdicts if v.useless), None)
             if verdicts and useless is None:
                 useless = _useless_param(definition, name)
+                if useless is not None and definition.output_verdict(name) == UNUSED_KEPT \
+                        and any(v.rebound for _, v in verdicts):
+                    # ``state = reset(state, keys)`` returning a new state of the same structure:
+                    # no output is built from it, yet one may have its shapes (medium, see _output_doubt)
+                    useless = None
             if useless is not None:
                 out.report(def_path).refusals.append(
                     Refusal(def_path, definition.line, definition.function, name, f"not worth donating: {useless}"))

@@ -18,7 +18,7 @@ from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
 from jaxmem.lint.refs import RefKey, ident, ref_key, render
 from jaxmem.lint.signatures import Signature
-from jaxmem.lint.usefulness import output_reach
+from jaxmem.lint.usefulness import UNUSED, UNUSED_KEPT, output_reach
 from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
 
 MODULE_SCOPE = "<module>"
@@ -522,7 +522,7 @@ class DefinitionFinder:
             keeps_module_args=transform.keeps_module_args,
             wrapped_qualname=wrapped_qualname,
             problems=problems,
-            outputs=None if function_node is None else tuple(output_reach(function_node, self.imports).items()),
+            outputs=None if function_node is None else _outputs(function_node, options, self.imports),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)
@@ -683,3 +683,13 @@ def parse_definitions(source: str, **kwargs) -> tuple[cst.Module, list[Definitio
     """Parse ``source`` and find its definitions (convenience for the codemod and tests)."""
     module = cst.parse_module(source)
     return module, find_definitions(module, Positions(module), **kwargs)
+
+
+def _outputs(function_node, options: cst.Call | None, imports) -> tuple[tuple[str, str], ...]:
+    """Each parameter's output verdict; an unread one stays an argument only with
+    ``keep_unused=True`` (jit and pmap drop unused arguments, donated or not: jax 0.10.2)."""
+    kept = options is not None and any(
+        arg.keyword is not None and arg.keyword.value == "keep_unused"
+        and isinstance(arg.value, cst.Name) and arg.value.value == "True" for arg in options.args)
+    return tuple((name, UNUSED_KEPT if kept and verdict == UNUSED else verdict)
+                 for name, verdict in output_reach(function_node, imports).items())

@@ -14,8 +14,12 @@ Per parameter the verdict is one of:
 * ``preserved``: it reaches an output through preserving operations only;
 * ``maybe``: it reaches an output through calls jaxmem does not know;
 * ``none``: no output is built from it (or only through shape-changing
-  operations): donating it frees nothing and prints "Some donated buffers
-  were not usable";
+  operations): donating it most likely frees nothing and prints "Some donated
+  buffers were not usable";
+* ``unused``: the body never reads it (``def reset(state, keys): return
+  env.reset(keys)``): jit drops it, donated or not; with ``keep_unused=True``
+  (``unused-kept``, set by the definition) an output made otherwise may
+  still have its shapes and take its buffers;
 * ``scalar``: its default or annotation says it is a Python number, string
   or ``None``, or it is named as static structure (``graphdef``,
   ``treedef``): it has no device buffer;
@@ -45,11 +49,13 @@ from jaxmem.lint.array_api import (
     is_constructor_like,
 )
 from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.walk import children, small_statements, suite_statements
+from jaxmem.lint.walk import children, descendants, small_statements, suite_statements
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
 NONE = "none"
+UNUSED = "unused"
+UNUSED_KEPT = "unused-kept"
 SCALAR = "scalar"
 PRNG = "prng"
 MUTATED = "mutated"
@@ -225,6 +231,8 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -
             returned = _EMPTY
             for small in statements:
                 returned = _union(returned, _statement(body, small))
+    body_node = function.body
+    read = {node.value for node in [body_node, *descendants(body_node)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}
     for param in params:
         name = param.name.value
@@ -238,6 +246,8 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -
             verdicts[name] = PRESERVED
         elif name in returned[1]:
             verdicts[name] = MAYBE
+        elif name not in read:
+            verdicts[name] = UNUSED
         else:
             verdicts[name] = NONE
     return verdicts

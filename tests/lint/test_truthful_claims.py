@@ -267,3 +267,63 @@ def test_a_rebinding_through_a_derived_value_keeps_the_first_values_doubts():
     donated = OPTAX_SAM_LIKE.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=1)\n")
     with pytest.raises(Exception, match="Attempt to donate a buffer which is also used by the same call"):
         _run("from functools import partial\n" + donated)
+
+
+RESET_LIKE = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+def make_state(keys):
+    return {"obs": jax.vmap(lambda k: jax.random.normal(k, (3,)))(keys)}
+
+
+@partial(jax.jit, keep_unused=True)
+def reset(state_donated, keys):
+    return make_state(keys)
+
+
+def main():
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    state = make_state(keys)
+    for _ in range(2):
+        state = reset(state, keys)
+    return state
+"""
+
+
+def _reset_finding(source):
+    found = [f for f in _findings(source, "JXM001") if f.parameter_name == "state_donated"]
+    return found[0] if found else None
+
+
+def test_a_rebound_state_the_body_never_reads_is_proposed_at_medium_with_keep_unused_and_really_reused():
+    # brax's ppo ``reset_fn_donated_env_state`` (jax.jit(..., keep_unused=True)): the output
+    # is a new state of the same structure, which takes the donated buffers
+    finding = _reset_finding(RESET_LIKE)
+    assert finding is not None and finding.confidence is Confidence.MEDIUM
+    assert any("never reads `state_donated`" in e.message for e in finding.evidence)
+    donated = RESET_LIKE.replace("keep_unused=True)", "keep_unused=True, donate_argnums=0)")
+    namespace: dict = {"__name__": "prog"}
+    exec(compile(donated, "prog.py", "exec"), namespace)
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    state = namespace["make_state"](keys)
+    namespace["reset"](state, keys)
+    assert state["obs"].is_deleted()
+
+
+def test_without_keep_unused_jit_drops_the_unread_argument_and_it_is_not_proposed():
+    source = RESET_LIKE.replace("@partial(jax.jit, keep_unused=True)", "@jax.jit")
+    assert _reset_finding(source) is None
+    (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+                  if r.parameter == "state_donated"]
+    assert "drops it" in refusal.reason
+    donated = source.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)")
+    namespace: dict = {"__name__": "prog"}
+    exec(compile(donated, "prog.py", "exec"), namespace)
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    state = namespace["make_state"](keys)
+    namespace["reset"](state, keys)
+    assert not state["obs"].is_deleted()  # jit dropped it: the donation did nothing
