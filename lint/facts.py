@@ -280,7 +280,8 @@ class _Context:
         """Whether ``name`` is a top-level function whose body shows it keeps no
         argument (decided on first use: most are never called with a tracked value)."""
         if name not in self._keeps:
-            self._keeps[name] = all(keeps_arguments(f) for f in self.module_functions.get(name, ()))
+            defs = self.module_functions.get(name, ())
+            self._keeps[name] = not defs or any(keeps_arguments(f) for f in defs)  # either def may run
         return not self._keeps[name]
 
     def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:

@@ -911,41 +911,74 @@ class _Holdings:
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:
     """Whether ``function`` may keep a reference to an argument after it returns:
-    it returns one, stores into an attribute, subscript or container, yields,
-    declares ``global``/``nonlocal``, or defines a closure."""
-    from jaxmem.lint.flow import CONTAINER_METHODS
-    from jaxmem.lint.walk import statements, suite_statements
+    it returns one, stores into an attribute or subscript, fills a container
+    that is not its own local (or a local one it returns, stores or captures),
+    yields, declares ``global``/``nonlocal``, defines a closure, or makes a
+    lambda over its locals that is not handed straight to a library call
+    (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped)."""
+    from jaxmem.lint.flow import CONTAINER_METHODS, free_names
+    from jaxmem.lint.walk import descendants, statements, suite_statements
 
     if summarize_function(function, None, certain_only=True).returned:
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return True
+    every = {node.value for node in descendants(function) if isinstance(node, cst.Name)}
+    local = every - free_names(function)
+    p = function.params
+    params = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    containers: set[str] = set()  # own local containers something was put into
+    inline: set[int] = set()  # lambdas passed straight to a library call
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.Global, cst.Nonlocal, cst.Yield)):
             return True
         if isinstance(node, cst.Lambda):
-            if _captures_local(node, function):
+            if id(node) not in inline and bool(free_names(node) & local):
                 return True
-            continue  # ``tree_map(lambda x: x[0], v)``: a lambda of its own parameters only
+            continue
         if isinstance(node, cst.AssignTarget) and not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)):
             return True
         if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and not isinstance(node.target, cst.Name):
             return True
-        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value in CONTAINER_METHODS):
-            return True
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
+                receiver = node.func.value
+                if not (isinstance(receiver, cst.Name) and receiver.value in local - params):
+                    return True  # a parameter's, an attribute's or a global's container
+                containers.add(receiver.value)
+            if _library_root(node.func):
+                inline.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
         stack.extend(children(node))
-    return False
+    return bool(containers) and _escapes(containers, function)
 
 
-def _captures_local(lam: cst.Lambda, function: cst.FunctionDef) -> bool:
-    """Whether ``lam`` reads a parameter or local of ``function`` (a closure over it)."""
+_NON_KEEPING_ROOTS = frozenset({"jax", "jnp", "np", "numpy", "optax", "math"})
+
+
+def _library_root(func) -> bool:
+    """``jax.tree_util.tree_map``, ``jnp.where``: a call into a library that keeps no function it is given."""
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return isinstance(func, cst.Name) and func.value in _NON_KEEPING_ROOTS
+
+
+def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
+    """Whether a local named in ``names`` is returned, stored, yielded or captured."""
     from jaxmem.lint.flow import free_names
     from jaxmem.lint.walk import descendants
 
-    every = {node.value for node in descendants(function) if isinstance(node, cst.Name)}
-    local = every - free_names(function)  # bound in the function: its parameters and locals
-    return bool(free_names(lam) & local)
+    for node in descendants(function.body):
+        value = None
+        if isinstance(node, (cst.Return, cst.Yield)):
+            value = node.value
+        elif isinstance(node, cst.Assign) and any(
+                not isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets):
+            value = node.value
+        elif isinstance(node, (cst.Lambda, cst.FunctionDef)) and free_names(node) & names:
+            return True
+        if value is not None and {n.value for n in [value, *descendants(value)] if isinstance(n, cst.Name)} & names:
+            return True
+    return False

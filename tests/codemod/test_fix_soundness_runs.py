@@ -229,6 +229,35 @@ PROGRAMS = {
 
     main()
     """},
+    # A helper puts the state into a local list it returns: the list outlives the call.
+    "helper-returns-its-own-list": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    def snapshot(state):
+        kept = []
+        kept.append(state)
+        return kept
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x * 0.5 + batch.mean(), state)
+
+
+    def main():
+        state = {"w": jnp.ones((4, 4))}
+        history = snapshot(state)
+        for _ in range(2):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(history[0]["w"].sum()))
+
+
+    main()
+    """},
     # nnx.split of a model and an optimizer whose transform keeps the parameters in its state.
     "nnx-optimizer-keeps-params": {"train.py": """
     import functools

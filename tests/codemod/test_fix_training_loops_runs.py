@@ -8,7 +8,9 @@ result and its old state deleted.
   epoch function rebound to its own ``jax.jit``, called through a timing helper;
 * flax's nnx benchmarks (``benchmarks/nnx_mlpmixer_training.py``): the state of
   ``nnx.split((model, optimizer, rngs))`` with a standard optax transform, merged,
-  updated and split again inside the jitted step, written back by ``nnx.update``.
+  updated and split again inside the jitted step, written back by ``nnx.update``;
+* flax's ``examples/wmt``: the parameters passed to an evaluation helper that
+  fills its own list and maps a lambda over a local (it keeps nothing).
 """
 
 import os
@@ -135,7 +137,49 @@ if __name__ == "__main__":
     main()
 """
 
-PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP}
+# flax's examples/wmt: the state's parameters go to an evaluation helper that
+# collects metrics in its own list and scales them with a lambda over a local.
+EVALUATE_HELPER = """\
+import jax
+import jax.numpy as jnp
+
+
+def evaluate(*, eval_step, params, batches):
+    eval_metrics = []
+    for batch in batches:
+        metrics = eval_step(params, batch)
+        eval_metrics.append(metrics)
+    sums = jax.tree_util.tree_map(lambda *xs: sum(xs), *eval_metrics)
+    denominator = sums.pop("count")
+    return jax.tree_util.tree_map(lambda x: x / denominator, sums)
+
+
+@jax.jit  # the step
+def train_step(params, batch):
+    return jax.tree_util.tree_map(lambda p: p - 0.01 * batch.mean(), params)
+
+
+@jax.jit
+def eval_step(params, batch):
+    return {"loss": jnp.sum(params["w"] * batch.mean()), "count": jnp.ones(())}
+
+
+def main():
+    params = {"w": jnp.ones((8, 8))}
+    first = params
+    batches = [jnp.full((2, 8), float(i)) for i in range(3)]
+    for batch in batches:
+        params = train_step(params, batch)
+        summary = evaluate(eval_step=eval_step, params=params, batches=batches)
+    print("first state deleted:", first["w"].is_deleted())
+    print(round(float(summary["loss"]), 4))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER}
 
 
 def _run(folder: Path, *command) -> subprocess.CompletedProcess:
