@@ -6,6 +6,8 @@ serves results of older code) and ``Settings.fingerprint()``:
 
 * one entry per file's facts, keyed by its path, content (sha256), the
   names of other files it may call and whether its folder is a package;
+  it also holds a digest of the facts themselves (:func:`facts_digest`),
+  so that a run can tell an edit that changed no facts from one that did;
 * ``skipped-*.json``: the syntax verdicts of files the pre-filter skips, and
   ``summaries-*.json``: what the pre-filter needs of each text
   (:mod:`jaxmem.summaries`), both by content digest; each run adds what it
@@ -43,7 +45,7 @@ from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
-ENTRY_FORMAT = "jaxmem-facts-4"
+ENTRY_FORMAT = "jaxmem-facts-5"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
 SUMMARIES_FORMAT = "jaxmem-summaries-1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
@@ -75,12 +77,17 @@ class FactsCache:
 
     def get(self, path: str, content_digest: str):
         """The cached facts, or ``None`` when there is no usable entry."""
+        loaded = self.load(path, content_digest)
+        return None if loaded is None else loaded[0]
+
+    def load(self, path: str, content_digest: str):
+        """``(facts, facts digest)`` from the cache, or ``None`` when there is no usable entry."""
         key = self.key(path, content_digest)
         try:
             data = read_regular_file(str(self.folder / key), MAX_ENTRY_BYTES)
             entry = json.loads(data)
             if not (isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT
-                    and entry.get("key") == key):
+                    and entry.get("key") == key and type(entry.get("digest")) is str):
                 return None
             facts = decode(entry.get("facts"))
         except (UnreadableFile, ValueError, DecodeError, RecursionError):
@@ -88,19 +95,26 @@ class FactsCache:
         if not _is_facts_of(facts, path):
             return None
         self._touch(self.folder / key)
-        return facts
+        return facts, entry["digest"]
 
-    def put(self, path: str, content_digest: str, facts) -> None:
-        """Store ``facts``; failures (read-only disk, facts that are not plain data) are ignored."""
-        if not self.writable:
-            return
-        key = self.key(path, content_digest)
+    def put(self, path: str, content_digest: str, facts) -> str | None:
+        """Store ``facts``; returns their :func:`facts_digest` (``None`` when they
+        are not plain data).  Failures to write (read-only disk) are ignored."""
         try:
-            data = json.dumps({"format": ENTRY_FORMAT, "key": key, "facts": encode(facts)},
-                              separators=(",", ":")).encode("utf-8")
+            encoded = _encoded(facts)
         except (TypeError, ValueError, RecursionError):
-            return  # not plain data: this file is simply not cached
-        self._write(self.folder / key, data)
+            return None  # not plain data: this file is simply not cached
+        digest = _digest_of(encoded)
+        if self.writable:
+            key = self.key(path, content_digest)
+            # The facts' JSON is spliced in as it is: it was encoded once, for the digest.
+            head = json.dumps({"format": ENTRY_FORMAT, "key": key, "digest": digest}, separators=(",", ":"))
+            self._write(self.folder / key, (head[:-1] + ',"facts":').encode("utf-8") + encoded + b"}")
+        return digest
+
+    def touch_entry(self, key: str) -> None:
+        """Mark the entry ``key`` (see :meth:`key`) used now without reading it."""
+        self._touch(self.folder / key)
 
     def skipped_index(self) -> dict:
         """``content digest -> syntax error or None`` for the files the pre-filter
@@ -260,6 +274,23 @@ def _create_once(path: Path, text: str) -> None:
         return
     with os.fdopen(fd, "w") as out:
         out.write(text)
+
+
+def facts_digest(facts) -> str | None:
+    """A digest of ``facts`` (of their encoding, :mod:`jaxmem.factcodec`): equal
+    digests, equal facts.  ``None`` when ``facts`` are not plain data."""
+    try:
+        return _digest_of(_encoded(facts))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _encoded(facts) -> bytes:
+    return json.dumps(encode(facts), separators=(",", ":")).encode("utf-8")
+
+
+def _digest_of(encoded: bytes) -> str:
+    return hashlib.sha256(encoded).hexdigest()[:32]
 
 
 def _is_verdict(error) -> bool:
