@@ -27,7 +27,7 @@ from pathlib import Path
 import traceback
 from dataclasses import dataclass, field
 
-from jaxmem.cache import FactsCache, facts_digest
+from jaxmem.cache import FactsCache, StaleEntry, facts_digest
 from jaxmem.config import load_config
 from jaxmem.deep import call_deep, too_deep_message
 from jaxmem.discovery import STDIN, PerFileIgnores, RealPaths, discover
@@ -493,8 +493,14 @@ class _Run:
                 self._remember_join(key, joined)
                 return joined
         self._load_deferred()
-        in_order = [path for path in self.order if path in self.facts]
-        joined = engine.report([self.facts[path] for path in in_order], self.settings) if in_order else []
+        while True:
+            in_order = [path for path in self.order if path in self.facts]
+            try:
+                joined = engine.report([self.facts[path] for path in in_order], self.settings) if in_order else []
+                break
+            except StaleEntry as stale:
+                # A cached file's arguments, read only now, were unusable: analyse it again, join again.
+                self._analyse_again(stale.path)
         digests = [(path, self.facts_digests.get(path)) for path in in_order]
         if self.digesting and all(digest is not None for _, digest in digests):
             self._remember_join(joined_digest(digests), joined)
@@ -503,15 +509,20 @@ class _Run:
     def _load_deferred(self) -> None:
         """Decode the deferred files' facts; one whose entry is gone (pruned by
         another run, corrupt) is analysed again."""
-        for path, content_digest in self.deferred.items():
+        deferred, self.deferred = self.deferred, {}
+        for path, content_digest in deferred.items():
             loaded = self.cache.load(path, content_digest)
             if loaded is not None:
                 self.facts[path], self.facts_digests[path] = loaded
             else:
-                self.done -= 1  # counted when deferred
-                self.store((path, self.texts[path], content_digest, True),
-                           facts_or_error(path, self.texts[path], self.settings, self.hints))
-        self.deferred = {}
+                self._analyse_again(path)
+
+    def _analyse_again(self, path: str) -> None:
+        """Analyse ``path`` once more, its cache entry replaced (it was gone or unusable)."""
+        self.facts.pop(path, None)
+        self.done -= 1  # counted when its entry was found
+        self.store((path, self.texts[path], self.entries[path][0], True),
+                   facts_or_error(path, self.texts[path], self.settings, self.hints))
 
     def _remember_join(self, key: str, joined: list[FileReport]) -> None:
         files = {path: [key[:32], self.facts_digests[path]] for path, (_, key) in self.entries.items()
