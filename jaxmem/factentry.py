@@ -74,9 +74,7 @@ class LazyCall(CallFacts):
         # Called only for attributes not set yet: the arguments, before their first read.
         state = self.__dict__
         if name in ARGUMENT_FIELDS and "_arguments" in state:
-            positional, keywords = state["_arguments"].of(state["_index"])
-            object.__setattr__(self, "positional", positional)
-            object.__setattr__(self, "keywords", keywords)
+            state["positional"], state["keywords"] = state["_arguments"].of(state["_index"])
             return state[name]
         raise AttributeError(name)
 
@@ -95,10 +93,8 @@ def _lazy_call(stub, arguments: _Arguments, index: int) -> LazyCall:
     if type(stub) is not tuple or len(stub) != len(STUB_FIELDS):
         raise DecodeError("a call stub of the wrong length")
     call = object.__new__(LazyCall)
-    for name, value in zip(STUB_FIELDS, stub):
-        object.__setattr__(call, name, value)
-    object.__setattr__(call, "_arguments", arguments)
-    object.__setattr__(call, "_index", index)
+    # What a frozen dataclass's __init__ does, field by field, in one update.
+    call.__dict__.update(zip(STUB_FIELDS, stub), _arguments=arguments, _index=index)
     return call
 
 
