@@ -8,6 +8,13 @@ cache -> ``engine.facts_for_file`` (per file, in worker processes with
 of a function jitted in another resolves) -> select / ignore /
 min-confidence / ``# noqa`` -> sorted -> the cache pruned to its size cap.
 
+The join is incremental: a file whose cache entry is the one the last run
+of the same shape joined is not decoded unless the join must run again,
+and it need not when every file's facts are those of that join (the
+stored join, :mod:`jaxmem.runcache`); when it must, the calls' arguments
+are decoded only for the calls that reach a jitted definition
+(:mod:`jaxmem.factentry`).
+
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
 that file, and every other file is still checked.  The engine runs on a
@@ -150,7 +157,7 @@ def check_paths(
                                run.in_package(source.path))
         cacheable = cache is not None and path != STDIN
         key = cache.key(source.path, digest) if cacheable else None
-        if key is not None and known.get(source.path, ("",))[0] == key[:32]:
+        if key is not None and known.get(source.path, ("",))[0] == key[:32]:  # 128 bits of the sha256
             # Unchanged since the stored join: decoded only if the join must run again.
             run.defer(source.path, digest, key, known[source.path][1])
             continue
@@ -524,10 +531,11 @@ class _Run:
         self.store((path, self.texts[path], self.entries[path][0], True),
                    facts_or_error(path, self.texts[path], self.settings, self.hints))
 
-    def _remember_join(self, key: str, joined: list[FileReport]) -> None:
+    def _remember_join(self, facts_key: str, joined: list[FileReport]) -> None:
+        """Keep ``joined`` to store, with the cache key and facts digest of each cached file."""
         files = {path: [key[:32], self.facts_digests[path]] for path, (_, key) in self.entries.items()
                  if path in self.facts or path in self.deferred}
-        self.join = (key, files, joined)
+        self.join = (facts_key, files, joined)
 
     def _wanted(self, finding: Finding, ignored_here=()) -> bool:
         """Whether ``finding`` passes select/ignore, min-confidence and the
