@@ -11,8 +11,10 @@ times three sets:
 * **whole projects**: every file of the tree;
 * **one changed file**: a jit-heavy training file, changed before each run,
   checked warm as the pre-commit hook runs it (``jaxmem check
-  --force-exclude FILE`` from the root), as ``jaxmem check FILE``, and as
-  the flake8 plugin runs it (``flake8 --select JXM FILE``).
+  --force-exclude FILE`` from the root), as ``jaxmem check FILE``, as
+  ``jaxmem check .`` (a comment appended, then lines inserted at the top,
+  which moves every fact of the file), and as the flake8 plugin runs it
+  (``flake8 --select JXM FILE``).
 
 For the first two: ``jaxmem check`` with ``--no-cache`` and ``--jobs 1`` or
 ``2``, with a cold cache (deleted first) and then warm; flake8's defaults
@@ -26,6 +28,7 @@ load average go with each figure.  The figures are printed and written to
     .venv/bin/python benchmarks/speed.py                 # full run, median of 3 rounds
     .venv/bin/python benchmarks/speed.py --quick         # smoke run: 3 projects, 1 round (< 3 min)
     .venv/bin/python benchmarks/speed.py --profile       # cProfile report, results/speed-profile-DATE.md
+    .venv/bin/python benchmarks/speed.py --incremental-only --runs 5   # one changed file only
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ def main(argv=None) -> int:
             print(f"profile written to {path}")
             return 0
         about = {"command": " ".join([".venv/bin/python", "benchmarks/speed.py", *argv]),
-                 "packages": [f"{n}=={v}" for n, v in packages], "quick": args.quick}
+                 "packages": [f"{n}=={v}" for n, v in packages], "quick": args.quick,
+                 "incremental_only": args.incremental_only}
 
         def save(figures: dict) -> None:
             if not args.no_write:
@@ -94,7 +98,8 @@ def main(argv=None) -> int:
         # Written after every round, so an interrupted run keeps the rounds it finished.
         figures = {**measure(tree, project, changed, runs=runs, jaxmem=args.jaxmem,
                              flake8=args.flake8 or baseline_flake8(), ruff=ruff_executable(),
-                             plugin_flake8=args.plugin_flake8, after_round=save), **about}
+                             plugin_flake8=args.plugin_flake8, after_round=save,
+                             incremental_only=args.incremental_only), **about}
     print(report.format_table(figures))
     return 0 if all(f["met"] is not False for f in figures["targets"]) else 1
 
@@ -105,6 +110,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="alternating rounds; the median counts (default: 3, or 1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: optax, equinox and brax only, one round (under about 3 minutes)")
+    parser.add_argument("--incremental-only", action="store_true",
+                        help="only the one-changed-file cases, after one untimed run that warms the cache")
     parser.add_argument("--profile", action="store_true",
                         help="instead of timing, profile the jit-heavy, warm and incremental runs (cProfile)")
     parser.add_argument("--top", type=int, default=20, help="functions per table with --profile (default: 20)")
@@ -163,11 +170,15 @@ def count_lines(tree: Path, files: list[str]) -> int:
 
 
 def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: str, flake8: str,
-            ruff: str, plugin_flake8: str, after_round=None) -> dict:
+            ruff: str, plugin_flake8: str, after_round=None, incremental_only: bool = False) -> dict:
     """Time every case on the tree; return the figures (medians, targets, findings check).
 
     ``after_round(figures)``, if given, gets the figures of the rounds done so far after each round.
+    With ``incremental_only``, only the one-changed-file cases run, after one untimed warm-up
+    run of ``jaxmem check .``.
     """
+    if incremental_only:
+        subprocess.run([jaxmem, "check", "--format", "json", "."], cwd=tree, capture_output=True, check=False)
     load_before = os.getloadavg()
     heavy = jit_heavy(tree, project)
     sets = {
@@ -182,9 +193,12 @@ def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: 
                                             f"in the {len(project)}-file tree whose cache the whole-project "
                                             "runs just warmed; from the tree's root."},
     }
-    cases = (set_cases(report.JIT_HEAVY, tree, heavy, jaxmem, flake8, ruff)
-             + set_cases(report.PROJECT, tree, project, jaxmem, flake8, ruff)
-             + incremental_cases(tree, changed, jaxmem, plugin_flake8, ruff))
+    cases = incremental_cases(tree, changed, jaxmem, plugin_flake8, ruff)
+    if incremental_only:
+        sets = {report.INCREMENTAL: sets[report.INCREMENTAL]}
+    else:
+        cases = (set_cases(report.JIT_HEAVY, tree, heavy, jaxmem, flake8, ruff)
+                 + set_cases(report.PROJECT, tree, project, jaxmem, flake8, ruff) + cases)
     versions = _versions(flake8, ruff)
 
     def figures(rounds_done: int) -> dict:
@@ -202,7 +216,7 @@ def measure(tree: Path, project: list[str], changed: str, *, runs: int, jaxmem: 
             "results": results,
             "targets": report.target_figures(results),
             "findings": {group: findings_check([c for c in cases if c.group == group])
-                         for group in (report.JIT_HEAVY, report.PROJECT)},
+                         for group in (report.JIT_HEAVY, report.PROJECT) if group in sets},
             "commands": {f"{c.group} / {c.name}": _env_shown(c.env) + _shown(c.command, tree) for c in cases},
         }
 
@@ -239,13 +253,25 @@ def incremental_cases(tree: Path, changed: str, jaxmem: str, plugin_flake8: str,
         path.write_text(original + f"\n# changed by speed.py (round {round_number}, edit {next(edits)})\n",
                         encoding="utf-8")
 
+    moves = iter(range(1, 1_000_000))
+
+    def move(round_number: int) -> None:
+        # Every line of the file moves down, by one more line each round: its facts differ
+        # from those of the run before, so no stored join can serve.
+        lines = next(moves)
+        path.write_text(f"# changed by speed.py (round {round_number}, edit {next(edits)})\n" * lines + original,
+                        encoding="utf-8")
+
     root = str(tree)
     group = report.INCREMENTAL
+    project = [jaxmem, "check", "--format", "json", "."]
     return [
         Case(group, report.HOOK, [jaxmem, "check", "--force-exclude", changed], root, prepare=change),
         Case(group, report.CHECK_FILE, [jaxmem, "check", changed], root, prepare=change),
         # issue 17: the whole project warm, one file changed (the join of every file's facts)
-        Case(group, report.CHECK_PROJECT, [jaxmem, "check", "--format", "json", "."], root, prepare=change),
+        Case(group, report.CHECK_PROJECT, project, root, prepare=change),
+        # "./": a run shape of its own, so the case above keeps the stored join of its own last run
+        Case(group, report.CHECK_PROJECT_MOVED, [*project[:-1], "./"], root, prepare=move),
         Case(group, report.FLAKE8_PLUGIN, [plugin_flake8, "--select", "JXM", changed], root, prepare=change),
         Case(group, report.RUFF_FILE, [ruff, "check", "--isolated", "--no-cache", "--exit-zero", changed], root,
              prepare=change),
@@ -285,7 +311,8 @@ def write_results(figures: dict, folder: Path) -> list[Path]:
     """Write ``speed-DATE.json`` and ``speed-DATE.md`` into ``folder``; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     # A smoke run never overwrites the figures of a full one.
-    stem = folder / f"speed-{'quick-' if figures.get('quick') else ''}{figures['date']}"
+    stem = folder / (f"speed-{'quick-' if figures.get('quick') else ''}"
+                     f"{'incremental-' if figures.get('incremental_only') else ''}{figures['date']}")
     json_path, md_path = stem.with_suffix(".json"), stem.with_suffix(".md")
     json_path.write_text(json.dumps(figures, indent=2) + "\n")
     md_path.write_text(report.format_markdown(figures))

@@ -8,6 +8,13 @@ cache -> ``engine.facts_for_file`` (per file, in worker processes with
 of a function jitted in another resolves) -> select / ignore /
 min-confidence / ``# noqa`` -> sorted -> the cache pruned to its size cap.
 
+The join is incremental: a file whose cache entry is the one the last run
+of the same shape joined is not decoded unless the join must run again,
+and it need not when every file's facts are those of that join (the
+stored join, :mod:`jaxmem.runcache`); when it must, the calls' arguments
+are decoded only for the calls that reach a jitted definition
+(:mod:`jaxmem.factentry`).
+
 A file that cannot be read or decoded gets a JXM900 finding; an exception
 inside the engine on one file becomes a JXM900 "internal error" finding for
 that file, and every other file is still checked.  The engine runs on a
@@ -27,7 +34,7 @@ from pathlib import Path
 import traceback
 from dataclasses import dataclass, field
 
-from jaxmem.cache import FactsCache
+from jaxmem.cache import FactsCache, StaleEntry, facts_digest
 from jaxmem.config import load_config
 from jaxmem.deep import call_deep, too_deep_message
 from jaxmem.discovery import STDIN, PerFileIgnores, RealPaths, discover
@@ -35,7 +42,7 @@ from jaxmem.findings import FileReport, Finding
 from jaxmem.nesting import nesting_error, python_syntax_error
 from jaxmem.noqa import is_suppressed, parse_noqa
 from jaxmem.notebooks import in_cells, refusal_in_cells
-from jaxmem.runcache import RunCache, inputs_digest
+from jaxmem.runcache import RunCache, inputs_digest, joined_digest
 from jaxmem.settings import Settings
 from jaxmem.sources import PARSE_ERROR_CODE, decode_raw, parse_error_finding, read_raw
 
@@ -125,6 +132,9 @@ def check_paths(
     # jit still matters when it calls one of them.
     hints = hints_of(summary.values())
     pending = []
+    # Each file's cache key and facts digest in the stored join (see jaxmem.runcache).
+    known = run_cache.facts_digests() if run_cache is not None else {}
+    run.digesting = run_cache is not None
     skipped_index = cache.skipped_index() if cache is not None else {}
     skipped_now: dict = {}
     for path, source in sources:
@@ -138,7 +148,7 @@ def check_paths(
             else:
                 facts = engine.skipped_facts(source.path, source.text, settings)
             skipped_now[source.digest] = facts.parse_error
-            run.store((source.path, source.text, source.digest, False), ("facts", facts))
+            run.add_facts(source.path, facts, _skipped_facts_digest(facts))
             continue
         # Which parts of a file are analysed depends on the names it can call
         # from other files' jitted functions, and whether its folder is a
@@ -146,19 +156,26 @@ def check_paths(
         digest = _facts_digest(source.digest, summary_reachable_hints(summary[source.path], hints),
                                run.in_package(source.path))
         cacheable = cache is not None and path != STDIN
-        cached = cache.get(source.path, digest) if cacheable else None
+        key = cache.key(source.path, digest) if cacheable else None
+        if key is not None and known.get(source.path, ("",))[0] == key[:32]:  # 128 bits of the sha256
+            # Unchanged since the stored join: decoded only if the join must run again.
+            run.defer(source.path, digest, key, known[source.path][1])
+            continue
+        cached = cache.load(source.path, digest) if cacheable else None
         if cached is not None:
-            run.add_facts(source.path, cached)
+            run.entries[source.path] = (digest, key)
+            run.add_facts(source.path, *cached)
         else:
             pending.append((source.path, source.text, digest, cacheable))
+    run.hints = hints
     run.compute(pending, jobs, hints)
     if cache is not None:
         limit = 2 * len(files + context) + 1000  # room for this project and some edits
         summaries.save(limit)
         cache.save_skipped_index(skipped_index, skipped_now, limit)
-    reports = run.finish()
+    reports = run.finish(run_cache.joined if run_cache is not None else None)
     if run_cache is not None and not run.errors:
-        run_cache.put(inputs, reports)
+        run_cache.put(inputs, reports, run.join)
     if cache is not None and cache.wrote:
         cache.prune()
     return reports
@@ -198,6 +215,13 @@ def _facts_digest(content_digest: str, reachable_hints, in_package: bool) -> str
     """The cache key of a file's facts: its contents, the other files' names
     it may call, and whether its folder is a package."""
     return content_digest + "|" + ",".join(sorted(reachable_hints)) + ("|package" if in_package else "")
+
+
+def _skipped_facts_digest(facts) -> str:
+    """The facts digest of a file the pre-filter skipped: such facts are a
+    function of the path (which the join digest holds) and the parse verdict
+    (see ``engine.skipped_facts``), so no encoding is needed."""
+    return "skipped " + repr(facts.parse_error)
 
 
 def is_internal_error(finding: Finding) -> bool:
@@ -335,6 +359,12 @@ class _Run:
     packages: dict[str, bool] = field(default_factory=dict)
     notebooks: dict = field(default_factory=dict)  # path -> Notebook: findings on its joined code go to cells
     per_file_ignores: PerFileIgnores | None = None
+    digesting: bool = False  # keep each file's facts digest, for the stored join (jaxmem.runcache)
+    facts_digests: dict[str, str | None] = field(default_factory=dict)
+    deferred: dict[str, str] = field(default_factory=dict)  # path -> content digest: facts not decoded yet
+    entries: dict[str, tuple] = field(default_factory=dict)  # path -> (content digest, cache key) of cached facts
+    hints: frozenset = frozenset()
+    join: tuple | None = None  # what to store of this run's join: see RunCache.put
 
     def in_package(self, path: str) -> bool:
         """Whether the folder of ``path`` holds an ``__init__.py`` (the engine
@@ -344,8 +374,17 @@ class _Run:
             self.packages[folder] = os.path.exists(os.path.join(os.path.abspath(folder or os.curdir), "__init__.py"))
         return self.packages[folder]
 
-    def add_facts(self, path: str, facts) -> None:
+    def add_facts(self, path: str, facts, digest: str | None = None) -> None:
         self.facts[path] = facts
+        if self.digesting:
+            self.facts_digests[path] = digest if digest is not None else facts_digest(facts)
+        self._tick(path)
+
+    def defer(self, path: str, content_digest: str, key: str, digest: str) -> None:
+        """``path``'s cache entry ``key`` holds facts with ``digest``, read only if the join runs."""
+        self.deferred[path] = content_digest
+        self.entries[path] = (content_digest, key)
+        self.facts_digests[path] = digest
         self._tick(path)
 
     def problem(self, path: str, finding: Finding) -> None:
@@ -403,9 +442,10 @@ class _Run:
             self.errors = True
             self.problem(path, value)
             return
-        if self.cache is not None and cacheable:
-            self.cache.put(path, digest, value)
-        self.add_facts(path, value)
+        stored = self.cache.put(path, digest, value) if self.cache is not None and cacheable else None
+        if stored is not None:
+            self.entries[path] = (digest, self.cache.key(path, digest))
+        self.add_facts(path, value, stored)
 
     def _tick(self, path: str) -> None:
         if path in self.context:
@@ -414,9 +454,9 @@ class _Run:
         if self.progress is not None:
             self.progress(self.done, self.total, path)
 
-    def finish(self) -> list[FileReport]:
-        """Join all facts into reports, add the problems, filter, sort."""
-        from jaxmem.lint import engine
+    def finish(self, stored_join=None) -> list[FileReport]:
+        """Join all facts into reports (``stored_join(facts digest)``: a stored
+        join of the same facts, or ``None``), add the problems, filter, sort."""
 
         def report_of(path: str) -> FileReport:
             if path not in reports:
@@ -424,14 +464,12 @@ class _Run:
             return reports[path]
 
         reports: dict[str, FileReport] = {}
-        for path in self.facts:
+        for path in (*self.facts, *self.deferred):
             report_of(path)
-        if self.facts:
-            in_order = [self.facts[path] for path in self.order if path in self.facts]
-            for report in engine.report(in_order, self.settings):
-                merged = report_of(report.path)
-                merged.findings.extend(report.findings)
-                merged.refusals.extend(report.refusals)
+        for report in self._join(stored_join):
+            merged = report_of(report.path)
+            merged.findings.extend(report.findings)
+            merged.refusals.extend(report.refusals)
         for path, finding in self.problems.items():
             report_of(path).findings.append(finding)
         for report in reports.values():
@@ -446,6 +484,58 @@ class _Run:
                 report.refusals = [refusal_in_cells(r, self.notebooks) for r in report.refusals]
             report.findings = sorted(kept, key=lambda f: f.sort_key)
         return [reports[path] for path in sorted(reports) if path not in self.context]
+
+    def _join(self, stored_join) -> list[FileReport]:
+        """``engine.report`` on every file's facts, in order, or the stored join of the same facts."""
+        from jaxmem.lint import engine
+
+        in_order = [path for path in self.order if path in self.facts or path in self.deferred]
+        digests = [(path, self.facts_digests.get(path)) for path in in_order]
+        if self.digesting and all(digest is not None for _, digest in digests):
+            key = joined_digest(digests)
+            joined = stored_join(key) if stored_join is not None else None
+            if joined is not None and {report.path for report in joined} <= set(in_order):
+                for path in self.deferred:
+                    self.cache.touch_entry(self.entries[path][1])
+                self._remember_join(key, joined)
+                return joined
+        self._load_deferred()
+        while True:
+            in_order = [path for path in self.order if path in self.facts]
+            try:
+                joined = engine.report([self.facts[path] for path in in_order], self.settings) if in_order else []
+                break
+            except StaleEntry as stale:
+                # A cached file's arguments, read only now, were unusable: analyse it again, join again.
+                self._analyse_again(stale.path)
+        digests = [(path, self.facts_digests.get(path)) for path in in_order]
+        if self.digesting and all(digest is not None for _, digest in digests):
+            self._remember_join(joined_digest(digests), joined)
+        return joined
+
+    def _load_deferred(self) -> None:
+        """Decode the deferred files' facts; one whose entry is gone (pruned by
+        another run, corrupt) is analysed again."""
+        deferred, self.deferred = self.deferred, {}
+        for path, content_digest in deferred.items():
+            loaded = self.cache.load(path, content_digest)
+            if loaded is not None:
+                self.facts[path], self.facts_digests[path] = loaded
+            else:
+                self._analyse_again(path)
+
+    def _analyse_again(self, path: str) -> None:
+        """Analyse ``path`` once more, its cache entry replaced (it was gone or unusable)."""
+        self.facts.pop(path, None)
+        self.done -= 1  # counted when its entry was found
+        self.store((path, self.texts[path], self.entries[path][0], True),
+                   facts_or_error(path, self.texts[path], self.settings, self.hints))
+
+    def _remember_join(self, facts_key: str, joined: list[FileReport]) -> None:
+        """Keep ``joined`` to store, with the cache key and facts digest of each cached file."""
+        files = {path: [key[:32], self.facts_digests[path]] for path, (_, key) in self.entries.items()
+                 if path in self.facts or path in self.deferred}
+        self.join = (facts_key, files, joined)
 
     def _wanted(self, finding: Finding, ignored_here=()) -> bool:
         """Whether ``finding`` passes select/ignore, min-confidence and the

@@ -6,6 +6,10 @@ serves results of older code) and ``Settings.fingerprint()``:
 
 * one entry per file's facts, keyed by its path, content (sha256), the
   names of other files it may call and whether its folder is a package;
+  it also holds a digest of the facts themselves (:func:`facts_digest`),
+  so that a run can tell an edit that changed no facts from one that did,
+  and keeps the calls' arguments on a line of their own, decoded only for
+  the calls the join reads (:mod:`jaxmem.factentry`);
 * ``skipped-*.json``: the syntax verdicts of files the pre-filter skips, and
   ``summaries-*.json``: what the pre-filter needs of each text
   (:mod:`jaxmem.summaries`), both by content digest; each run adds what it
@@ -38,12 +42,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import jaxmem
-from jaxmem.factcodec import DecodeError, decode, encode
+from jaxmem.factcodec import DecodeError
 from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
-ENTRY_FORMAT = "jaxmem-facts-4"
+ENTRY_FORMAT = "jaxmem-facts-6"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
 SUMMARIES_FORMAT = "jaxmem-summaries-1"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
@@ -54,6 +58,14 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by jaxmem.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
+
+
+class StaleEntry(Exception):
+    """The arguments of a cached file's calls could not be read back: analyse ``path`` again."""
+
+    def __init__(self, path: str):
+        super().__init__(f"unusable facts cache entry for {path}")
+        self.path = path
 
 
 class FactsCache:
@@ -74,33 +86,56 @@ class FactsCache:
         return hashlib.sha256(material.encode("utf-8", "surrogateescape")).hexdigest()
 
     def get(self, path: str, content_digest: str):
-        """The cached facts, or ``None`` when there is no usable entry."""
+        """The cached facts, every part decoded, or ``None`` when there is no usable entry."""
+        from jaxmem.factentry import materialized
+
+        loaded = self.load(path, content_digest)
+        try:
+            return None if loaded is None else materialized(loaded[0])
+        except StaleEntry:
+            return None
+
+    def load(self, path: str, content_digest: str):
+        """``(facts, facts digest)`` from the cache, or ``None`` when there is no usable
+        entry.  The calls' arguments are decoded when first read
+        (:mod:`jaxmem.factentry`), which raises ``StaleEntry`` if they are unusable."""
+        from jaxmem.factentry import decoded
+
         key = self.key(path, content_digest)
         try:
             data = read_regular_file(str(self.folder / key), MAX_ENTRY_BYTES)
-            entry = json.loads(data)
-            if not (isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT
-                    and entry.get("key") == key):
+            head, newline, arguments = data.partition(b"\n")
+            entry = json.loads(head)
+            if not (newline and isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT
+                    and entry.get("key") == key and type(entry.get("digest")) is str):
                 return None
-            facts = decode(entry.get("facts"))
+            facts = decoded(path, entry.get("facts"), entry.get("calls"), arguments)
         except (UnreadableFile, ValueError, DecodeError, RecursionError):
             return None  # missing, special, truncated, foreign or crafted: a miss
-        if not _is_facts_of(facts, path):
-            return None
         self._touch(self.folder / key)
-        return facts
+        return facts, entry["digest"]
 
-    def put(self, path: str, content_digest: str, facts) -> None:
-        """Store ``facts``; failures (read-only disk, facts that are not plain data) are ignored."""
-        if not self.writable:
-            return
-        key = self.key(path, content_digest)
+    def put(self, path: str, content_digest: str, facts) -> str | None:
+        """Store ``facts``; returns their :func:`facts_digest` (``None`` when they
+        are not plain data).  Failures to write (read-only disk) are ignored."""
+        from jaxmem.factentry import digest_of, encoded
+
         try:
-            data = json.dumps({"format": ENTRY_FORMAT, "key": key, "facts": encode(facts)},
-                              separators=(",", ":")).encode("utf-8")
+            light, stubs, arguments = parts = encoded(facts)
         except (TypeError, ValueError, RecursionError):
-            return  # not plain data: this file is simply not cached
-        self._write(self.folder / key, data)
+            return None  # not plain data: this file is simply not cached
+        digest = digest_of(parts)
+        if self.writable:
+            key = self.key(path, content_digest)
+            # The parts are spliced in as they are: they were encoded once, for the digest.
+            head = json.dumps({"format": ENTRY_FORMAT, "key": key, "digest": digest}, separators=(",", ":"))
+            self._write(self.folder / key, b"".join((
+                head[:-1].encode("utf-8"), b',"facts":', light, b',"calls":', stubs, b"}\n", arguments)))
+        return digest
+
+    def touch_entry(self, key: str) -> None:
+        """Mark the entry ``key`` (see :meth:`key`) used now without reading it."""
+        self._touch(self.folder / key)
 
     def skipped_index(self) -> dict:
         """``content digest -> syntax error or None`` for the files the pre-filter
@@ -262,17 +297,21 @@ def _create_once(path: Path, text: str) -> None:
         out.write(text)
 
 
+def facts_digest(facts) -> str | None:
+    """A digest of ``facts`` (of their encoding, :mod:`jaxmem.factentry`): equal
+    digests, equal facts.  ``None`` when ``facts`` are not plain data."""
+    from jaxmem.factentry import digest_of, encoded
+
+    try:
+        return digest_of(encoded(facts))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _is_verdict(error) -> bool:
     """Whether ``error`` is a stored syntax verdict: null or ``[line, col, message]``."""
     return error is None or (isinstance(error, list) and len(error) == 3 and type(error[0]) is int
                              and type(error[1]) is int and isinstance(error[2], str))
-
-
-def _is_facts_of(facts, path: str) -> bool:
-    """Whether ``facts`` is what the engine computes for ``path``."""
-    from jaxmem.lint.facts import FileFacts
-
-    return isinstance(facts, FileFacts) and facts.path == path
 
 
 @lru_cache(maxsize=1)

@@ -6,9 +6,19 @@ files it read: their paths, contents (digest) or read problem, and which
 were only context.  The entry for a run shape (one JSON file per shape,
 overwritten by each run) holds a digest of those inputs and the reports;
 a run with the same inputs returns the stored reports without decoding
-facts or joining them.  Reading an entry back builds only jaxmem's report
-dataclasses (:mod:`jaxmem.factcodec`), each field checked for its type;
-anything else is a miss.
+facts or joining them.
+
+The entry also keeps the run's join (``engine.report``'s reports, before
+select/ignore and ``# noqa``), under a digest of the joined facts (each
+file's path and :func:`jaxmem.cache.facts_digest`, in order), with the
+facts digest of each file's cache entry.  The join is a function of those
+facts alone, so a run whose changed files kept their facts (a comment, a
+docstring, a ``# noqa``, code the analysis blanks) reuses it: no other
+file's facts are decoded.
+
+Reading an entry back builds only jaxmem's report dataclasses
+(:mod:`jaxmem.factcodec`), each field checked for its type; anything else
+is a miss.
 """
 
 from __future__ import annotations
@@ -20,27 +30,31 @@ from jaxmem.cache import FactsCache
 from jaxmem.factcodec import DecodeError, decode, encode
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Severity, Span
 
-RUN_FORMAT = "jaxmem-run-1"
+RUN_FORMAT = "jaxmem-run-2"
 
 
 class RunCache:
-    """The stored reports of one run shape."""
+    """The stored reports of one run shape, and the join they came from."""
 
     def __init__(self, cache: FactsCache, shape: tuple):
         self.cache = cache
         self.name = cache.file_name("run", repr(shape), os.environ.get("JAXMEM_NO_SHORTCUTS", ""))
+        self._entry: dict | None = None
+
+    def _stored(self) -> dict:
+        """The entry of this run shape, read once; ``{}`` when there is no usable one."""
+        if self._entry is None:
+            entry = self.cache.read_json(self.name)
+            self._entry = entry if isinstance(entry, dict) and entry.get("format") == RUN_FORMAT else {}
+        return self._entry
 
     def get(self, inputs: str, reported: set[str]) -> list[FileReport] | None:
         """The reports stored for ``inputs``, about files of ``reported`` only; ``None`` on a miss."""
-        entry = self.cache.read_json(self.name)
-        if not (isinstance(entry, dict) and entry.get("format") == RUN_FORMAT
-                and entry.get("inputs") == inputs and _is_empty_list(entry.get("empty"))):
+        entry = self._stored()
+        if not (entry.get("inputs") == inputs and _is_empty_list(entry.get("empty"))):
             return None
-        try:
-            reports = decode(entry.get("reports"))
-        except (DecodeError, RecursionError):
-            return None
-        if not (type(reports) is list and all(_is_report(r) for r in reports)):
+        reports = _decoded_reports(entry.get("reports"))
+        if reports is None:
             return None
         reports.extend(FileReport(path, digest=digest) for path, digest in entry["empty"])
         paths = [r.path for r in reports]
@@ -48,16 +62,53 @@ class RunCache:
             return None
         return sorted(reports, key=lambda report: report.path)
 
-    def put(self, inputs: str, reports: list[FileReport]) -> None:
-        """Store ``reports`` (sorted by path) as the result for ``inputs`` (best effort)."""
+    def facts_digests(self) -> dict[str, tuple[str, str]]:
+        """``path -> (cache key, facts digest)`` of the stored join's files."""
+        stored = self._stored().get("facts")
+        if not (type(stored) is dict and all(
+                type(item) is list and len(item) == 2 and type(item[0]) is str and type(item[1]) is str
+                for item in stored.values())):
+            return {}
+        return stored
+
+    def joined(self, facts: str) -> list[FileReport] | None:
+        """The join stored for the facts digest ``facts`` (see :func:`joined_digest`); ``None`` on a miss."""
+        entry = self._stored()
+        if entry.get("joined_facts") != facts:
+            return None
+        return _decoded_reports(entry.get("joined"))
+
+    def put(self, inputs: str, reports: list[FileReport], join: tuple | None = None) -> None:
+        """Store ``reports`` (sorted by path) as the result for ``inputs`` (best effort), and
+        ``join``: ``(facts digest, {path: [cache key, facts digest]}, engine reports)`` or ``None``."""
         # Most files have nothing to report: a path and a digest say it all.
         empty = [[r.path, r.digest] for r in reports if not (r.findings or r.refusals)]
         try:
             value = {"format": RUN_FORMAT, "inputs": inputs, "empty": empty,
                      "reports": encode([r for r in reports if r.findings or r.refusals])}
+            if join is not None:
+                facts, files, joined = join
+                value.update(joined_facts=facts, facts=files,
+                             joined=encode([r for r in joined if r.findings or r.refusals]))
         except (TypeError, ValueError, RecursionError):
             return
         self.cache.write_json(self.name, value)
+
+
+def joined_digest(files) -> str:
+    """A digest of the ``(path, facts digest)`` pairs a join reads, in order."""
+    return hashlib.sha256(repr(list(files)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _decoded_reports(data) -> list[FileReport] | None:
+    """The reports :func:`encode` turned into ``data``, each checked field by field; ``None`` otherwise."""
+    try:
+        reports = decode(data)
+    except (DecodeError, RecursionError):
+        return None
+    if not (type(reports) is list and all(_is_report(r) for r in reports)):
+        return None
+    return reports
 
 
 def inputs_digest(records) -> str:

@@ -72,7 +72,11 @@ _NOT_GIVEN = object()
 
 def skipped_facts(path: str, text: str, settings: Settings, parse_error=_NOT_GIVEN) -> FileFacts:
     """The facts of a file the pre-filter skips: only whether it parses
-    (``parse_error`` when an earlier run already found it out)."""
+    (``parse_error`` when an earlier run already found it out).
+
+    They must stay a function of ``path`` and the parse verdict alone: the
+    stored join (:mod:`jaxmem.runcache`) identifies them by that verdict.
+    """
     if parse_error is _NOT_GIVEN:
         parse_error = _syntax_error(text, settings.target_version)
     return FileFacts(path=path, module_names=module_names_for(path), skipped=True, parse_error=parse_error)

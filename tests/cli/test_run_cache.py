@@ -80,12 +80,25 @@ def test_the_run_entry_is_what_a_warm_run_returns(project):
     _check()
     (entry,) = _runs(project)
     data = json.loads(entry.read_text())
-    text = json.dumps(data)
-    assert "train_step" in text
-    entry.write_text(text.replace("train_step", "renamed_step"))
+    assert "train_step" in json.dumps(data["reports"])
+    data["reports"] = json.loads(json.dumps(data["reports"]).replace("train_step", "renamed_step"))
+    entry.write_text(json.dumps(data))
     assert "renamed_step" in repr(_check())  # a hit: the stored reports
     write(project, "plain.py", "def helper(x):\n    return x + 1\n")
     assert "renamed_step" not in repr(_check())  # a file changed: a miss
+
+
+def test_the_stored_join_serves_edits_that_keep_every_file_s_facts(project):
+    _check()
+    (entry,) = _runs(project)
+    data = json.loads(entry.read_text())
+    assert "train_step" in json.dumps(data["joined"])
+    data["joined"] = json.loads(json.dumps(data["joined"]).replace("train_step", "renamed_step"))
+    entry.write_text(json.dumps(data))
+    write(project, "main.py", CALLER + "# a comment changes no facts\n")
+    assert "renamed_step" in repr(_check())  # the stored join, read back
+    write(project, "main.py", CALLER.replace("state = jnp.zeros(3)", "state = jnp.ones(3)"))
+    assert "renamed_step" not in repr(_check())  # other facts: joined again
 
 
 def test_one_changed_file_equals_a_run_without_cache(project):

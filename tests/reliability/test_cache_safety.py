@@ -65,26 +65,39 @@ def _with_path(values, path):
 
 def _hostile_entries(project, marker):
     settings, entry = _warm(project)
-    original = json.loads(entry.read_text())
+    head, _, arguments = entry.read_bytes().partition(b"\n")  # see jaxmem.factentry
+    original = json.loads(head)
     facts = original["facts"]
+    calls = json.loads(arguments)
+    assert calls and original["calls"]
+
+    def entry_of(value, second_line=arguments) -> bytes:
+        return json.dumps(value).encode() + b"\n" + second_line
+
+    popen = {"c": ["subprocess:Popen", {"args": ["touch", str(marker)]}]}
     return settings, entry, {
         "code-running pickle": pickle.dumps(RunsCode(marker)),
         "pickle of the wrong object": pickle.dumps({"definitions": 3}),
         "not JSON": b"\x00\x01garbage",
         "JSON of the wrong shape": b"[1, 2, 3]",
-        "another format": json.dumps({**original, "format": "jaxmem-facts-0"}).encode(),
-        "another entry's key": json.dumps({**original, "key": "0" * 64}).encode(),
-        "a class outside jaxmem": json.dumps(
-            {**original, "facts": {"c": ["subprocess:Popen", {"args": ["touch", str(marker)]}]}}).encode(),
-        "a module jaxmem never loaded": json.dumps(
-            {**original, "facts": {"c": ["jaxmem.runtime_check.record:Recorder", {}]}}).encode(),
-        "a function, not a dataclass": json.dumps(
-            {**original, "facts": {"c": ["jaxmem.api:check_paths", {}]}}).encode(),
-        "missing fields": json.dumps({**original, "facts": {"c": [facts["c"][0]]}}).encode(),
-        "one value too many": json.dumps({**original, "facts": {"c": [*facts["c"], None]}}).encode(),
-        "the facts of another file": json.dumps(
-            {**original, "facts": {"c": [facts["c"][0], *_with_path(facts["c"][1:], "other.py")]}}).encode(),
+        "another format": entry_of({**original, "format": "jaxmem-facts-0"}),
+        "another entry's key": entry_of({**original, "key": "0" * 64}),
+        "a class outside jaxmem": entry_of({**original, "facts": popen}),
+        "a module jaxmem never loaded": entry_of(
+            {**original, "facts": {"c": ["jaxmem.runtime_check.record:Recorder", {}]}}),
+        "a function, not a dataclass": entry_of({**original, "facts": {"c": ["jaxmem.api:check_paths", {}]}}),
+        "missing fields": entry_of({**original, "facts": {"c": [facts["c"][0]]}}),
+        "one value too many": entry_of({**original, "facts": {"c": [*facts["c"], None]}}),
+        "the facts of another file": entry_of(
+            {**original, "facts": {"c": [facts["c"][0], *_with_path(facts["c"][1:], "other.py")]}}),
         "deep nesting": b"[" * 100_000 + b"]" * 100_000,
+        "a call stub too short": entry_of({**original, "calls": [stub[:-1] for stub in original["calls"]]}),
+        # The calls' arguments are read when the join needs them: still a miss, never a crash.
+        "arguments that are not JSON": entry_of(original, b"\x00garbage"),
+        "arguments of fewer calls": entry_of(original, json.dumps(calls[:-1]).encode()),
+        "arguments of a class outside jaxmem": entry_of(original, json.dumps([[popen, []]] * len(calls)).encode()),
+        "arguments of the wrong type": entry_of(original, json.dumps([[1, 2]] * len(calls)).encode()),
+        "arguments nested deeply": entry_of(original, b"[" * 100_000 + b"]" * 100_000),
     }
 
 
@@ -92,7 +105,8 @@ def _hostile_entries(project, marker):
     "code-running pickle", "pickle of the wrong object", "not JSON", "JSON of the wrong shape",
     "another format", "another entry's key", "a class outside jaxmem", "a module jaxmem never loaded",
     "a function, not a dataclass", "missing fields", "one value too many", "the facts of another file",
-    "deep nesting",
+    "deep nesting", "a call stub too short", "arguments that are not JSON", "arguments of fewer calls",
+    "arguments of a class outside jaxmem", "arguments of the wrong type", "arguments nested deeply",
 ])
 def test_a_hostile_entry_is_a_miss_and_runs_nothing(project, case):
     marker = project / "PWNED"
