@@ -240,7 +240,10 @@ class _Context:
         return Use(pos.start.line, pos.start.column, text, kind, callee)
 
     def jitted_argument(self, call: cst.Call):
-        """The function ``call`` jits (``step`` in ``jax.pmap(step, ...)``), or None."""
+        """The function ``call`` jits (``step`` in ``jax.pmap(step, ...)``) or traces for a
+        table (``hk.experimental.tabulate(step)``), or None: it is not passed around."""
+        if self.imports.resolve(call.func) in READING_WRAPPERS and call.args and call.args[0].keyword is None:
+            return call.args[0].value
         found = self.finder.jit_call(call)
         return found[2] if found is not None else None
 

@@ -76,6 +76,8 @@ CALL = "call"
 DERIVED = "derived"
 UNKNOWN = "unknown"
 
+# Transforms whose results are new buffers (tests/lint/test_array_api_facts.py).
+_NEW_RESULT_TRANSFORMS = frozenset({"jax.jit", "jax.pmap", "pjit"})
 _MAX_DEPTH = 10  # chains through holding calls take 3 levels per hop
 # ``model.init(rng, x)`` (flax linen) makes new variables.  ``tx.init(params)``
 # (optax, one argument) may keep ``params`` itself in the state (lookahead,
@@ -257,8 +259,8 @@ class Provenance:
         line = ctx.positions[call].start.line
         text = ctx.text(call)
         qualified = ctx.imports.resolve(call.func)
-        if is_fresh_constructor(qualified):
-            return [Origin(FRESH, line, text)]
+        if is_fresh_constructor(qualified) or self._immediate_jit(call):
+            return [Origin(FRESH, line, text)]  # jnp.zeros(...), jax.pmap(init)(rng, batch): new buffers
         if qualified in TREE_MAPS and call.args and is_fresh_constructor(ctx.imports.resolve(call.args[0].value)):
             return [Origin(FRESH, line, text)]
         if is_host_producer(qualified):
@@ -430,6 +432,14 @@ class Provenance:
             return True
         key = ref_key(call.func)
         return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
+
+    def _immediate_jit(self, call: cst.Call) -> bool:
+        """``jax.pmap(initial_state)(rng, batch)``: a jit or pmap called where it is made
+        returns new buffers (jax 0.10.2, also for outputs that pass an input through)."""
+        if not isinstance(call.func, cst.Call):
+            return False
+        found = self.ctx.finder.jit_call(call.func)
+        return found is not None and found[2] is not None and found[0].name in _NEW_RESULT_TRANSFORMS
 
     def _inits_from_key(self, call: cst.Call, after: Point | None, depth: int) -> bool:
         """``network.init(key)``: one argument, provably a PRNG key; an initialiser

@@ -226,11 +226,15 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -
         returned = body.expr(function.body)
     else:
         statements = list(small_statements(suite_statements(function.body), into_scopes=False))
+        # A rebinding at the body's top level replaces a name's value; one inside an
+        # ``if``, loop or ``try`` may not run, so the earlier value may still be there.
+        top = {id(small) for stmt in suite_statements(function.body)
+               if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body}
         returned = _EMPTY
         for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
             returned = _EMPTY
             for small in statements:
-                returned = _union(returned, _statement(body, small))
+                returned = _union(returned, _statement(body, small, replaces=id(small) in top))
     body_node = function.body
     read = {node.value for node in [body_node, *descendants(body_node)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}
@@ -253,8 +257,9 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -
     return verdicts
 
 
-def _statement(body: _Body, small) -> _Flow:
-    """Update ``body``'s names for one small statement; the flow it returns, if any."""
+def _statement(body: _Body, small, replaces: bool = True) -> _Flow:
+    """Update ``body``'s names for one small statement; the flow it returns, if any.
+    ``replaces``: whether an assignment here certainly replaces the earlier value."""
     if isinstance(small, cst.Return):
         return body.expr(small.value)
     if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
@@ -265,7 +270,8 @@ def _statement(body: _Body, small) -> _Flow:
             for name in _targets(target):
                 # A rebinding replaces the name's value (in source order; loops get a
                 # second pass): ``state = nnx.call(state).inc()`` is no longer the parameter.
-                previous = body.names.get(name, _EMPTY) if isinstance(small, cst.AugAssign) else _EMPTY
+                keeps = isinstance(small, cst.AugAssign) or not replaces
+                previous = body.names.get(name, _EMPTY) if keeps else _EMPTY
                 body.names[name] = _union(previous, value)
         return _EMPTY
     if isinstance(small, cst.Expr):

@@ -178,6 +178,10 @@ def test_jitted_results_are_new_buffers_even_for_passed_through_outputs():
     out = jax.jit(lambda s: {"p": s["p"], "c": s["c"] + 1})({"p": x, "c": jnp.zeros(())})
     assert out["p"] is not x
     assert out["p"].unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+    y = jnp.ones((jax.local_device_count(), 3))
+    mapped = jax.pmap(lambda s: s)(y)  # pmap called where it is made: new buffers too
+    assert mapped is not y and mapped.addressable_shards[0].data.unsafe_buffer_pointer() != \
+        y.addressable_shards[0].data.unsafe_buffer_pointer()
 
 
 def test_collectives_and_loops_keep_the_carry_shape_and_dtype():

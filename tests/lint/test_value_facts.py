@@ -373,6 +373,17 @@ HIGH += [
             model, optimizer = nnx.merge(graphdef, state)
             return model, graphdef
         """, id="nnx-split-of-model-and-standard-optimizer"),
+    pytest.param("""
+        def init(rng, batch):
+            return {"w": jnp.ones(3) * batch.mean()}
+
+        def train(batches, rng, dataset):
+            batch = next(dataset)
+            state = jax.pmap(init)(rng, batch)
+            for b in batches:
+                state = step(state, b)
+            return state, dataset
+        """, id="pmap-called-where-it-is-made-is-new-memory"),
 ]
 
 MEDIUM += [
