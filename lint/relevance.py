@@ -10,6 +10,7 @@ over-approximates: the analysis proper decides.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -41,11 +42,27 @@ _JITTED_ASSIGNMENT = re.compile(
     re.MULTILINE,
 )
 # How a name jitted in another module can be reached: ``from m import a, b``
-# then ``a(...)``, or ``m.a(...)``.
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n\\]+)", re.MULTILINE)
+# then ``a(...)``, or ``m.a(...)``.  ``from m import a, b as c`` on one line (or continued with backslashes), or
+# parenthesised over several lines; never into the next statement.
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|((?:\\\n|[^\n])*))", re.MULTILINE
+)
+_COMMENT = re.compile(r"#[^\n]*")
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+# ``import a.b, c as d`` (at a line start, or after ``;`` or ``:``).
+_IMPORT = re.compile(r"(?:^|[;:])[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
+# Hints are names; a function another file may read is marked with this
+# prefix (no identifier has a ``:``), so its definition is kept, not its callers.
+_READ = "read:"
+
+
+def _from_imports(text: str) -> list[tuple[str, list[str]]]:
+    """``(module, words)`` of each ``from module import ...`` (the words of
+    the names and their aliases)."""
+    return [(module, _WORD.findall(_COMMENT.sub(" ", grouped or plain)))
+            for module, grouped, plain in _FROM_IMPORT.findall(text)]
 
 
 def shortcuts_enabled() -> bool:
@@ -84,19 +101,25 @@ def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
     """The ``hints`` that matter to this file: those it can call (imported
     from, or reached as attributes of, the project's own modules; calls into
     libraries are never resolved) and those it defines at top level (a
-    factory another file imports and jits)."""
+    factory another file imports and jits), with the functions other files
+    read among those names (marked)."""
     if not hints:
         return set()
-    return set(hints.intersection(_callable_names(_lf(text))))
+    return _reachable(frozenset(_callable_names(_lf(text))), hints)
+
+
+def _reachable(callable_names: frozenset[str], hints: frozenset[str]) -> set[str]:
+    read = _read_hints(hints)
+    return set(hints.intersection(callable_names)) | {_READ + name for name in read.intersection(callable_names)}
 
 
 def _callable_names(text: str) -> set[str]:
     """Every name :func:`reachable_hints` can return for ``text`` (line ends
     normalised), whatever the hints: ``reachable_hints`` is their intersection."""
     found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
-    for module, names in _FROM_IMPORT.findall(text):
+    for module, names in _from_imports(text):
         if _is_project_module(module):
-            found.update(re.findall(r"\w+", names))
+            found.update(names)
     if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
         found.update(_ATTRIBUTE_CALL.findall(text))
     return found
@@ -117,14 +140,15 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     """Cheap textual pre-filter: can this file matter at all?
 
     It matters when its code mentions jit, pmap or donation, a configured
-    wrapper, or calls a name that another file of the run jits (``hints``).
+    wrapper, calls a name that another file of the run jits (``hints``), or
+    defines a function whose facts another file reads.
     """
     if not shortcuts_enabled():
         return True
     text = _lf(text)
     if _mentions_jit(text) or _mentions_wrapper(text, settings):
         return True
-    return bool(reachable_hints(text, hints))
+    return bool(hints) and (not hints.isdisjoint(_callable_names(text)) or _defines_read(text, hints))
 
 
 def project_hints(texts: dict[str, str]) -> frozenset[str]:
@@ -132,13 +156,11 @@ def project_hints(texts: dict[str, str]) -> frozenset[str]:
 
     A file that never mentions jit still matters when it calls one of them,
     or defines a function a jit-using file imports (it may be a factory
-    whose result is jitted).  This is a textual over-approximation; the
+    whose result is jitted), or one whose summary an analysed file may read
+    (see :func:`hints_of`).  This is a textual over-approximation; the
     analysis proper decides.
     """
-    names: set[str] = set()
-    for text in map(_lf, texts.values()):
-        names.update(_jitted_names(text))
-    return frozenset(names)
+    return hints_of(map(summarize, texts.values()))
 
 
 def _jitted_names(text: str) -> frozenset[str]:
@@ -149,32 +171,78 @@ def _jitted_names(text: str) -> frozenset[str]:
         names.update(_JITTED_ASSIGNMENT.findall(text))
         # What it imports from the project: a factory whose result it jits
         # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
-        for module, imported in _FROM_IMPORT.findall(text):
+        for module, imported in _from_imports(text):
             if _is_project_module(module):
-                names.update(re.findall(r"\w+", imported))
+                names.update(imported)
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+
+
+def _read_names(text: str) -> frozenset[str]:
+    """Names of other modules' functions that ``text`` (line ends normalised)
+    can reach through its imports, whose summary, signature or returned
+    function the analysis of this file may read: ``from m import a`` gives
+    ``a``; ``import m`` or ``from p import m`` then ``m.a`` or ``m.b.a`` gives
+    ``a`` (and ``b``).  Libraries count too: the project may be one."""
+    names: set[str] = set()
+    for _, imported in _from_imports(text):
+        names.update(imported)
+    for statement in _IMPORT.findall(text):
+        for part in statement.split(","):
+            words = part.split()
+            if words:
+                names.add(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
+    names.discard("as")
+    if names:
+        alias = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")((?:[ \t]*\.[ \t]*[^\W\d]\w*)+)")
+        for chain in alias.findall(text):
+            names.update(_WORD.findall(chain))
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
 class TextSummary:
     """What the pre-filter needs of one text whatever the other files of the
     run are, so it can be kept by content digest: whether its code mentions
-    jit, what it adds to the project's hints, and the names it can call."""
+    jit, what it adds to the project's hints, the names it can call, and the
+    other modules' functions whose facts its analysis may read."""
 
     mentions_jit: bool
     jitted: frozenset[str]
     callable: frozenset[str]
+    reads: frozenset[str] = frozenset()
 
 
 def summarize(text: str) -> TextSummary:
     """The :class:`TextSummary` of ``text``."""
     text = _lf(text)
-    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)))
+    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)),
+                       _read_names(text))
 
 
 def hints_of(summaries) -> frozenset[str]:
-    """:func:`project_hints` of the texts with these summaries."""
-    return frozenset().union(*(s.jitted for s in summaries))
+    """:func:`project_hints` of the texts with these summaries.
+
+    Besides the jitted names, the functions that an analysed file (one that
+    mentions jit or calls a jitted name) may read the summary, signature or
+    factory result of, marked as read: their definitions are analysed too,
+    so the findings are the same as when every file is analysed whole.
+    """
+    summaries = list(summaries)
+    jitted = frozenset().union(*(s.jitted for s in summaries))
+    reads = frozenset().union(*(s.reads for s in summaries if s.mentions_jit or not jitted.isdisjoint(s.callable)))
+    return jitted | {_READ + name for name in reads}
+
+
+@functools.lru_cache(maxsize=8)
+def _read_hints(hints: frozenset[str]) -> frozenset[str]:
+    """The names ``hints`` marks as read by another file (one run's hints: cached)."""
+    return frozenset(h[len(_READ):] for h in hints if h.startswith(_READ))
+
+
+def _defines_read(text: str, hints: frozenset[str]) -> bool:
+    """Whether ``text`` (line ends normalised) defines at top level a function another file reads."""
+    read = _read_hints(hints)
+    return bool(read) and not read.isdisjoint(_TOP_LEVEL_DEF.findall(text))
 
 
 def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hints: frozenset[str]) -> bool:
@@ -183,12 +251,15 @@ def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hi
         return True
     if summary.mentions_jit or (settings.extra_wrappers and _mentions_wrapper(_lf(text), settings)):
         return True
-    return not hints.isdisjoint(summary.callable)
+    if not hints.isdisjoint(summary.callable):
+        return True
+    return not _read_hints(hints).isdisjoint(summary.callable) and _defines_read(_lf(text), hints)
 
 
 def summary_reachable_hints(summary: TextSummary, hints: frozenset[str]) -> set[str]:
-    """:func:`reachable_hints` of the text whose summary is ``summary``."""
-    return set(hints.intersection(summary.callable))
+    """:func:`reachable_hints` of the text whose summary is ``summary`` (what of
+    ``hints`` decides how it is analysed: part of its facts' cache key)."""
+    return _reachable(summary.callable, hints)
 
 
 # A top-level def or class starts a chunk (its decorators with it).
@@ -244,7 +315,9 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     A chunk matters when its code mentions a jit word, a configured wrapper,
     a name jitted in this file or another (``hints``), or a name defined by
     another chunk that matters (factories, wrappers, helpers that call the
-    jitted function), to a fixpoint.
+    jitted function), to a fixpoint.  A chunk that defines a function another
+    file reads (``hints``, see :func:`hints_of`) is kept too, with what it
+    uses, but its callers are not.
     """
     if not shortcuts_enabled():
         return Reduced(text)
@@ -264,6 +337,16 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
         for name in names:
             definers.setdefault(name, []).append(i)
     keep = [False] * len(chunks)
+    # Kept only for what other files read of the functions they define (and
+    # for what those use): their callers need not be.
+    read_only = [False] * len(chunks)
+    read = _read_hints(hints)
+    reading = [i for i, body in enumerate(bodies) if i and read and not read.isdisjoint(_TOP_LEVEL_DEF.findall(body))]
+    while reading:
+        i = reading.pop()
+        if not read_only[i]:
+            read_only[i] = True
+            reading.extend(j for name in words[i] & definers.keys() for j in definers[name])
     pending = [0]  # the header (imports, module code before the first def) always matters
     while True:
         while pending:
@@ -281,6 +364,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
             not chunk_words.isdisjoint(jit_words) or not chunk_words.isdisjoint(relevant))]
         if not pending:
             break
+    keep = [a or b for a, b in zip(keep, read_only)]
     if all(keep):
         return Reduced(text)
     kept_lines: list[str] = []
@@ -317,9 +401,9 @@ def context_selector(requested: dict[str, str]):
             module = (relative or plain).lstrip(".")
             if module and _is_project_module(relative or plain):
                 modules.add(module)
-        for module, imported in _FROM_IMPORT.findall(text):
+        for module, imported in _from_imports(text):
             if _is_project_module(module):
-                modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in re.findall(r"\w+", imported))
+                modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in imported)
     names = {n for n in names if not n.startswith("__")}
     mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
 

@@ -40,3 +40,73 @@ def test_findings_are_the_same_without_shortcuts(source, monkeypatch):
     fast = _findings(source)
     monkeypatch.setenv("JAXMEM_NO_SHORTCUTS", "1")
     assert _findings(source) == fast
+
+
+# Projects where one file's findings depend on what another file defines in a
+# chunk that mentions no jitted name: the function's summary, or the function
+# a factory returns.  (path -> text; the last check says which finding the
+# other file's facts decide, so a case cannot pass by finding nothing.)
+_STEP = "import jax\nimport jax.numpy as jnp\n{imports}\n\n\n@jax.jit\ndef step(s):\n    return s + 1\n\n\n"
+_MAIN = "def main():\n    base = jnp.zeros(3)\n    s = {call}(base)\n    s = step(s)\n    print(base, s)\n"
+_UTIL = (
+    "import jax.numpy as jnp\n\n\ndef unrelated(x):\n    return x + 1\n\n\n"
+    "def fresh(x):\n    return jnp.copy(x) * 2\n\n\ndef other():\n    return unrelated(2)\n"
+)
+_PROJECTS = {
+    # util.py is skipped (no jit word, calls nothing jitted); fresh() is reached as a module attribute.
+    "module-attribute": {
+        "pkg/util.py": _UTIL,
+        "pkg/train.py": _STEP.format(imports="from pkg import util") + _MAIN.format(call="util.fresh"),
+    },
+    "import-as": {
+        "pkg/util.py": _UTIL,
+        "pkg/train.py": _STEP.format(imports="import pkg.util as util") + _MAIN.format(call="util.fresh"),
+    },
+    # util.py is analysed (it jits something), but fresh()'s chunk mentions nothing relevant.
+    "blanked-chunk": {
+        "pkg/util.py": _UTIL + "\n\nscaled = jax.jit(lambda x: x * 3)\n",
+        "pkg/train.py": _STEP.format(imports="from pkg import util") + _MAIN.format(call="util.fresh"),
+    },
+    # A file with no jit word calls step(), imported in parentheses after another import.
+    "parenthesised-import": {
+        "pkg/kern.py": _STEP.format(imports=""),
+        "pkg/run.py": (
+            "import jax.numpy as jnp\nfrom os import path\n\nfrom pkg.kern import (\n    step,\n)\n\n\n"
+            "def unrelated():\n    return path.sep\n\n\n"
+            "def main():\n    s = jnp.zeros(3)\n    s = step(s)\n    return s\n"
+        ),
+    },
+    # The jitted callable is what another module's factory returns: its parameters get their names there.
+    "factory": {
+        "pkg/lib.py": (
+            "def unrelated():\n    return 1\n\n\n"
+            "def make(fn):\n    def inner(params, state):\n        return fn(params), state\n    return inner\n\n\n"
+            "def other():\n    return unrelated()\n"
+        ),
+        "pkg/use.py": (
+            "import jax\nimport jax.numpy as jnp\nfrom pkg import lib\n\n\n"
+            "def main():\n    made = lib.make(jnp.sin)\n    g = jax.jit(made)\n    p, s = jnp.ones(3), jnp.zeros(3)\n"
+            "    p, s = g(p, s)\n    return p, s\n"
+        ),
+    },
+}
+_DECIDED = {
+    "module-attribute": ("JXM001", "high"), "import-as": ("JXM001", "high"), "blanked-chunk": ("JXM001", "high"),
+    "parenthesised-import": ("JXM001", "high"), "factory": ("JXM001", "`params`"),
+}
+
+
+def _project_findings(texts: dict[str, str]) -> list[tuple]:
+    hints = project_hints(texts)
+    reports = report([facts_for_file(path, text, ALL, hints) for path, text in texts.items()], ALL)
+    return sorted((r.path, f.code, f.span.line, f.span.col, f.message, f.confidence.value)
+                  for r in reports for f in r.findings)
+
+
+@pytest.mark.parametrize("name", sorted(_PROJECTS))
+def test_findings_across_files_are_the_same_without_shortcuts(name, monkeypatch):
+    fast = _project_findings(_PROJECTS[name])
+    monkeypatch.setenv("JAXMEM_NO_SHORTCUTS", "1")
+    assert _project_findings(_PROJECTS[name]) == fast
+    code, text = _DECIDED[name]
+    assert any(f[1] == code and (text == f[5] or text in f[4]) for f in fast), fast
