@@ -179,23 +179,31 @@ def _jitted_names(text: str) -> frozenset[str]:
 
 def _read_names(text: str) -> frozenset[str]:
     """Names of other modules' functions that ``text`` (line ends normalised)
-    can reach through its imports, whose summary, signature or returned
-    function the analysis of this file may read: ``from m import a`` gives
-    ``a``; ``import m`` or ``from p import m`` then ``m.a`` or ``m.b.a`` gives
-    ``a`` (and ``b``).  Libraries count too: the project may be one."""
-    names: set[str] = set()
-    for _, imported in _from_imports(text):
-        names.update(imported)
+    calls through its imports: the analysis of this file may read their
+    summary, signature or returned function (it reads another file's
+    function only where it is called).  ``from m import a as b`` then
+    ``b(...)`` gives ``a``; ``import m`` or ``from p import m`` then
+    ``m.a(...)`` or ``m.b.a(...)`` gives ``a``.  Libraries count too: the
+    project may be one."""
+    local: dict[str, str] = {}  # name bound by an import -> the name it imports
+    for _, grouped, plain in _FROM_IMPORT.findall(text):
+        for part in _COMMENT.sub(" ", grouped or plain).replace("\\\n", " ").split(","):
+            words = part.split()
+            if words:
+                local[words[-1]] = words[0]
     for statement in _IMPORT.findall(text):
         for part in statement.split(","):
             words = part.split()
             if words:
-                names.add(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
-    names.discard("as")
-    if names:
-        alias = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")((?:[ \t]*\.[ \t]*[^\W\d]\w*)+)")
-        for chain in alias.findall(text):
-            names.update(_WORD.findall(chain))
+                name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
+                local[name] = name
+    if not local:
+        return frozenset()
+    called = re.compile(r"\b(" + "|".join(map(re.escape, sorted(local))) + r")((?:\s*\.\s*[^\W\d]\w*)*)\s*\(")
+    names: set[str] = set()
+    for head, chain in called.findall(text):
+        attributes = _WORD.findall(chain)
+        names.add(attributes[-1] if attributes else local[head])
     return frozenset(names)
 
 
