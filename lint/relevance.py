@@ -33,10 +33,27 @@ _DECORATED_DEF = re.compile(
 _JIT_TRANSFORM = re.compile(r"\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b")
 
 
-def _jitted_defs(text: str) -> list[str]:
-    """Top-level functions with a jit word anywhere in their decorators
-    (``@functools.partial(\\n    jax.jit, ...)`` spans lines)."""
-    return [m.group(1) for m in _DECORATED_DEF.finditer(text) if _JIT_TRANSFORM.search(m.group(0))]
+def _jitted_defs(text: str, transform: re.Pattern = _JIT_TRANSFORM) -> list[str]:
+    """Top-level functions with a jit word (a ``transform`` match) anywhere in
+    their decorators (``@functools.partial(\\n    jax.jit, ...)`` spans lines)."""
+    return [m.group(1) for m in _DECORATED_DEF.finditer(text) if transform.search(m.group(0))]
+
+
+def _wrapper_words(settings: Settings) -> re.Pattern | None:
+    """The configured wrappers' names as a pattern (``None`` when there are none)."""
+    names = sorted({w.rsplit(".", 1)[-1] for w in settings.extra_wrappers} - {""})
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
+
+
+def _wrapped_names(text: str, settings: Settings) -> set[str]:
+    """Top-level names ``text`` (line ends normalised) binds through a configured wrapper."""
+    words = _wrapper_words(settings)
+    if words is None:
+        return set()
+    assigned = re.findall(r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:" + words.pattern + ")", text, re.MULTILINE)
+    return {n for n in _jitted_defs(text, words) + assigned if not n.startswith("__")}
+
+
 _JITTED_ASSIGNMENT = re.compile(
     r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
     re.MULTILINE,
@@ -151,7 +168,7 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     return bool(hints) and (not hints.isdisjoint(_callable_names(text)) or _defines_read(text, hints))
 
 
-def project_hints(texts: dict[str, str]) -> frozenset[str]:
+def project_hints(texts: dict[str, str], settings: Settings | None = None) -> frozenset[str]:
     """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
 
     A file that never mentions jit still matters when it calls one of them,
@@ -160,7 +177,7 @@ def project_hints(texts: dict[str, str]) -> frozenset[str]:
     (see :func:`hints_of`).  This is a textual over-approximation; the
     analysis proper decides.
     """
-    return hints_of(map(summarize, texts.values()))
+    return hints_of(map(summarize, texts.values()), settings, texts.values())
 
 
 def _jitted_names(text: str) -> frozenset[str]:
@@ -169,12 +186,14 @@ def _jitted_names(text: str) -> frozenset[str]:
     if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
-        # What it imports from the project: a factory whose result it jits
-        # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
-        for module, imported in _from_imports(text):
-            if _is_project_module(module):
-                names.update(imported)
+        names.update(_project_imports(text))
     return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+
+
+def _project_imports(text: str) -> set[str]:
+    """What a text that jits imports from the project: a factory whose result
+    it jits (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there."""
+    return {name for module, imported in _from_imports(text) if _is_project_module(module) for name in imported}
 
 
 def _read_names(text: str) -> frozenset[str]:
@@ -227,18 +246,28 @@ def summarize(text: str) -> TextSummary:
                        _read_names(text))
 
 
-def hints_of(summaries) -> frozenset[str]:
+def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozenset[str]:
     """:func:`project_hints` of the texts with these summaries.
 
     Besides the jitted names, the functions that an analysed file (one that
     mentions jit or calls a jitted name) may read the summary, signature or
     factory result of, marked as read: their definitions are analysed too,
     so the findings are the same as when every file is analysed whole.
+    With configured wrappers (``settings``), what the ``texts`` (in the order
+    of ``summaries``) bind through a wrapper counts as jitted: summaries do
+    not depend on the settings, so the texts that mention one are read again.
     """
     summaries = list(summaries)
-    jitted = frozenset().union(*(s.jitted for s in summaries))
-    reads = frozenset().union(*(s.reads for s in summaries if s.mentions_jit or not jitted.isdisjoint(s.callable)))
-    return jitted | {_READ + name for name in reads}
+    jitted = set().union(*(s.jitted for s in summaries))
+    wrapping = [False] * len(summaries)
+    if settings is not None and settings.extra_wrappers and texts is not None:
+        for i, text in enumerate(map(_lf, texts)):
+            if _mentions_wrapper(text, settings):
+                wrapping[i] = True
+                jitted |= {n for n in _wrapped_names(text, settings) | _project_imports(text) if len(n) > 2}
+    reads = frozenset().union(*(s.reads for s, wraps in zip(summaries, wrapping)
+                                if wraps or s.mentions_jit or not jitted.isdisjoint(s.callable)))
+    return frozenset(jitted) | {_READ + name for name in reads}
 
 
 @functools.lru_cache(maxsize=8)
