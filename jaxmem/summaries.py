@@ -45,7 +45,8 @@ def _index_name(cache: FactsCache) -> str:
 
 
 def _encode(summary: TextSummary) -> list:
-    return [summary.mentions_jit, *(" ".join(sorted(names)) for names in (summary.jitted, summary.callable, summary.reads))]
+    names = (summary.jitted, summary.callable, summary.reads)
+    return [summary.mentions_jit, *(" ".join(sorted(each)) for each in names)]
 
 
 def _decode(entry: list) -> TextSummary:
