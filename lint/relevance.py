@@ -4,8 +4,11 @@ Cheap textual tests run before libcst parses anything: a file whose code
 never mentions jit, pmap or donation, nor a name another file of the run
 jits, is skipped; in a file that matters, top-level functions and classes
 that mention none of the relevant names are blanked out (their lines kept
-empty, so positions stay right) before parsing.  Everything here
-over-approximates: the analysis proper decides.
+empty, so positions stay right) before parsing.  A function that an
+analysed file calls across modules is kept too (the join reads its summary,
+signature or returned function), and the file defining it is analysed.
+Everything here over-approximates: the findings are those of a run without
+the shortcuts (``JAXMEM_NO_SHORTCUTS=1``; ``benchmarks/accuracy.py`` checks).
 """
 
 from __future__ import annotations
@@ -76,9 +79,9 @@ _READ = "read:"
 
 
 def _from_imports(text: str) -> list[tuple[str, list[str]]]:
-    """``(module, words)`` of each ``from module import ...`` (the words of
-    the names and their aliases)."""
-    return [(module, _WORD.findall(_COMMENT.sub(" ", grouped or plain)))
+    """``(module, words)`` of each ``from module import ...`` (the names and
+    their aliases)."""
+    return [(module, [w for w in _WORD.findall(_COMMENT.sub(" ", grouped or plain)) if w != "as"])
             for module, grouped, plain in _FROM_IMPORT.findall(text)]
 
 
@@ -187,7 +190,8 @@ def _jitted_names(text: str) -> frozenset[str]:
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
         names.update(_project_imports(text))
-    return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+    # Short names too: a file calling a jitted ``f`` must not be skipped.
+    return frozenset(n for n in names if not n.startswith("__"))
 
 
 def _project_imports(text: str) -> set[str]:
@@ -264,7 +268,7 @@ def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozens
         for i, text in enumerate(map(_lf, texts)):
             if _mentions_wrapper(text, settings):
                 wrapping[i] = True
-                jitted |= {n for n in _wrapped_names(text, settings) | _project_imports(text) if len(n) > 2}
+                jitted |= _wrapped_names(text, settings) | _project_imports(text)
     reads = frozenset().union(*(s.reads for s, wraps in zip(summaries, wrapping)
                                 if wraps or s.mentions_jit or not jitted.isdisjoint(s.callable)))
     return frozenset(jitted) | {_READ + name for name in reads}

@@ -101,6 +101,17 @@ _PROJECTS = {
             "def main():\n    t = jnp.ones(3)\n    u = step(t)\n    print(t)\n    return u\n"
         ),
     },
+    # A jitted function with a one-letter name: a file calling it (no jit word) must not be skipped.
+    "short-name": {
+        "pkg/steps.py": (
+            "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(s):\n    return s + 1\n\n\n"
+            "def main():\n    s = jnp.zeros(3)\n    s = f(s)\n    return s\n"
+        ),
+        "pkg/run.py": (
+            "import jax.numpy as jnp\nfrom pkg.steps import f\n\n\n"
+            "def main():\n    t = jnp.ones(3)\n    u = f(t)\n    print(t)\n    return u\n"
+        ),
+    },
 }
 _SETTINGS = {"wrapper": Settings(min_confidence=Confidence.LOW, extra_wrappers=("mylib.compile_step",))}
 
@@ -113,6 +124,7 @@ _DECIDED = {
     "parenthesised-import": _proposed_high,
     "factory": lambda findings: any("`params`" in f[4] for f in findings),
     "wrapper": lambda findings: not _proposed_high(findings),
+    "short-name": lambda findings: not _proposed_high(findings),
 }
 
 
