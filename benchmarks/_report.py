@@ -231,20 +231,7 @@ def format_markdown(report: dict) -> str:
             out.append(f"| {p['package']} | {p['kind']} | {p['files']} | {p['lines']:,} | {p['donations']} |")
     out += ["", "| measure | figure | target | |", "|---|---|---|---|"]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in _rows(report)]
-    out += ["", "## 1. Shortcut exactness", ""]
-    if not s["exactness"]["by_package"]:
-        out.append("No difference in any package.")
-    for package, entry in report["exactness"].items():
-        settings_of: dict[tuple, list[str]] = {}
-        for setting, diff in entry["differences"].items():
-            for side in ("missing", "extra"):
-                for identity in diff[side]:
-                    settings_of.setdefault((side, tuple(identity)), []).append(setting)
-        for (side, identity), settings in settings_of.items():
-            code, path, line, col, message, confidence = identity
-            out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
-                       f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
-                       f"shortcuts): {message}")
+    out += ["", "## 1. Shortcut exactness", ""] + format_exactness(report)
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:
@@ -323,3 +310,22 @@ def format_markdown(report: dict) -> str:
     if review.get("unreviewed"):
         out += ["", f"{len(review['unreviewed'])} unreviewed candidates (listed in the JSON)."]
     return "\n".join(out) + "\n"
+
+
+def format_exactness(report: dict) -> list[str]:
+    """Section 1 as Markdown lines: every finding that differs, with the settings it differs in."""
+    out = []
+    if not (report.get("summary") or summarize(report))["exactness"]["by_package"]:
+        out.append("No difference in any package.")
+    for package, entry in report["exactness"].items():
+        settings_of: dict[tuple, list[str]] = {}
+        for setting, diff in entry["differences"].items():
+            for side in ("missing", "extra"):
+                for identity in diff[side]:
+                    settings_of.setdefault((side, tuple(identity)), []).append(setting)
+        for (side, identity), settings in settings_of.items():
+            code, path, line, col, message, confidence = identity
+            out.append(f"- {package} `{path}:{line}:{col}` {code} ({confidence}) {side} with "
+                       f"{', '.join(settings)} (present only {'without' if side == 'missing' else 'with'} "
+                       f"shortcuts): {message}")
+    return out

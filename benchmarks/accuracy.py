@@ -22,6 +22,7 @@ lives in ``benchmarks/.cache/`` only.
 
     .venv/bin/python benchmarks/accuracy.py                 # all packages, writes results/accuracy-DATE.*
     .venv/bin/python benchmarks/accuracy.py --package brax==0.14.2:sdist --skip-run
+    .venv/bin/python benchmarks/accuracy.py --package optax==0.2.8:sdist --exactness-only --no-write
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pathlib import Path
 import _jaxmem_cli as jaxmem
 from _corpus import project_dir
 from _donations import find_donations, inject_reads, injection_sites, line_map, strip_donations
-from _report import format_comparison, format_markdown, format_table
+from _report import format_comparison, format_exactness, format_markdown, format_table
 from _scoring import (
     confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported, ratio,
     recovered_by, refusal_of, restored_in, shortcut_differences,
@@ -280,8 +281,8 @@ def latest_review() -> tuple[Path | None, list[dict]]:
     return reviews[-1], json.loads(reviews[-1].read_text())["cases"]
 
 
-def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
-    """Sections 1, 2, 3 and the precision candidates of one package, added to ``report``."""
+def measure_package(report: dict, label: str, kind: str, source: Path, *, exactness_only: bool = False) -> None:
+    """Sections 1, 2, 3 and the precision candidates of one package (or section 1 only), added to ``report``."""
     root = fresh_copy(source, label)
     donations, unparsable = read_donations(root)
     files = python_files(root)
@@ -296,6 +297,8 @@ def measure_package(report: dict, label: str, kind: str, source: Path) -> None:
         "seconds": exactness["seconds"], "findings": len(exactness["runs"]["no-shortcuts"]),
         "differences": exactness["differences"],
     }
+    if exactness_only:
+        return
     report["definitions"][label] = [
         {"path": rel, "line": d.line, "form": d.form, "callee": d.callee, "spec": d.spec,
          "function": d.bound_to, "calls": [asdict(c) for c in d.calls]}
@@ -351,7 +354,7 @@ def main(argv=None) -> int:
             report["packages"].append({"package": label, "kind": kind, "error": str(error)})
             continue
         try:
-            measure_package(report, label, kind, source)
+            measure_package(report, label, kind, source, exactness_only=args.exactness_only)
         except Exception as error:  # a bug here or in jaxmem on one package does not stop the others
             log(f"{label}: failed: {error!r}")
             report["packages"].append({"package": label, "kind": kind, "error": repr(error)})
@@ -359,13 +362,15 @@ def main(argv=None) -> int:
     review_path, review = latest_review()
     report["review"] = {"file": review_path.name if review_path else None,
                         **apply_review(report["precision_candidates"], review)}
-    if not args.skip_run:
+    if not args.skip_run and not args.exactness_only:
         from _fix_run import measure_fix_then_run
         report["fix_then_run"] = measure_fix_then_run(packages, max_runs=args.max_runs, timeout=args.run_timeout,
                                                      budget_s=args.run_budget, log=log, work=WORK)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["command"] = " ".join(["python", "benchmarks/accuracy.py", *(argv if argv is not None else sys.argv[1:])])
     print(format_table(report))
+    if args.exactness_only:
+        print("\n" + "\n".join(format_exactness(report)))
     if args.compare:
         print("\n" + format_comparison(json.loads(Path(args.compare).read_text()), report))
     if not args.no_write:
@@ -427,6 +432,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--package", action="append", metavar="NAME==VERSION[:KIND]",
                         help="measure this package instead of the default corpus (repeatable; KIND sdist or wheel)")
     parser.add_argument("--skip-run", action="store_true", help="skip fix-then-run (section 4)")
+    parser.add_argument("--exactness-only", action="store_true",
+                        help="measure section 1 only (4 runs of jaxmem check per package) and print its "
+                             "differences; implies --skip-run")
     parser.add_argument("--max-runs", type=int, default=20,
                         help="most changed test/example files to run before and after; 0: all (default: 20)")
     parser.add_argument("--run-timeout", type=float, default=120, help="seconds per program run (default: 120)")

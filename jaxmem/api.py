@@ -130,7 +130,7 @@ def check_paths(
     summary = {source.path: summaries.summary(source.digest, source.text) for _, source in sources}
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
-    hints = hints_of(summary.values())
+    hints = hints_of([summary[s.path] for _, s in sources], settings, [s.text for _, s in sources])
     pending = []
     # Each file's cache key and facts digest in the stored join (see jaxmem.runcache).
     known = run_cache.facts_digests() if run_cache is not None else {}

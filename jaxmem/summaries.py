@@ -1,7 +1,8 @@
 """The pre-filter's view of each file, kept by content digest.
 
 What the textual pre-filter needs of a file (does its code mention jit,
-which names does it add to the project's hints, which names can it call:
+which names does it add to the project's hints, which names can it call,
+which functions of other modules can its analysis read:
 :class:`jaxmem.lint.relevance.TextSummary`) depends on its text alone.  A
 run reads the summaries of unchanged files from one index in the cache
 folder, so the regular expressions run only on new contents.
@@ -44,12 +45,13 @@ def _index_name(cache: FactsCache) -> str:
 
 
 def _encode(summary: TextSummary) -> list:
-    return [summary.mentions_jit, " ".join(sorted(summary.jitted)), " ".join(sorted(summary.callable))]
+    names = (summary.jitted, summary.callable, summary.reads)
+    return [summary.mentions_jit, *(" ".join(sorted(each)) for each in names)]
 
 
 def _decode(entry: list) -> TextSummary:
-    mentions_jit, jitted, callable_names = entry
-    return TextSummary(mentions_jit, _names(jitted), _names(callable_names))
+    mentions_jit, jitted, callable_names, reads = entry
+    return TextSummary(mentions_jit, _names(jitted), _names(callable_names), _names(reads))
 
 
 def _names(joined: str) -> frozenset[str]:
@@ -57,5 +59,5 @@ def _names(joined: str) -> frozenset[str]:
 
 
 def _is_entry(entry) -> bool:
-    return (type(entry) is list and len(entry) == 3 and type(entry[0]) is bool
-            and type(entry[1]) is str and type(entry[2]) is str)
+    return (type(entry) is list and len(entry) == 4 and type(entry[0]) is bool
+            and all(type(names) is str for names in entry[1:]))

@@ -321,7 +321,7 @@ class Provenance:
                     shown = render(key).split("<")[0].rstrip(".")
                     return [Origin(UNKNOWN, line, f"`{text}` may hold `{shown}` twice (through `{other}` "
                                                   f"and `{through}`)")]
-            seen.extend((key, through) for key in keys)
+            seen.extend((key, through) for key in sorted(keys))  # the first overlap is named: not in hash order
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
         if depth <= _MAX_DEPTH:
             at_call = self.flow.point_after(call)

@@ -4,12 +4,16 @@ Cheap textual tests run before libcst parses anything: a file whose code
 never mentions jit, pmap or donation, nor a name another file of the run
 jits, is skipped; in a file that matters, top-level functions and classes
 that mention none of the relevant names are blanked out (their lines kept
-empty, so positions stay right) before parsing.  Everything here
-over-approximates: the analysis proper decides.
+empty, so positions stay right) before parsing.  A function that an
+analysed file calls across modules is kept too (the join reads its summary,
+signature or returned function), and the file defining it is analysed.
+Everything here over-approximates: the findings are those of a run without
+the shortcuts (``JAXMEM_NO_SHORTCUTS=1``; ``benchmarks/accuracy.py`` checks).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -32,20 +36,53 @@ _DECORATED_DEF = re.compile(
 _JIT_TRANSFORM = re.compile(r"\b(?:jit|pmap|pjit|filter_jit|named_jit|variable_jit)\b")
 
 
-def _jitted_defs(text: str) -> list[str]:
-    """Top-level functions with a jit word anywhere in their decorators
-    (``@functools.partial(\\n    jax.jit, ...)`` spans lines)."""
-    return [m.group(1) for m in _DECORATED_DEF.finditer(text) if _JIT_TRANSFORM.search(m.group(0))]
+def _jitted_defs(text: str, transform: re.Pattern = _JIT_TRANSFORM) -> list[str]:
+    """Top-level functions with a jit word (a ``transform`` match) anywhere in
+    their decorators (``@functools.partial(\\n    jax.jit, ...)`` spans lines)."""
+    return [m.group(1) for m in _DECORATED_DEF.finditer(text) if transform.search(m.group(0))]
+
+
+def _wrapper_words(settings: Settings) -> re.Pattern | None:
+    """The configured wrappers' names as a pattern (``None`` when there are none)."""
+    names = sorted({w.rsplit(".", 1)[-1] for w in settings.extra_wrappers} - {""})
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
+
+
+def _wrapped_names(text: str, settings: Settings) -> set[str]:
+    """Top-level names ``text`` (line ends normalised) binds through a configured wrapper."""
+    words = _wrapper_words(settings)
+    if words is None:
+        return set()
+    assigned = re.findall(r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:" + words.pattern + ")", text, re.MULTILINE)
+    return {n for n in _jitted_defs(text, words) + assigned if not n.startswith("__")}
+
+
 _JITTED_ASSIGNMENT = re.compile(
     r"^(\w+)[ \t]*(?::[^=\n]*)?=[^\n]*\b(?:jit|pmap|pjit|filter_jit|named_jit)\b",
     re.MULTILINE,
 )
 # How a name jitted in another module can be reached: ``from m import a, b``
-# then ``a(...)``, or ``m.a(...)``.
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+\(?([\w, \t\n\\]+)", re.MULTILINE)
+# then ``a(...)``, or ``m.a(...)``.  ``from m import a, b as c`` on one line (or continued with backslashes), or
+# parenthesised over several lines; never into the next statement.
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|((?:\\\n|[^\n])*))", re.MULTILINE
+)
+_COMMENT = re.compile(r"#[^\n]*")
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+# ``import a.b, c as d`` (at a line start, or after ``;`` or ``:``).
+_IMPORT = re.compile(r"(?:^|[;:])[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
+# Hints are names; a function another file may read is marked with this
+# prefix (no identifier has a ``:``), so its definition is kept, not its callers.
+_READ = "read:"
+
+
+def _from_imports(text: str) -> list[tuple[str, list[str]]]:
+    """``(module, words)`` of each ``from module import ...`` (the names and
+    their aliases)."""
+    return [(module, [w for w in _WORD.findall(_COMMENT.sub(" ", grouped or plain)) if w != "as"])
+            for module, grouped, plain in _FROM_IMPORT.findall(text)]
 
 
 def shortcuts_enabled() -> bool:
@@ -84,19 +121,25 @@ def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
     """The ``hints`` that matter to this file: those it can call (imported
     from, or reached as attributes of, the project's own modules; calls into
     libraries are never resolved) and those it defines at top level (a
-    factory another file imports and jits)."""
+    factory another file imports and jits), with the functions other files
+    read among those names (marked)."""
     if not hints:
         return set()
-    return set(hints.intersection(_callable_names(_lf(text))))
+    return _reachable(frozenset(_callable_names(_lf(text))), hints)
+
+
+def _reachable(callable_names: frozenset[str], hints: frozenset[str]) -> set[str]:
+    read = _read_hints(hints)
+    return set(hints.intersection(callable_names)) | {_READ + name for name in read.intersection(callable_names)}
 
 
 def _callable_names(text: str) -> set[str]:
     """Every name :func:`reachable_hints` can return for ``text`` (line ends
     normalised), whatever the hints: ``reachable_hints`` is their intersection."""
     found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
-    for module, names in _FROM_IMPORT.findall(text):
+    for module, names in _from_imports(text):
         if _is_project_module(module):
-            found.update(re.findall(r"\w+", names))
+            found.update(names)
     if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
         found.update(_ATTRIBUTE_CALL.findall(text))
     return found
@@ -117,28 +160,27 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     """Cheap textual pre-filter: can this file matter at all?
 
     It matters when its code mentions jit, pmap or donation, a configured
-    wrapper, or calls a name that another file of the run jits (``hints``).
+    wrapper, calls a name that another file of the run jits (``hints``), or
+    defines a function whose facts another file reads.
     """
     if not shortcuts_enabled():
         return True
     text = _lf(text)
     if _mentions_jit(text) or _mentions_wrapper(text, settings):
         return True
-    return bool(reachable_hints(text, hints))
+    return bool(hints) and (not hints.isdisjoint(_callable_names(text)) or _defines_read(text, hints))
 
 
-def project_hints(texts: dict[str, str]) -> frozenset[str]:
+def project_hints(texts: dict[str, str], settings: Settings | None = None) -> frozenset[str]:
     """Names of what the files of a run jit (decorated defs, ``x = jax.jit(...)``).
 
     A file that never mentions jit still matters when it calls one of them,
     or defines a function a jit-using file imports (it may be a factory
-    whose result is jitted).  This is a textual over-approximation; the
+    whose result is jitted), or one whose summary an analysed file may read
+    (see :func:`hints_of`).  This is a textual over-approximation; the
     analysis proper decides.
     """
-    names: set[str] = set()
-    for text in map(_lf, texts.values()):
-        names.update(_jitted_names(text))
-    return frozenset(names)
+    return hints_of(map(summarize, texts.values()), settings, texts.values())
 
 
 def _jitted_names(text: str) -> frozenset[str]:
@@ -147,34 +189,101 @@ def _jitted_names(text: str) -> frozenset[str]:
     if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
-        # What it imports from the project: a factory whose result it jits
-        # (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there.
-        for module, imported in _FROM_IMPORT.findall(text):
-            if _is_project_module(module):
-                names.update(re.findall(r"\w+", imported))
-    return frozenset(n for n in names if len(n) > 2 and not n.startswith("__"))
+        names.update(_project_imports(text))
+    # Short names too: a file calling a jitted ``f`` must not be skipped.
+    return frozenset(n for n in names if not n.startswith("__"))
+
+
+def _project_imports(text: str) -> set[str]:
+    """What a text that jits imports from the project: a factory whose result
+    it jits (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there."""
+    return {name for module, imported in _from_imports(text) if _is_project_module(module) for name in imported}
+
+
+def _read_names(text: str) -> frozenset[str]:
+    """Names of other modules' functions that ``text`` (line ends normalised)
+    calls through its imports: the analysis of this file may read their
+    summary, signature or returned function (it reads another file's
+    function only where it is called).  ``from m import a as b`` then
+    ``b(...)`` gives ``a``; ``import m`` or ``from p import m`` then
+    ``m.a(...)`` or ``m.b.a(...)`` gives ``a``.  Libraries count too: the
+    project may be one."""
+    local: dict[str, str] = {}  # name bound by an import -> the name it imports
+    for _, grouped, plain in _FROM_IMPORT.findall(text):
+        for part in _COMMENT.sub(" ", grouped or plain).replace("\\\n", " ").split(","):
+            words = part.split()
+            if words:
+                local[words[-1]] = words[0]
+    for statement in _IMPORT.findall(text):
+        for part in statement.split(","):
+            words = part.split()
+            if words:
+                name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
+                local[name] = name
+    if not local:
+        return frozenset()
+    called = re.compile(r"\b(" + "|".join(map(re.escape, sorted(local))) + r")((?:\s*\.\s*[^\W\d]\w*)*)\s*\(")
+    names: set[str] = set()
+    for head, chain in called.findall(text):
+        attributes = _WORD.findall(chain)
+        names.add(attributes[-1] if attributes else local[head])
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
 class TextSummary:
     """What the pre-filter needs of one text whatever the other files of the
     run are, so it can be kept by content digest: whether its code mentions
-    jit, what it adds to the project's hints, and the names it can call."""
+    jit, what it adds to the project's hints, the names it can call, and the
+    other modules' functions whose facts its analysis may read."""
 
     mentions_jit: bool
     jitted: frozenset[str]
     callable: frozenset[str]
+    reads: frozenset[str] = frozenset()
 
 
 def summarize(text: str) -> TextSummary:
     """The :class:`TextSummary` of ``text``."""
     text = _lf(text)
-    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)))
+    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)),
+                       _read_names(text))
 
 
-def hints_of(summaries) -> frozenset[str]:
-    """:func:`project_hints` of the texts with these summaries."""
-    return frozenset().union(*(s.jitted for s in summaries))
+def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozenset[str]:
+    """:func:`project_hints` of the texts with these summaries.
+
+    Besides the jitted names, the functions that an analysed file (one that
+    mentions jit or calls a jitted name) may read the summary, signature or
+    factory result of, marked as read: their definitions are analysed too,
+    so the findings are the same as when every file is analysed whole.
+    With configured wrappers (``settings``), what the ``texts`` (in the order
+    of ``summaries``) bind through a wrapper counts as jitted: summaries do
+    not depend on the settings, so the texts that mention one are read again.
+    """
+    summaries = list(summaries)
+    jitted = set().union(*(s.jitted for s in summaries))
+    wrapping = [False] * len(summaries)
+    if settings is not None and settings.extra_wrappers and texts is not None:
+        for i, text in enumerate(map(_lf, texts)):
+            if _mentions_wrapper(text, settings):
+                wrapping[i] = True
+                jitted |= _wrapped_names(text, settings) | _project_imports(text)
+    reads = frozenset().union(*(s.reads for s, wraps in zip(summaries, wrapping)
+                                if wraps or s.mentions_jit or not jitted.isdisjoint(s.callable)))
+    return frozenset(jitted) | {_READ + name for name in reads}
+
+
+@functools.lru_cache(maxsize=8)
+def _read_hints(hints: frozenset[str]) -> frozenset[str]:
+    """The names ``hints`` marks as read by another file (one run's hints: cached)."""
+    return frozenset(h[len(_READ):] for h in hints if h.startswith(_READ))
+
+
+def _defines_read(text: str, hints: frozenset[str]) -> bool:
+    """Whether ``text`` (line ends normalised) defines at top level a function another file reads."""
+    read = _read_hints(hints)
+    return bool(read) and not read.isdisjoint(_TOP_LEVEL_DEF.findall(text))
 
 
 def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hints: frozenset[str]) -> bool:
@@ -183,12 +292,15 @@ def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hi
         return True
     if summary.mentions_jit or (settings.extra_wrappers and _mentions_wrapper(_lf(text), settings)):
         return True
-    return not hints.isdisjoint(summary.callable)
+    if not hints.isdisjoint(summary.callable):
+        return True
+    return not _read_hints(hints).isdisjoint(summary.callable) and _defines_read(_lf(text), hints)
 
 
 def summary_reachable_hints(summary: TextSummary, hints: frozenset[str]) -> set[str]:
-    """:func:`reachable_hints` of the text whose summary is ``summary``."""
-    return set(hints.intersection(summary.callable))
+    """:func:`reachable_hints` of the text whose summary is ``summary`` (what of
+    ``hints`` decides how it is analysed: part of its facts' cache key)."""
+    return _reachable(summary.callable, hints)
 
 
 # A top-level def or class starts a chunk (its decorators with it).
@@ -244,7 +356,9 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     A chunk matters when its code mentions a jit word, a configured wrapper,
     a name jitted in this file or another (``hints``), or a name defined by
     another chunk that matters (factories, wrappers, helpers that call the
-    jitted function), to a fixpoint.
+    jitted function), to a fixpoint.  A chunk that defines a function another
+    file reads (``hints``, see :func:`hints_of`) is kept too, with what it
+    uses, but its callers are not.
     """
     if not shortcuts_enabled():
         return Reduced(text)
@@ -264,6 +378,16 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
         for name in names:
             definers.setdefault(name, []).append(i)
     keep = [False] * len(chunks)
+    # Kept only for what other files read of the functions they define (and
+    # for what those use): their callers need not be.
+    read_only = [False] * len(chunks)
+    read = _read_hints(hints)
+    reading = [i for i, body in enumerate(bodies) if i and read and not read.isdisjoint(_TOP_LEVEL_DEF.findall(body))]
+    while reading:
+        i = reading.pop()
+        if not read_only[i]:
+            read_only[i] = True
+            reading.extend(j for name in words[i] & definers.keys() for j in definers[name])
     pending = [0]  # the header (imports, module code before the first def) always matters
     while True:
         while pending:
@@ -281,6 +405,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
             not chunk_words.isdisjoint(jit_words) or not chunk_words.isdisjoint(relevant))]
         if not pending:
             break
+    keep = [a or b for a, b in zip(keep, read_only)]
     if all(keep):
         return Reduced(text)
     kept_lines: list[str] = []
@@ -317,9 +442,9 @@ def context_selector(requested: dict[str, str]):
             module = (relative or plain).lstrip(".")
             if module and _is_project_module(relative or plain):
                 modules.add(module)
-        for module, imported in _FROM_IMPORT.findall(text):
+        for module, imported in _from_imports(text):
             if _is_project_module(module):
-                modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in re.findall(r"\w+", imported))
+                modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in imported)
     names = {n for n in names if not n.startswith("__")}
     mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
 

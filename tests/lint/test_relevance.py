@@ -227,3 +227,41 @@ def test_a_non_ascii_jitted_name_is_not_blanked_away():
     ascii_found = [(f.code, f.span.line) for f in analyze_source(source.replace("étape", "etape"), "m.py").findings]
     assert ("JXM001", 11) in found
     assert found == ascii_found
+
+
+def test_a_function_another_file_calls_is_kept_with_what_it_uses_but_not_its_callers():
+    util = textwrap.dedent(
+        """
+        import numpy as np
+
+        def _scale():
+            return 2
+
+        def load_data(n):
+            return np.ones(n) * _scale()
+
+        def report():
+            return load_data(3)
+
+        def unrelated():
+            return 1
+        """
+    )
+    train = "import jax\nfrom pkg import util\n\nstep = jax.jit(lambda s: s)\ns = step(util.load_data(3))\n"
+    hints = project_hints({"pkg/util.py": util, "pkg/train.py": train})
+    assert might_involve_jit(util, S, hints)
+    kept = relevant_text(util, S, hints).kept
+    assert "def load_data" in kept and "def _scale" in kept
+    assert "def report" not in kept and "def unrelated" not in kept
+    # Only what an analysed file calls counts: a file that merely names it adds nothing.
+    named = "import jax\nfrom pkg import util\n\nstep = jax.jit(lambda s: s)\nloader = util.load_data\n"
+    assert not might_involve_jit(util, S, project_hints({"pkg/util.py": util, "pkg/train.py": named}))
+    # Nor does a file that is skipped itself (no jit word, calls nothing jitted).
+    plain = "from pkg import util\n\nutil.load_data(3)\n"
+    assert not might_involve_jit(util, S, project_hints({"pkg/util.py": util, "pkg/plain.py": plain}))
+
+
+def test_an_import_list_ends_at_its_line_or_its_closing_parenthesis():
+    user = "from absl import flags, app\n\nfrom pkg.kern import (attn,  # the kernel\n    other)\nattn(1)\n"
+    kern = "import jax\n\n@jax.jit\ndef attn(q):\n    return q\n"
+    assert might_involve_jit(user, S, project_hints({"pkg/kern.py": kern}))

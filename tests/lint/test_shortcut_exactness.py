@@ -40,3 +40,128 @@ def test_findings_are_the_same_without_shortcuts(source, monkeypatch):
     fast = _findings(source)
     monkeypatch.setenv("JAXMEM_NO_SHORTCUTS", "1")
     assert _findings(source) == fast
+
+
+# Projects where one file's findings depend on what another file defines in a
+# chunk that mentions no jitted name: the function's summary, or the function
+# a factory returns.  (path -> text; the last check says which finding the
+# other file's facts decide, so a case cannot pass by finding nothing.)
+_STEP = "import jax\nimport jax.numpy as jnp\n{imports}\n\n\n@jax.jit\ndef step(s):\n    return s + 1\n\n\n"
+_MAIN = "def main():\n    base = jnp.zeros(3)\n    s = {call}(base)\n    s = step(s)\n    print(base, s)\n"
+_UTIL = (
+    "import jax.numpy as jnp\n\n\ndef unrelated(x):\n    return x + 1\n\n\n"
+    "def fresh(x):\n    return jnp.copy(x) * 2\n\n\ndef other():\n    return unrelated(2)\n"
+)
+_PROJECTS = {
+    # util.py is skipped (no jit word, calls nothing jitted); fresh() is reached as a module attribute.
+    "module-attribute": {
+        "pkg/util.py": _UTIL,
+        "pkg/train.py": _STEP.format(imports="from pkg import util") + _MAIN.format(call="util.fresh"),
+    },
+    "import-as": {
+        "pkg/util.py": _UTIL,
+        "pkg/train.py": _STEP.format(imports="import pkg.util as util") + _MAIN.format(call="util.fresh"),
+    },
+    # util.py is analysed (it jits something), but fresh()'s chunk mentions nothing relevant.
+    "blanked-chunk": {
+        "pkg/util.py": _UTIL + "\n\nscaled = jax.jit(lambda x: x * 3)\n",
+        "pkg/train.py": _STEP.format(imports="from pkg import util") + _MAIN.format(call="util.fresh"),
+    },
+    # A file with no jit word calls step(), imported in parentheses after another import.
+    "parenthesised-import": {
+        "pkg/kern.py": _STEP.format(imports=""),
+        "pkg/run.py": (
+            "import jax.numpy as jnp\nfrom os import path\n\nfrom pkg.kern import (\n    step,\n)\n\n\n"
+            "def unrelated():\n    return path.sep\n\n\n"
+            "def main():\n    s = jnp.zeros(3)\n    s = step(s)\n    return s\n"
+        ),
+    },
+    # The jitted callable is what another module's factory returns: its parameters get their names there.
+    "factory": {
+        "pkg/lib.py": (
+            "def unrelated():\n    return 1\n\n\n"
+            "def make(fn):\n    def inner(params, state):\n        return fn(params), state\n    return inner\n\n\n"
+            "def other():\n    return unrelated()\n"
+        ),
+        "pkg/use.py": (
+            "import jax\nimport jax.numpy as jnp\nfrom pkg import lib\n\n\n"
+            "def main():\n    made = lib.make(jnp.sin)\n    g = jax.jit(made)\n    p, s = jnp.ones(3), jnp.zeros(3)\n"
+            "    p, s = g(p, s)\n    return p, s\n"
+        ),
+    },
+    # A configured wrapper jits step(); the file calling it names no jit word.  Its call site, which reads
+    # ``t`` after the call, must be seen (else a high-confidence proposal would crash it).
+    "wrapper": {
+        "pkg/steps.py": (
+            "import jax.numpy as jnp\nfrom mylib import compile_step\n\n\n@compile_step\ndef step(s):\n"
+            "    return s + 1\n\n\ndef main():\n    s = jnp.zeros(3)\n    s = step(s)\n    return s\n"
+        ),
+        "pkg/run.py": (
+            "import jax.numpy as jnp\nfrom pkg.steps import step\n\n\n"
+            "def main():\n    t = jnp.ones(3)\n    u = step(t)\n    print(t)\n    return u\n"
+        ),
+    },
+    # A jitted function with a one-letter name: a file calling it (no jit word) must not be skipped.
+    "short-name": {
+        "pkg/steps.py": (
+            "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(s):\n    return s + 1\n\n\n"
+            "def main():\n    s = jnp.zeros(3)\n    s = f(s)\n    return s\n"
+        ),
+        "pkg/run.py": (
+            "import jax.numpy as jnp\nfrom pkg.steps import f\n\n\n"
+            "def main():\n    t = jnp.ones(3)\n    u = f(t)\n    print(t)\n    return u\n"
+        ),
+    },
+}
+_SETTINGS = {"wrapper": Settings(min_confidence=Confidence.LOW, extra_wrappers=("mylib.compile_step",))}
+
+def _proposed_high(findings):
+    return any(f[1] == "JXM001" and f[5] == "high" for f in findings)
+
+
+_DECIDED = {
+    "module-attribute": _proposed_high, "import-as": _proposed_high, "blanked-chunk": _proposed_high,
+    "parenthesised-import": _proposed_high,
+    "factory": lambda findings: any("`params`" in f[4] for f in findings),
+    "wrapper": lambda findings: not _proposed_high(findings),
+    "short-name": lambda findings: not _proposed_high(findings),
+}
+
+
+def _project_findings(texts: dict[str, str], settings: Settings = ALL) -> list[tuple]:
+    hints = project_hints(texts, settings)
+    reports = report([facts_for_file(path, text, settings, hints) for path, text in texts.items()], settings)
+    return sorted((r.path, f.code, f.span.line, f.span.col, f.message, f.confidence.value)
+                  for r in reports for f in r.findings)
+
+
+@pytest.mark.parametrize("name", sorted(_PROJECTS))
+def test_findings_across_files_are_the_same_without_shortcuts(name, monkeypatch):
+    settings = _SETTINGS.get(name, ALL)
+    fast = _project_findings(_PROJECTS[name], settings)
+    monkeypatch.setenv("JAXMEM_NO_SHORTCUTS", "1")
+    assert _project_findings(_PROJECTS[name], settings) == fast
+    assert _DECIDED[name](fast), fast
+
+
+@pytest.mark.parametrize("name", ["module-attribute", "wrapper"])
+@pytest.mark.parametrize("use_cache", [False, True], ids=["no-cache", "cache"])
+def test_whole_runs_across_files_are_the_same_without_shortcuts(name, use_cache, tmp_path, monkeypatch):
+    from jaxmem.api import check_paths
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for path, text in _PROJECTS[name].items():
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    settings = _SETTINGS.get(name, ALL)
+
+    def findings():
+        return sorted((r.path, f.code, f.span.line, f.message, f.confidence.value)
+                      for r in check_paths(["."], settings, use_cache=use_cache) for f in r.findings)
+
+    fast = findings()
+    assert findings() == fast  # warm, when cached
+    monkeypatch.setenv("JAXMEM_NO_SHORTCUTS", "1")
+    assert findings() == fast
+    assert _DECIDED[name]([(p, c, line, 0, m, conf) for p, c, line, m, conf in fast]), fast
