@@ -258,6 +258,40 @@ PROGRAMS = {
 
     main()
     """},
+    # The same through a module-level cache in another module.
+    "module-level-cache-other-module": {
+        "weights.py": """
+    import jax.numpy as jnp
+
+    CACHE = {"w": jnp.ones((4, 4))}
+
+
+    def load():
+        return CACHE["w"]
+    """,
+        "train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import weights
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def main():
+        state = weights.load()
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state.sum()), float(weights.CACHE["w"].sum()))
+
+
+    main()
+    """},
     # nnx.split of a model and an optimizer whose transform keeps the parameters in its state.
     "nnx-optimizer-keeps-params": {"train.py": """
     import functools
