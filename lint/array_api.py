@@ -212,6 +212,15 @@ OPTAX_NEW_STATE = frozenset(
 )
 
 
+# optax transforms whose state holds no array when every argument is a number
+# (``optax.sgd(0.02)`` without momentum: EmptyStates only), checked on optax 0.2.8;
+# a schedule or momentum adds a count or a trace.
+OPTAX_NO_STATE = frozenset(
+    "optax." + name for name in ("sgd", "identity", "scale", "clip", "clip_by_global_norm",
+                                 "add_decayed_weights", "chain")
+)
+
+
 def call_effect(qualified: str | None, method: str | None = None) -> str | None:
     """What a call does with its arguments: NEW, HOLDS, TWICE, READS, or None (unknown).
 

@@ -44,6 +44,7 @@ import libcst as cst
 
 from jaxmem.lint.array_api import (
     ARRAY_FREE_PARTS,
+    OPTAX_NO_STATE,
     ARRAY_FREE_TYPES,
     HOLDS,
     INIT_APPLY_PAIRS,
@@ -491,6 +492,37 @@ class Provenance:
             event.origin_kind == "value" and event.origin is not None
             and self.is_new_state_optimizer(event.origin, depth + 1) for event in writes)
 
+    def is_stateless_optimizer(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` is an optax transform whose ``init`` holds no array
+        (``optax.sgd(0.02)``, ``optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))``,
+        or a local or module-level name bound only to one)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.imports.resolve(expr.func)
+            if qualified not in OPTAX_NO_STATE:
+                return False
+            if qualified == "optax.chain":
+                return bool(expr.args) and all(
+                    arg.keyword is None and self.is_stateless_optimizer(arg.value, depth + 1) for arg in expr.args)
+            if qualified == "optax.sgd" and (len(expr.args) > 1 or any(a.keyword is not None
+                                                                      and a.keyword.value != "learning_rate"
+                                                                      for a in expr.args)):
+                return False  # momentum, nesterov, accumulator_dtype: a trace state
+            return all(_is_number(arg.value) for arg in expr.args)
+        key = ref_key(expr)
+        if key is None or len(key) != 1:
+            return False
+        if self.owner_of(key) == "global":
+            values = self.ctx.module_values(key[0])
+            return bool(values) and all(self.is_stateless_optimizer(value, depth + 1) for value in values)
+        if self.owner_of(key) != "local":
+            return False
+        writes = self.writes_of(key)
+        return bool(writes) and all(
+            event.origin_kind == "value" and event.origin is not None
+            and self.is_stateless_optimizer(event.origin, depth + 1) for event in writes)
+
     def array_free(self, expr, depth: int = 0) -> bool:
         """Whether ``expr``'s value provably holds no device array (by origin:
         a literal, a known array-free call, a name bound only to such)."""
@@ -509,6 +541,9 @@ class Provenance:
             return all(isinstance(e, cst.DictElement) and self.array_free(e.value, depth + 1)
                        for e in expr.elements)
         if isinstance(expr, cst.Call):
+            if (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "init" and len(expr.args) == 1
+                    and self.is_stateless_optimizer(expr.func.value, depth + 1)):
+                return True  # optax.sgd(0.02).init(params): empty states only
             qualified = self.ctx.imports.resolve(expr.func)
             if qualified is None and isinstance(expr.func, cst.Name):
                 qualified = expr.func.value  # builtins: len, int, str, ...
@@ -614,6 +649,13 @@ class Provenance:
                 if source is not None and len(source) == 1 and source != key:
                     out.append((source, key[0]))
         return out
+
+
+def _is_number(expr) -> bool:
+    """``0.02``, ``-1``, ``1e-3``: a numeric literal."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _elements(values) -> list:

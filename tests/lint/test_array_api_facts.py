@@ -282,3 +282,18 @@ def test_transforms_applied_at_once_see_tracers_and_keep_nothing():
         else:
             transform(f)(x)
         assert seen and all(isinstance(v, jax.core.Tracer) for v in seen), name
+
+
+@pytest.mark.parametrize("make", [
+    lambda: optax.sgd(0.02), lambda: optax.identity(), lambda: optax.scale(0.1), lambda: optax.clip(1.0),
+    lambda: optax.clip_by_global_norm(1.0), lambda: optax.add_decayed_weights(1e-4),
+    lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1)),
+])
+def test_stateless_optax_transforms_hold_no_array(make):
+    assert jax.tree.leaves(make().init(_params())) == []
+    assert {"optax.sgd", "optax.chain", "optax.clip_by_global_norm"} <= array_api.OPTAX_NO_STATE
+
+
+def test_sgd_with_momentum_or_a_schedule_holds_arrays():
+    assert jax.tree.leaves(optax.sgd(0.1, momentum=0.9).init(_params()))
+    assert jax.tree.leaves(optax.sgd(optax.constant_schedule(0.1)).init(_params()))

@@ -327,3 +327,37 @@ def test_without_keep_unused_jit_drops_the_unread_argument_and_it_is_not_propose
     state = namespace["make_state"](keys)
     namespace["reset"](state, keys)
     assert not state["obs"].is_deleted()  # jit dropped it: the donation did nothing
+
+
+SGD_LOOP = """\
+import jax
+import jax.numpy as jnp
+import optax
+
+tx = optax.sgd({args})
+
+
+@jax.jit
+def step(params, opt_state, batch):
+    grads = jax.tree.map(lambda p: p * batch.mean(), params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def main():
+    params = {{"w": jnp.ones(3)}}
+    opt_state = tx.init(params)
+    for _ in range(3):
+        params, opt_state = step(params, opt_state, jnp.ones(2))
+    return opt_state
+"""
+
+
+@pytest.mark.parametrize("args,proposed", [("0.02", False), ("0.02, momentum=0.9", True)])
+def test_an_optimizer_state_with_no_array_is_not_proposed(args, proposed):
+    # flax_basics.ipynb: optax.sgd(0.02) has only empty states; with momentum it has a trace
+    source = SGD_LOOP.format(args=args)
+    names = {f.parameter_name for f in _findings(source, "JXM001")}
+    assert ("opt_state" in names) is proposed
+    state = _run(source)
+    assert bool(jax.tree.leaves(state)) is proposed
