@@ -469,59 +469,50 @@ class Provenance:
 
     def is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
-        (``optax.adam(1e-3)``, a chain of such, or a local name bound only to one)."""
-        if depth > _MAX_DEPTH:
-            return False
-        if isinstance(expr, cst.Call):
-            qualified = self.ctx.imports.resolve(expr.func)
-            if qualified not in OPTAX_NEW_STATE:
-                return False
+        (``optax.adam(1e-3)``, a chain of such, or a name bound only to one)."""
+        def made_by(call: cst.Call, inner: int) -> bool:
+            qualified = self.ctx.imports.resolve(call.func)
             if qualified == "optax.chain":
-                return all(self.is_new_state_optimizer(a.value, depth + 1) for a in expr.args)
-            return True
-        key = ref_key(expr)
-        if key is None or len(key) != 1:
-            return False
-        if self.owner_of(key) == "global":
-            values = self.ctx.module_values(key[0])  # tx = optax.adam(1e-3) at module level
-            return bool(values) and all(self.is_new_state_optimizer(value, depth + 1) for value in values)
-        if self.owner_of(key) != "local":
-            return False
-        writes = self.writes_of(key)
-        return bool(writes) and all(
-            event.origin_kind == "value" and event.origin is not None
-            and self.is_new_state_optimizer(event.origin, depth + 1) for event in writes)
+                return all(self.is_new_state_optimizer(a.value, inner) for a in call.args)
+            return qualified in OPTAX_NEW_STATE
+
+        return self._bound_only_to(expr, made_by, depth)
 
     def is_stateless_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` holds no array
         (``optax.sgd(0.02)``, ``optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))``,
-        or a local or module-level name bound only to one)."""
+        or a name bound only to one)."""
+        def made_by(call: cst.Call, inner: int) -> bool:
+            qualified = self.ctx.imports.resolve(call.func)
+            if qualified == "optax.chain":
+                return bool(call.args) and all(
+                    arg.keyword is None and self.is_stateless_optimizer(arg.value, inner) for arg in call.args)
+            if qualified == "optax.sgd" and (len(call.args) > 1 or any(
+                    a.keyword is not None and a.keyword.value != "learning_rate" for a in call.args)):
+                return False  # momentum, nesterov, accumulator_dtype: a trace state
+            return qualified in OPTAX_NO_STATE and all(_is_number(arg.value) for arg in call.args)
+
+        return self._bound_only_to(expr, made_by, depth)
+
+    def _bound_only_to(self, expr, made_by, depth: int) -> bool:
+        """Whether ``expr`` is a call ``made_by(call, depth)`` accepts, or a local or
+        module-level name (``tx = optax.adam(1e-3)``) bound only to such calls."""
         if depth > _MAX_DEPTH:
             return False
         if isinstance(expr, cst.Call):
-            qualified = self.ctx.imports.resolve(expr.func)
-            if qualified not in OPTAX_NO_STATE:
-                return False
-            if qualified == "optax.chain":
-                return bool(expr.args) and all(
-                    arg.keyword is None and self.is_stateless_optimizer(arg.value, depth + 1) for arg in expr.args)
-            if qualified == "optax.sgd" and (len(expr.args) > 1 or any(a.keyword is not None
-                                                                      and a.keyword.value != "learning_rate"
-                                                                      for a in expr.args)):
-                return False  # momentum, nesterov, accumulator_dtype: a trace state
-            return all(_is_number(arg.value) for arg in expr.args)
+            return made_by(expr, depth + 1)
         key = ref_key(expr)
         if key is None or len(key) != 1:
             return False
         if self.owner_of(key) == "global":
             values = self.ctx.module_values(key[0])
-            return bool(values) and all(self.is_stateless_optimizer(value, depth + 1) for value in values)
+            return bool(values) and all(self._bound_only_to(value, made_by, depth + 1) for value in values)
         if self.owner_of(key) != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "value" and event.origin is not None
-            and self.is_stateless_optimizer(event.origin, depth + 1) for event in writes)
+            and self._bound_only_to(event.origin, made_by, depth + 1) for event in writes)
 
     def array_free(self, expr, depth: int = 0) -> bool:
         """Whether ``expr``'s value provably holds no device array (by origin:

@@ -305,13 +305,7 @@ def test_a_rebound_state_the_body_never_reads_is_proposed_at_medium_with_keep_un
     finding = _reset_finding(RESET_LIKE)
     assert finding is not None and finding.confidence is Confidence.MEDIUM
     assert any("never reads `state_donated`" in e.message for e in finding.evidence)
-    donated = RESET_LIKE.replace("keep_unused=True)", "keep_unused=True, donate_argnums=0)")
-    namespace: dict = {"__name__": "prog"}
-    exec(compile(donated, "prog.py", "exec"), namespace)
-    keys = jax.random.split(jax.random.PRNGKey(0), 4)
-    state = namespace["make_state"](keys)
-    namespace["reset"](state, keys)
-    assert state["obs"].is_deleted()
+    assert _reset_deletes_its_state(RESET_LIKE.replace("keep_unused=True)", "keep_unused=True, donate_argnums=0)"))
 
 
 def test_without_keep_unused_jit_drops_the_unread_argument_and_it_is_not_proposed():
@@ -320,13 +314,17 @@ def test_without_keep_unused_jit_drops_the_unread_argument_and_it_is_not_propose
     (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
                   if r.parameter == "state_donated"]
     assert "drops it" in refusal.reason
-    donated = source.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)")
+    # jit dropped it: the donation does nothing
+    assert not _reset_deletes_its_state(source.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)"))
+
+
+def _reset_deletes_its_state(donating_source: str) -> bool:
     namespace: dict = {"__name__": "prog"}
-    exec(compile(donated, "prog.py", "exec"), namespace)
+    exec(compile(donating_source, "prog.py", "exec"), namespace)
     keys = jax.random.split(jax.random.PRNGKey(0), 4)
     state = namespace["make_state"](keys)
     namespace["reset"](state, keys)
-    assert not state["obs"].is_deleted()  # jit dropped it: the donation did nothing
+    return state["obs"].is_deleted()
 
 
 SGD_LOOP = """\
