@@ -121,10 +121,11 @@ class Index:
         found = self.qualified_functions.get(qualified) if qualified is not None else None
         return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
 
-    def passed_around(self, path: str, name: str) -> bool:
-        """Whether the top-level ``name`` of file ``path`` is used as a value
-        there, or imported and used as a value elsewhere."""
-        if name in self.referenced.get(path, ()):
+    def passed_around(self, path: str, name: str, scope: str | None = None) -> bool:
+        """Whether ``name`` (a local of function ``scope``, or top-level) of file ``path``
+        is used as a value there, or imported and used as a value elsewhere."""
+        referenced = self.referenced.get(path, ())
+        if name in referenced or (scope is not None and f"{scope}::{name}" in referenced):
             return True
         modules = self.module_names.get(path, ())
         return any(f"{module}.{name}" in self.referenced_anywhere for module in modules)
@@ -606,7 +607,7 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
     doubts = []
     if definition.public:
         doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
-    if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0]):
+    if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0], definition.scope):
         doubts.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
     if partial_view:
         doubts.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "

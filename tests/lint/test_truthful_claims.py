@@ -359,3 +359,35 @@ def test_an_optimizer_state_with_no_array_is_not_proposed(args, proposed):
     assert ("opt_state" in names) is proposed
     state = _run(source)
     assert bool(jax.tree.leaves(state)) is proposed
+
+
+SAME_NAME_ELSEWHERE = """\
+import jax
+import jax.numpy as jnp
+
+
+def train(n):
+    step = jax.jit(lambda s: s * 0.5)
+    state = jnp.ones(3)
+    for _ in range(n):
+        state = step(state)
+    return state
+
+
+def configure(register):
+    def step(x):
+        return x
+
+    register(step)  # another scope's own `step`
+"""
+
+
+def test_a_local_of_another_scope_with_the_same_name_is_not_the_jitted_one():
+    # optax's combine_test: a test method's local `update_fn` was taken for the jitted
+    # local of another method, and only with the shortcuts off (they blank that class)
+    (finding,) = _findings(SAME_NAME_ELSEWHERE, "JXM001")
+    assert not any("passed around" in e.message for e in finding.evidence)
+    closure = SAME_NAME_ELSEWHERE.replace(
+        "    return state\n", "\n    def inner():\n        return run(step)\n\n    return state, inner\n", 1)
+    (finding,) = _findings(closure, "JXM001")
+    assert any("passed around" in e.message for e in finding.evidence)
