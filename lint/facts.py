@@ -383,12 +383,6 @@ def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_mod
     return LOCAL if root in assigned else GLOBAL  # not assigned here: a free variable
 
 
-def _declared_outer(function: cst.FunctionDef) -> set[str]:
-    """Names ``function`` declares ``global`` or ``nonlocal``: not its own locals."""
-    return {item.name.value for node in descendants(function.body, into_scopes=False)
-            if isinstance(node, (cst.Global, cst.Nonlocal)) for item in node.names}
-
-
 def _assigned_names(flow: Flow) -> set[str]:
     return {e.key[0] for _, e in flow.events() if e.kind == WRITE and e.key is not None and len(e.key) == 1}
 
@@ -821,7 +815,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))
         # a local passed around is that scope's own: another scope's same-named local is not it
-        local = (params | _assigned_names(flow)) - _declared_outer(function)
+        local = (params | _assigned_names(flow)) - flow.globals  # not its `global`/`nonlocal` names
         facts.referenced |= {f"{scopes[0]}::{name}" if name in local else name for name in flow.passed}
 
     facts.nested_summaries = extractor.nested_summaries

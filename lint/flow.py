@@ -21,6 +21,7 @@ from typing import Callable
 
 import libcst as cst
 
+from jaxmem.lint.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
 from jaxmem.lint.metadata import is_metadata_key
 from jaxmem.lint.refs import RefKey, ident, kills, overlaps, ref_key
@@ -81,12 +82,15 @@ class SearchResult:
 _VIEW_CALLS = {"tree.map": 1, "tree_map": 1, "tree.leaves": 0, "tree_leaves": 0, "tree.flatten": 0,
                "tree_flatten": 0, "device_put": 0, "asarray": 0, "block_until_ready": 0}
 # Transforms applied at once, ``jax.vmap(f)(x)``: ``f`` sees tracers and keeps
-# nothing, but an identity-like ``f`` returns ``x`` itself (jax 0.10.2).
-_APPLIED_TRANSFORMS = frozenset({"vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",  # textual: may over-match
-                                 "checkpoint", "remat"})
+# nothing, but an identity-like ``f`` returns ``x`` itself (jax 0.10.2).  Matched
+# by last name, without imports: over-matching only adds aliases.
+_APPLIED_TRANSFORMS = frozenset(name.rsplit(".", 1)[-1] for name in TRACING_TRANSFORMS)
 
 
 def _dotted(func) -> str:
+    """``jax.tree.map`` for that callee; unlike ``imports``' resolution it keeps the
+    trailing names of a call-based receiver (``get_jax().device_put`` -> ``device_put``),
+    so a view call is never missed."""
     parts = []
     while isinstance(func, cst.Attribute):
         parts.append(func.attr.value)

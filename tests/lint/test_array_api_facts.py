@@ -242,7 +242,6 @@ def test_structure_parts_hold_no_arrays():
     assert jax.tree.leaves(parts[array_api.ARRAY_FREE_PARTS["flax.nnx.split"]]) == []
     flat = jax.tree_util.tree_flatten({"w": jnp.ones(3)})
     assert not isinstance(flat[array_api.ARRAY_FREE_PARTS["jax.tree_util.tree_flatten"]], jax.Array)
-    assert jax.tree.leaves(flat[1]) == [] or all(not isinstance(x, jax.Array) for x in jax.tree.leaves(flat[1]))
 
 
 def test_nnx_merge_and_state_hold_the_given_arrays():
