@@ -175,6 +175,36 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "jax.debug.print": (READS, JAX),
     "jax.debug.visualize_array_sharding": (READS, JAX),
 }
+# Checkpoint savers that write synchronously: every array is on disk (or
+# copied to the host) before they return, so they keep nothing.  Only when
+# called without the keywords that hand the save to a background worker
+# (an orbax AsyncCheckpointer, flax's legacy async or GDA manager), and with
+# no more positional arguments than those before them.  Checked on flax 0.12.8
+# (orbax-checkpoint 0.12.8): the default is ``ocp.Checkpointer(PyTreeCheckpointHandler())``.
+SYNCHRONOUS_SAVERS: dict[str, int] = {  # name: positional arguments allowed
+    "flax.training.checkpoints.save_checkpoint": 7,
+    "flax.training.checkpoints.save_checkpoint_multiprocess": 7,
+}
+BACKGROUND_SAVE_KEYWORDS = frozenset({"async_manager", "gda_manager", "orbax_checkpointer"})
+
+
+def saves_synchronously(qualified: str | None, call) -> bool:
+    """Whether ``call`` is a checkpoint save that only reads its target: a
+    synchronous saver given no background worker (see ``SYNCHRONOUS_SAVERS``)."""
+    allowed = SYNCHRONOUS_SAVERS.get(qualified) if qualified is not None else None
+    if allowed is None:
+        return False
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return False  # *args / **kwargs may name a background worker
+        if arg.keyword is None:
+            positional += 1
+        elif arg.keyword.value in BACKGROUND_SAVE_KEYWORDS:
+            return False
+    return positional <= allowed
+
+
 # Method names, on any receiver, with the same meaning.
 METHOD_EFFECTS: dict[str, tuple[str, str]] = {
     "create": (HOLDS, FLAX),  # TrainState.create(params=p, ...) holds p's leaves

@@ -22,7 +22,9 @@ from jaxmem.lint.definitions import (
     JitDefinition,
     returned_function,
 )
-from jaxmem.lint.array_api import NEW, READING_WRAPPERS, READS, TRACING_TRANSFORMS, call_effect
+from jaxmem.lint.array_api import (
+    NEW, READING_WRAPPERS, READS, TRACING_TRANSFORMS, call_effect, saves_synchronously,
+)
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
@@ -272,8 +274,8 @@ class _Context:
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
-        if call_effect(qualified) in (READS, NEW):
-            return False  # print, logging, copy.deepcopy: nothing kept after the call
+        if call_effect(qualified) in (READS, NEW) or saves_synchronously(qualified, call):
+            return False  # print, logging, copy.deepcopy, a checkpoint save: nothing kept after the call
         key = ref_key(func)
         if key is not None and key in {site.definition.callee for site in self.sites}:
             return False

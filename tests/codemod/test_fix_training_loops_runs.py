@@ -10,7 +10,9 @@ result and its old state deleted.
   ``nnx.split((model, optimizer, rngs))`` with a standard optax transform, merged,
   updated and split again inside the jitted step, written back by ``nnx.update``;
 * flax's ``examples/wmt``: the parameters passed to an evaluation helper that
-  fills its own list and maps a lambda over a local (it keeps nothing).
+  fills its own list and maps a lambda over a local (it keeps nothing);
+* flax's ``examples/lm1b``: the state saved after every step by flax's
+  synchronous ``checkpoints.save_checkpoint_multiprocess`` (it keeps nothing).
 """
 
 import os
@@ -179,7 +181,43 @@ if __name__ == "__main__":
     main()
 """
 
-PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER}
+# flax's examples/lm1b: the state is saved with flax's synchronous checkpoint
+# saver after the step; the saved checkpoint restores the values it had.
+CHECKPOINT_LOOP = """\
+import sys
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax.training import checkpoints, train_state
+
+
+@jax.jit  # the step
+def train_step(state, batch):
+    grads = jax.tree_util.tree_map(lambda p: jnp.full_like(p, batch.mean()), state.params)
+    return state.apply_gradients(grads=grads)
+
+
+def main(workdir):
+    params = {"w": jnp.ones((8, 8))}
+    state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(0.1))
+    first = state
+    for step in range(3):
+        batch = jnp.full((2, 8), float(step + 1))
+        state = train_step(state, batch)
+        checkpoints.save_checkpoint_multiprocess(workdir, state, step, keep=3)
+    print("first state deleted:", first.params["w"].is_deleted())
+    restored = checkpoints.restore_checkpoint(workdir, target=None, step=1)
+    print(round(float(restored["params"]["w"].sum()), 4), round(float(state.params["w"].sum()), 4))
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as workdir:
+        main(workdir)
+"""
+
+PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER, "checkpoint-loop": CHECKPOINT_LOOP}
 
 
 def _run(folder: Path, *command) -> subprocess.CompletedProcess:

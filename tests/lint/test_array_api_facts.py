@@ -296,3 +296,22 @@ def test_stateless_optax_transforms_hold_no_array(make):
 def test_sgd_with_momentum_or_a_schedule_holds_arrays():
     assert jax.tree.leaves(optax.sgd(0.1, momentum=0.9).init(_params()))
     assert jax.tree.leaves(optax.sgd(optax.constant_schedule(0.1)).init(_params()))
+
+
+def test_flax_synchronous_checkpoint_save_keeps_nothing(tmp_path):
+    import libcst as cst
+    from flax.training import checkpoints
+
+    params = _params()
+    expected = jax.tree.map(lambda x: x.sum().item(), params)
+    checkpoints.save_checkpoint_multiprocess(str(tmp_path), params, 0)
+    jax.jit(lambda p: jax.tree.map(lambda x: x + 1, p), donate_argnums=0)(params)  # frees the saved arrays
+    assert all(leaf.is_deleted() for leaf in jax.tree.leaves(params))
+    restored = checkpoints.restore_checkpoint(str(tmp_path), target=None)
+    assert jax.tree.map(lambda x: x.sum().item(), restored) == expected
+    call = cst.parse_expression
+    saver = "flax.training.checkpoints.save_checkpoint_multiprocess"
+    assert array_api.saves_synchronously(saver, call("save(d, state, step, keep=3)"))
+    assert not array_api.saves_synchronously(saver, call("save(d, state, step, orbax_checkpointer=c)"))
+    assert not array_api.saves_synchronously(saver, call("save(d, state, step, **kw)"))
+    assert not array_api.saves_synchronously(saver, call("save(d, state, 1, 'p', 1, False, None, manager)"))

@@ -420,6 +420,46 @@ MEDIUM += [
 ]
 
 
+# flax's synchronous checkpoint saver keeps nothing; given a background worker it may.
+HIGH += [
+    pytest.param("""
+        from flax.training import checkpoints
+
+        def train(batches, workdir):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for i, b in enumerate(batches):
+                state = step(state, b)
+                checkpoints.save_checkpoint_multiprocess(workdir, state, i, keep=3)
+            return state
+        """, id="synchronous-checkpoint-save"),
+]
+MEDIUM += [
+    pytest.param("""
+        from flax.training import checkpoints
+
+        def train(batches, workdir, checkpointer):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for i, b in enumerate(batches):
+                state = step(state, b)
+                checkpoints.save_checkpoint(workdir, state, i, orbax_checkpointer=checkpointer)
+            return state
+        """, "which may keep it", id="checkpoint-save-in-the-background"),
+    pytest.param("""
+        from flax.training import checkpoints
+
+        def train(batches, workdir, **options):
+            params = {"w": jnp.ones(3)}
+            state = train_state.TrainState.create(apply_fn=None, params=params, tx=optax.adam(1e-3))
+            for i, b in enumerate(batches):
+                state = step(state, b)
+                checkpoints.save_checkpoint(workdir, state, i, **options)
+            return state
+        """, "which may keep it", id="checkpoint-save-with-unknown-keywords"),
+]
+
+
 @pytest.mark.parametrize("body", HIGH)
 def test_proved_at_high_confidence(body):
     finding = _state_finding(_body(body))
