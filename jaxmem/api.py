@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import hashlib
 import os
 import signal
 from pathlib import Path
@@ -142,11 +143,12 @@ def check_paths(
         if not summary_involves_jit(summary[source.path], source.text, settings, hints):
             # Skipped by the engine after a syntax check, whose verdict is kept
             # in one small index by content digest.
+            private = summary[source.path].private
             if source.digest in skipped_index:
                 facts = engine.skipped_facts(source.path, source.text, settings,
-                                             parse_error=skipped_index[source.digest])
+                                             parse_error=skipped_index[source.digest], private=private)
             else:
-                facts = engine.skipped_facts(source.path, source.text, settings)
+                facts = engine.skipped_facts(source.path, source.text, settings, private=private)
             skipped_now[source.digest] = facts.parse_error
             run.add_facts(source.path, facts, _skipped_facts_digest(facts))
             continue
@@ -219,9 +221,10 @@ def _facts_digest(content_digest: str, reachable_hints, in_package: bool) -> str
 
 def _skipped_facts_digest(facts) -> str:
     """The facts digest of a file the pre-filter skipped: such facts are a
-    function of the path (which the join digest holds) and the parse verdict
-    (see ``engine.skipped_facts``), so no encoding is needed."""
-    return "skipped " + repr(facts.parse_error)
+    function of the path (which the join digest holds), the parse verdict and
+    the private names (see ``engine.skipped_facts``), so no encoding is needed."""
+    private = hashlib.sha256(" ".join(sorted(facts.private_names)).encode()).hexdigest()[:32]
+    return f"skipped {facts.parse_error!r} {private}"
 
 
 def is_internal_error(finding: Finding) -> bool:

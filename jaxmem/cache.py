@@ -47,9 +47,9 @@ from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
-ENTRY_FORMAT = "jaxmem-facts-6"
+ENTRY_FORMAT = "jaxmem-facts-7"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
-SUMMARIES_FORMAT = "jaxmem-summaries-1"
+SUMMARIES_FORMAT = "jaxmem-summaries-2"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 # A temporary file older than this was left by a run that died while writing.
 _STALE_TEMPORARY_SECONDS = 3600

@@ -82,6 +82,7 @@ class Index:
         self.qualified_functions: dict[str, tuple[FunctionSummary, Signature]] = {}
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
+        self.private_names = {facts.path: facts.private_names for facts in all_facts}
         for facts in all_facts:
             for scope, why in facts.nested_summaries.items():
                 self.nested[(facts.path, scope)] = why
@@ -120,6 +121,10 @@ class Index:
         no argument after it returns: it stores none and returns none, not even maybe."""
         found = self.qualified_functions.get(qualified) if qualified is not None else None
         return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
+
+    def named_elsewhere(self, path: str, name: str) -> bool:
+        """Whether a file of the run other than ``path`` mentions the private name ``name``."""
+        return any(name in names for other, names in self.private_names.items() if other != path)
 
     def passed_around(self, path: str, name: str, scope: str | None = None) -> bool:
         """Whether ``name`` (a local of function ``scope``, or top-level) of file ``path``
@@ -486,12 +491,15 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
 
 def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None:
     """Why the caller no longer holds parameter ``arg``, if it provably does not: the
-    enclosing function is a nested def called only by name in its parent, and every
+    enclosing function is a nested def called only by name in its parent (or a
+    private method called only through ``self`` in its class), and every
     call passes a value that would be donated there at high confidence (dead after
     the call, held by nothing else, its own buffers); else None."""
     callers = arg.callers
     if callers is None or not callers.calls:
         return None
+    if callers.private_method and project.named_elsewhere(rc.path, callers.function):
+        return None  # another file may call it (a subclass, a test) with a value it still holds
     lines = []
     for call, number in callers.calls:
         outer = ResolvedCall(rc.path, call, rc.definition, rc.definition_path, 0, True)
@@ -501,6 +509,10 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str
             return None
         lines.append(str(call.line))
     where = f"line{'s' if len(lines) > 1 else ''} {', '.join(lines)}"
+    if callers.private_method:
+        return (f"the private method `{callers.function}` is called only by `{callers.parent}`'s own methods "
+                f"({where}; no other file names it), and each call passes for `{callers.param}` a value dead after "
+                f"it, held by nothing else")
     return (f"`{callers.function}` is called only in `{callers.parent.rsplit('.', 1)[-1]}` ({where}), and each call "
             f"passes for `{callers.param}` a value dead after it, held by nothing else")
 

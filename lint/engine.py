@@ -24,6 +24,7 @@ from jaxmem.lint.parsing import parse_module
 from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
     context_selector,
     might_involve_jit,
+    private_names,
     project_hints,
     reachable_hints,
     relevant_text,
@@ -70,16 +71,21 @@ def _parse(text: str, target_version: str | None = None) -> cst.Module | tuple[i
 _NOT_GIVEN = object()
 
 
-def skipped_facts(path: str, text: str, settings: Settings, parse_error=_NOT_GIVEN) -> FileFacts:
+def skipped_facts(path: str, text: str, settings: Settings, parse_error=_NOT_GIVEN,
+                  private: frozenset[str] | None = None) -> FileFacts:
     """The facts of a file the pre-filter skips: only whether it parses
     (``parse_error`` when an earlier run already found it out).
 
-    They must stay a function of ``path`` and the parse verdict alone: the
-    stored join (:mod:`jaxmem.runcache`) identifies them by that verdict.
+    They must stay a function of ``path``, the parse verdict and the private
+    names (``private``, from the pre-filter's summary when given): the stored
+    join (:mod:`jaxmem.runcache`) identifies them by those.
     """
     if parse_error is _NOT_GIVEN:
         parse_error = _syntax_error(text, settings.target_version)
-    return FileFacts(path=path, module_names=module_names_for(path), skipped=True, parse_error=parse_error)
+    if private is None:
+        private = private_names(text)
+    return FileFacts(path=path, module_names=module_names_for(path), skipped=True, parse_error=parse_error,
+                     private_names=private)
 
 
 def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:
@@ -92,6 +98,12 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
     """
     if not might_involve_jit(text, settings, hints):
         return skipped_facts(path, text, settings)
+    facts = _analysed_facts(path, text, settings, hints)
+    facts.private_names = private_names(text)
+    return facts
+
+
+def _analysed_facts(path: str, text: str, settings: Settings, hints: frozenset[str]) -> FileFacts:
     names = module_names_for(path)
     public = _is_package_module(path) and "__name__" not in text
     reduced = relevant_text(text, settings, hints)
@@ -107,7 +119,8 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
             if candidate is text:
                 return FileFacts(path=path, module_names=names, parse_error=module)
             continue  # the blanking cut something it should not have: analyse everything
-        facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public)
+        facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public,
+                           source=text)
         if candidate is text or not _reads_blanked_globals(facts, reduced.blanked_words):
             return facts
     return facts

@@ -10,6 +10,7 @@ once the definitions of every file in the run are known.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -117,13 +118,17 @@ class CallFacts:
 @dataclass(frozen=True)
 class CallerFacts:
     """Every call of a nested def, for one of its parameters: the def is only
-    ever called by name in its parent's own code, so these are all the values
+    ever called by name in its parent's own code (or a private method only
+    through ``self`` in its class's own methods), so these are all the values
     the parameter can hold, and whether the caller still holds one can be decided."""
 
-    function: str  # the nested def
-    parent: str  # the function it is defined in
+    function: str  # the nested def, or the private method
+    parent: str  # the function it is defined in, or the method's class
     param: str
     calls: tuple[tuple[CallFacts, int], ...]  # each call, and which of its args binds ``param``
+    # A private method called through ``self`` in its class: these are all its
+    # calls only if no other file of the project names it (decided at the join).
+    private_method: bool = False
 
 
 @dataclass
@@ -148,6 +153,9 @@ class FileFacts:
     referenced: set[str] = field(default_factory=set)  # passed as values: local names, or qualified if imported
     parse_error: tuple[int, int, str] | None = None
     skipped: bool = False
+    # Identifiers with a leading underscore its whole text mentions (relevance.private_names):
+    # a private method no other file names is called only where jaxmem sees it.
+    private_names: frozenset[str] = frozenset()
 
 
 def module_names_for(path: str) -> tuple[str, ...]:
@@ -164,9 +172,10 @@ class _Context:
     """Per-file state while extracting facts."""
 
     def __init__(self, module: cst.Module, positions, imports: ImportTable, sites: list[DefinitionSite],
-                 finder: DefinitionFinder) -> None:
+                 finder: DefinitionFinder, source: str | None = None) -> None:
         self.finder = finder
         self.module = module
+        self.source = source  # the whole file's text (the module may have statements blanked)
         self.positions = positions
         self.imports = imports
         self.sites = sites
@@ -183,6 +192,16 @@ class _Context:
         self.module_definitions = {stmt.name.value for stmt in module.body
                                    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
         self._module_values: dict[str, list] | None = None
+        self._classes: dict[str, list[cst.ClassDef]] | None = None
+
+    def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
+        """The module's top-level classes by name (a name may be defined twice)."""
+        if self._classes is None:
+            self._classes = {}
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.ClassDef):
+                    self._classes.setdefault(stmt.name.value, []).append(stmt)
+        return self._classes
 
     def module_values(self, name: str) -> list | None:
         """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),
@@ -404,6 +423,7 @@ class FactExtractor:
         self.summaries: _Summaries | None = None
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
+        self._method_scopes: dict[int, _Scope] = {}
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -415,13 +435,9 @@ class FactExtractor:
     def calls_in(self, flow: Flow, scopes, class_scope, traced, params, self_name, is_module,
                  array_free_params=frozenset(), function: cst.FunctionDef | None = None, parent: bool = False):
         """Facts for every call in ``flow`` that may reach a jitted callable."""
-        assigned = _assigned_names(flow)
-        self.provenance = Provenance(
-            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
-            array_free_params)
-        self.scope = _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
-                            self_name, self.provenance)
-        self.provenance.module_function = self._module_function
+        self.scope = self._new_scope(flow, scopes, class_scope, traced, params, self_name, is_module,
+                                     array_free_params, function)
+        self.provenance = self.scope.provenance
         if parent:
             self.parents[scopes[0]] = None if scopes[0] in self.parents else self.scope
             self.provenance.nested_functions = self.summarize_nested(self.scope)
@@ -442,8 +458,33 @@ class FactExtractor:
             point = flow.point_after(call)
             eager = traced or id(call) in self.ctx.eager_calls
             out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, eager,
-                                       params, assigned, self_name, is_module))
+                                       params, self.scope.assigned, self_name, is_module))
         return out
+
+    def _new_scope(self, flow, scopes, class_scope, traced, params, self_name, is_module,
+                   array_free_params=frozenset(), function: cst.FunctionDef | None = None) -> _Scope:
+        assigned = _assigned_names(flow)
+        provenance = Provenance(
+            flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
+            array_free_params)
+        provenance.module_function = self._module_function
+        return _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
+                      self_name, provenance)
+
+    def method_scope(self, method: cst.FunctionDef, class_name: str) -> _Scope:
+        """The scope of ``method`` of top-level class ``class_name``, built once (its calls are
+        extracted later, in file order; a private method's callers may need it first)."""
+        if id(method) not in self._method_scopes:
+            flow = FlowBuilder(self.ctx.retains, self.ctx.reads_metadata, self.ctx.jitted_argument,
+                               self.ctx.written_argument).build_function(method)
+            sig = Signature.of(method)
+            params = {p.name for p in sig.params}
+            self_name = sig.params[0].name if sig.params else "self"
+            self._method_scopes[id(method)] = self._new_scope(
+                flow, (f"{class_name}.{method.name.value}", MODULE_SCOPE), "class:" + class_name,
+                id(method) in self.ctx.jitted_functions, params, self_name, False,
+                annotated_array_free(method, self.ctx.imports), method)
+        return self._method_scopes[id(method)]
 
     def call_facts(self, call, key, qualified, flow, point, scopes, class_scope, traced, params, assigned,
                    self_name, is_module) -> CallFacts:
@@ -553,52 +594,96 @@ class FactExtractor:
 
     def callers_of(self, param: str) -> CallerFacts | None:
         """Every call of the current scope's function, when it is a nested def that
-        nothing but plain calls in its parent's own code can reach, and each call
-        binds ``param`` to an argument (not its default, not ``*args``)."""
+        nothing but plain calls in its parent's own code can reach (or a private
+        method called only through ``self`` in its class), and each call binds
+        ``param`` to an argument (not its default, not ``*args``)."""
         scope = self.scope
-        if scope is None or scope.function is None or len(scope.scopes) < 3 or self.depth >= _MAX_CALLER_DEPTH:
+        if scope is None or scope.function is None or self.depth >= _MAX_CALLER_DEPTH:
             return None
-        function, parent = scope.function, self.parents.get(scope.scopes[1])
-        if parent is None or parent.traced or self.functions.get(scope.scopes[0]) is not function \
-                or scope.scopes[0] != f"{scope.scopes[1]}.{function.name.value}":
-            return None  # a method of a class inside the parent, a name defined twice, ...
+        function = scope.function
         signature = Signature.of(function)
         found = signature.by_name(param)
         if function.decorators or found is None or found.kind in (VAR_POSITIONAL, VAR_KEYWORD) \
                 or function.asynchronous is not None or _has_yield(function):
             return None
+        if len(scope.scopes) == 2 and scope.class_scope is not None:
+            return self._private_method_callers(function, scope, signature, param)
+        if len(scope.scopes) < 3:
+            return None
+        parent = self.parents.get(scope.scopes[1])
+        if parent is None or parent.traced or self.functions.get(scope.scopes[0]) is not function \
+                or scope.scopes[0] != f"{scope.scopes[1]}.{function.name.value}":
+            return None  # a method of a class inside the parent, a name defined twice, ...
         calls = _plain_calls(function, parent)
         if not calls:
             return None
+        out = self._facts_of_calls([(call, parent) for call in calls], signature, param, 0)
+        return CallerFacts(function.name.value, parent.scopes[0], param, out) if out is not None else None
+
+    def _private_method_callers(self, function: cst.FunctionDef, scope: _Scope, signature: Signature,
+                                param: str) -> CallerFacts | None:
+        """:meth:`callers_of` for a method of a top-level class whose name is private
+        (``_helper``): every mention of the name in the file is its def or a call
+        ``self._helper(...)`` in one of the class's own methods (counted in the whole
+        text, comments and strings too).  The join checks that no other file names it."""
+        name = function.name.value
+        class_name = scope.scopes[0][: -len(name) - 1]
+        classes = self.ctx.top_level_classes().get(class_name, ())
+        if not name.startswith("_") or name.startswith("__") or len(classes) != 1 or self.ctx.source is None \
+                or self.functions.get(scope.scopes[0]) is not function or signature.index_of(param) == 0:
+            return None
+        calls = []
+        for method in classes[0].body.body:
+            if not isinstance(method, cst.FunctionDef):
+                continue
+            caller = self.method_scope(method, class_name) if method is not function else scope
+            for call in caller.flow.call_nodes:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == name and isinstance(func.value, cst.Name) \
+                        and func.value.value == caller.self_name:
+                    if caller.traced:
+                        return None  # called while tracing: the values are tracers
+                    calls.append((call, caller))
+        if not calls or len(re.findall(rf"\b{re.escape(name)}\b", self.ctx.source)) != 1 + len(calls):
+            return None  # mentioned elsewhere: passed as a value, called from a nested def, ...
+        out = self._facts_of_calls(calls, signature, param, 1)
+        if out is None:
+            return None
+        return CallerFacts(name, class_name, param, out, private_method=True)
+
+    def _facts_of_calls(self, calls: list[tuple[cst.Call, _Scope]], signature: Signature, param: str,
+                        shift: int) -> tuple[tuple[CallFacts, int], ...] | None:
+        """Each call's facts, seen from the scope it is in, and which argument binds
+        ``param``; None when one does not bind it or passes what the function may read."""
         saved = self.scope, self.provenance
-        self.scope, self.provenance = parent, parent.provenance
         self.depth += 1
         try:
             out = []
-            for call in calls:
+            for call, caller in calls:
+                self.scope, self.provenance = caller, caller.provenance
                 names = tuple(ident(a.keyword.value) for a in call.args if a.keyword is not None)
                 positional = sum(1 for a in call.args if a.keyword is None)
-                mapping = map_arguments(positional, names, signature, 0, any(a.star for a in call.args))
+                mapping = map_arguments(positional, names, signature, shift, any(a.star for a in call.args))
                 index = signature.index_of(param)
                 number = mapping.by_index.get(index) if index is not None else None
                 number = mapping.by_name.get(param, number)
-                point = parent.flow.point_after(call)
+                point = caller.flow.point_after(call)
                 if not mapping.resolved or number is None or point is None:
                     return None
                 memo = (id(call), self.depth)  # one call's facts serve each of the def's parameters
                 if memo not in self._caller_calls:
                     self._caller_calls[memo] = self.call_facts(
-                        call, ref_key(call.func), None, parent.flow, point, parent.scopes, parent.class_scope,
-                        parent.traced, parent.params, parent.assigned, parent.self_name, False)
+                        call, ref_key(call.func), None, caller.flow, point, caller.scopes, caller.class_scope,
+                        caller.traced, caller.params, caller.assigned, caller.self_name, False)
                 facts = self._caller_calls[memo]
                 passed = facts.args[number]
-                if any(ref[0] in parent.flow.captured for ref in passed.refs):
-                    return None  # a closure of the parent (the def itself) may read it during the call
+                if any(ref[0] in caller.flow.captured for ref in passed.refs):
+                    return None  # a closure of the caller (the def itself) may read it during the call
                 out.append((facts, number))
         finally:
             self.scope, self.provenance = saved
             self.depth -= 1
-        return CallerFacts(function.name.value, parent.scopes[0], param, tuple(out))
+        return tuple(out)
 
     def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
         """Aliases and escapes of ``key``'s value that reach ``call``."""
@@ -769,13 +854,15 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
-def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False) -> tuple[FileFacts, list[DefinitionSite]]:
-    """Facts of an already parsed module."""
+def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False,
+            source: str | None = None) -> tuple[FileFacts, list[DefinitionSite]]:
+    """Facts of an already parsed module (``source``: the file's whole text, of which
+    ``module`` may have statements blanked)."""
     positions = Positions(module)
     imports = ImportTable.from_module(module)
     finder = DefinitionFinder(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
     sites = finder.run()
-    ctx = _Context(module, positions, imports, sites, finder)
+    ctx = _Context(module, positions, imports, sites, finder, source)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
     facts.functions = {

@@ -68,8 +68,11 @@ _FROM_IMPORT = re.compile(
     r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|((?:\\\n|[^\n])*))", re.MULTILINE
 )
 _COMMENT = re.compile(r"#[^\n]*")
+_INDENTED_PRIVATE_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(_\w+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
+# Identifiers with a leading underscore ("private" by convention), anywhere in a text.
+_PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 # ``import a.b, c as d`` (at a line start, or after ``;`` or ``:``).
 _IMPORT = re.compile(r"(?:^|[;:])[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
@@ -241,13 +244,21 @@ class TextSummary:
     jitted: frozenset[str]
     callable: frozenset[str]
     reads: frozenset[str] = frozenset()
+    private: frozenset[str] = frozenset()  # see private_names
 
 
 def summarize(text: str) -> TextSummary:
     """The :class:`TextSummary` of ``text``."""
     text = _lf(text)
     return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)),
-                       _read_names(text))
+                       _read_names(text), private_names(text))
+
+
+def private_names(text: str) -> frozenset[str]:
+    """Every identifier with a leading underscore that ``text`` mentions, in code,
+    strings or comments (not dunders): when no other file names ``_helper``,
+    every call of it is in the file that defines it."""
+    return frozenset(name for name in _PRIVATE_NAME.findall(text) if not name.endswith("__"))
 
 
 def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozenset[str]:
@@ -425,8 +436,10 @@ def context_selector(requested: dict[str, str]):
     advice for the ``requested`` files (path -> text).
 
     It can when it is a module they import from the project (definitions,
-    factories and wrappers they use live there) or when its code mentions a
-    name they jit at module level (a call site, or the name passed around).
+    factories and wrappers they use live there), when its code mentions a
+    name they jit at module level (a call site, or the name passed around),
+    or when it names a private method they define (a call jaxmem would
+    otherwise take for the only ones: see ``FactExtractor.callers_of``).
     Anything else neither calls their jitted functions nor defines what they
     call, so a partial run (pre-commit's staged files) reads it, tests it
     with one regular expression, and analyses nothing of it.
@@ -438,6 +451,7 @@ def context_selector(requested: dict[str, str]):
     for text in map(_lf, requested.values()):
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
+        names.update(_INDENTED_PRIVATE_DEF.findall(text))  # see FactExtractor.callers_of
         for relative, plain in _IMPORTED_MODULE.findall(text):
             module = (relative or plain).lstrip(".")
             if module and _is_project_module(relative or plain):

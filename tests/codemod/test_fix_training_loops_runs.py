@@ -12,7 +12,9 @@ result and its old state deleted.
 * flax's ``examples/wmt``: the parameters passed to an evaluation helper that
   fills its own list and maps a lambda over a local (it keeps nothing);
 * flax's ``examples/lm1b``: the state saved after every step by flax's
-  synchronous ``checkpoints.save_checkpoint_multiprocess`` (it keeps nothing).
+  synchronous ``checkpoints.save_checkpoint_multiprocess`` (it keeps nothing);
+* tpu-inference's runner: the update called in a private method whose only
+  call, through ``self`` in its class, passes a value dead after it.
 """
 
 import os
@@ -217,7 +219,40 @@ if __name__ == "__main__":
         main(workdir)
 """
 
-PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER, "checkpoint-loop": CHECKPOINT_LOOP}
+# tpu-inference's runner: the jitted update is called inside a private method,
+# whose only call (through ``self``, in its own class) passes a value dead after it.
+PRIVATE_METHOD = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit  # the step
+def _advance(seq_lens, delta):
+    return seq_lens - delta
+
+
+class Runner:
+    def __init__(self, n):
+        self.n = n
+
+    def _subtract(self, seq_lens, delta):
+        seq_lens = _advance(seq_lens, delta)
+        return seq_lens
+
+    def prepare(self, step):
+        seq_lens = jnp.full((self.n,), step + 10.0)
+        first = seq_lens
+        seq_lens = self._subtract(seq_lens, 1.0)
+        print("first state deleted:", first.is_deleted())
+        return float(seq_lens.sum())
+
+
+if __name__ == "__main__":
+    print(Runner(4).prepare(1))
+"""
+
+PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER, "checkpoint-loop": CHECKPOINT_LOOP,
+            "private-method": PRIVATE_METHOD}
 
 
 def _run(folder: Path, *command) -> subprocess.CompletedProcess:
