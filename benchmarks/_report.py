@@ -326,7 +326,7 @@ def format_markdown(report: dict) -> str:
                 out.append(f"- {case['verdict']}: {case['package']} `{case['path']}` {case['mode']}: "
                            f"{case.get('evidence', '')}")
     if report.get("uncalled_unmodified") is not None:
-        out += ["", "## 2c. JXM003 (no call site) on unmodified code", "",
+        out += ["", "## 2d. JXM003 (no call site) on unmodified code", "",
                 "Each JXM003 of `jaxmem check` on the code as published (a donation the authors wrote is "
                 "there, so none of these is one); then those on the stripped code that name a stripped donation.",
                 ""]

@@ -32,8 +32,15 @@ RULE = Rule(
     shows an update. Nor are `eqx.filter_jit` functions (equinox donates
     through a mode over all arguments), `nnx.jit` functions (nnx Modules
     share their arrays with other objects, which only a call site can show
-    are not read again) or immediate calls (`jax.jit(f)(x)`). A call jaxmem cannot resolve (through a dict, a
-    property, another name) counts as no call.
+    are not read again) or immediate calls (`jax.jit(f)(x)`).
+
+    A call jaxmem cannot resolve (through a dict, a property, a parameter
+    of another name) counts as no call. A jitted function only handed to
+    another transform (`jax.lax.scan(step, ...)`, `jax.jit(step)`) runs
+    traced, where donation is a no-op: the note is then useless. A helper
+    whose callers keep the argument (`tree_bias_correction(mu, ...)` with
+    `mu` kept in the optimizer state) must not donate it: read the callers
+    before following the note.
 
     ## Example
     ```python

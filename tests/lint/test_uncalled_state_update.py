@@ -199,3 +199,8 @@ def test_nnx_and_equinox_definitions_are_left_to_their_call_sites():
             return state + batch
         """)
     assert _findings({"library.py": source}) == []
+
+
+def test_noqa_on_the_def_line_silences_it(tmp_path):
+    silenced = LIBRARY.replace("def train_step(state, batch):", "def train_step(state, batch):  # noqa: JXM003")
+    assert _findings({"library.py": silenced}, folder=tmp_path) == []
