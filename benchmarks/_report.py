@@ -45,12 +45,14 @@ def summarize(report: dict) -> dict:
             "parameters": len(group),
             "reported": len(reported), "reported_ratio": ratio(len(reported), len(group)),
             "jxm001": len([c for c in group if c["reported"] == "JXM001"]),
+            "jxm003": len([c for c in group if c["reported"] == "JXM003"]),
             "high": len([c for c in group if c["confidence"] == "high"]),
             "restored_by_fix": len([c for c in group if c["restored_by_fix"]]),
             "fix_ratio": ratio(len([c for c in group if c["restored_by_fix"]]), len(group)),
             "restored_by_unsafe_fix": len([c for c in group if c["restored_by_unsafe_fix"]]),
         }
     summary["recall"] = recall
+    summary["uncalled"] = uncalled_summary(report)
     rebound = [c for c in resolved if c["status"] == "rebound"]
     held_back = [c for c in rebound if c["reported"] and c["confidence"] != "high"]
     summary["rebound_confidence"] = {
@@ -95,6 +97,17 @@ def summarize(report: dict) -> dict:
     return summary
 
 
+def uncalled_summary(report: dict) -> dict | None:
+    """JXM003 counts: on the unmodified code, and on the stripped code split by whether each names a
+    donation the authors wrote; None for a results file from before JXM003."""
+    if "uncalled_unmodified" not in report:
+        return None
+    stripped = report.get("uncalled_stripped", [])
+    authored = len([c for c in stripped if c["authored"]])
+    return {"unmodified": len(report["uncalled_unmodified"]), "stripped": len(stripped),
+            "stripped_authored": authored, "stripped_ratio": ratio(authored, len(stripped))}
+
+
 def fixed_point_summary(fixed_point: dict) -> dict:
     """Per fixer mode: files looked at, files the first run changed, files the second run changed (listed)."""
     out = {}
@@ -130,6 +143,10 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
          "", ""),
         ("  confidence of the rebound ones", ", ".join(f"{k} {v}" for k, v in s["rebound_confidence"].items()),
          "", ""),
+        ("  reported only by JXM003 (no call site seen)", str(rec["all"].get("jxm003", 0)), "", ""),
+        ("recall: check reports them (no call site in the file)",
+         f"{rec['no-call-site']['reported']}/{rec['no-call-site']['parameters']} "
+         f"({_pct(rec['no-call-site']['reported_ratio'])})", "", ""),
         ("recall: default fix restores (all)",
          f"{rec['all']['restored_by_fix']}/{rec['all']['parameters']} ({_pct(rec['all']['fix_ratio'])})", "", ""),
         ("use-after-donation: JXM101 on injected reads",
@@ -147,6 +164,12 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
          ">= 90%", _verdict(pre["jxm101_real_ratio"], TARGETS["jxm101_real_bug"])),
         ("precision: unreviewed candidates", str(pre["unreviewed"]), "0", ""),
     ]
+    uncalled = s.get("uncalled")
+    if uncalled is not None:
+        rows.append(("JXM003 (no call site) on unmodified code", str(uncalled["unmodified"]), "", ""))
+        rows.append(("  on stripped code: a written donation / all",
+                     f"{uncalled['stripped_authored']}/{uncalled['stripped']} ({_pct(uncalled['stripped_ratio'])})",
+                     "", ""))
     fixed = s.get("fixed_point")
     if fixed and any(fixed[m]["files"] for m in MODES):
         second = [len(fixed[m]["changed_by_second"]) for m in MODES]
@@ -302,6 +325,18 @@ def format_markdown(report: dict) -> str:
             if case.get("verdict") not in (None, "same"):
                 out.append(f"- {case['verdict']}: {case['package']} `{case['path']}` {case['mode']}: "
                            f"{case.get('evidence', '')}")
+    if report.get("uncalled_unmodified") is not None:
+        out += ["", "## 2d. JXM003 (no call site) on unmodified code", "",
+                "Each JXM003 of `jaxmem check` on the code as published (a donation the authors wrote is "
+                "there, so none of these is one); then those on the stripped code that name a stripped donation.",
+                ""]
+        for c in report["uncalled_unmodified"]:
+            out.append(f"- {c['package']} `{c['path']}:{c['line']}` param {c['parameter'] or c['parameter_index']}")
+        out += ["", "On the stripped code, naming a donation the authors wrote:", ""]
+        for c in report.get("uncalled_stripped", []):
+            if c["authored"]:
+                out.append(f"- {c['package']} `{c['path']}:{c['line']}` param "
+                           f"{c['parameter'] or c['parameter_index']}")
     review = report.get("review", {})
     out += ["", "## 5. Precision (reviewed sample)", "", f"Review file: {review.get('file')}", ""]
     for c in review.get("reviewed_still_reported", []):

@@ -55,8 +55,12 @@ def matches_parameter(finding: Finding, index: int | None, name: str | None) -> 
     return index is not None and finding.parameter_index == index
 
 
+# The codes that propose a donation: with call sites (JXM001, JXM002) and without (JXM003, library code).
+PROPOSING_CODES = ("JXM001", "JXM002", "JXM003")
+
+
 def recovered_by(donation: Donation, path: str, index: int | None, name: str | None,
-                 findings: list[Finding], codes=("JXM001", "JXM002")) -> Finding | None:
+                 findings: list[Finding], codes=PROPOSING_CODES) -> Finding | None:
     """The finding of ``codes`` that proposes donating this parameter of this definition, if any."""
     first, last = donation.span
     for finding in findings:
@@ -66,6 +70,21 @@ def recovered_by(donation: Donation, path: str, index: int | None, name: str | N
         if first <= line <= last and matches_parameter(finding, index, name):
             return finding
     return None
+
+
+def uncalled_proposals(label: str, findings: list[Finding], donations: dict[str, list]) -> list[dict]:
+    """Each JXM003 of ``findings`` (one package's), with whether it names a parameter the authors donate
+    (``donations``: their donations per relative path, with the spans they have in the analysed copy)."""
+    out = []
+    for finding in findings:
+        if finding.code != "JXM003":
+            continue
+        path = _norm(finding.path)
+        authored = any(recovered_by(d, path, i, n, [finding], ("JXM003",))
+                       for d in donations.get(path, []) for i, n in donated_parameters(d))
+        out.append({"package": label, "path": path, "line": finding.line, "parameter": finding.parameter_name,
+                    "parameter_index": finding.parameter_index, "authored": authored, "message": finding.message})
+    return out
 
 
 def refusal_of(donation: Donation, path: str, name: str | None, skipped: list[dict]) -> str | None:

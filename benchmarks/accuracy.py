@@ -6,7 +6,7 @@ Five measurements, each a section of the output:
    blanking through ``JAXMEM_NO_SHORTCUTS=1``; the facts cache cold, filling
    and warm) are identical;
 2. recall: the donations the authors wrote are stripped; how many come back
-   as JXM001/JXM002 for the same parameter, and how many the default
+   as JXM001/JXM002/JXM003 for the same parameter, and how many the default
    ``jaxmem-fix`` (and ``--unsafe-fixes``) restores, split by whether the
    call site rebinds the argument from the result;
 3. use-after-donation: a read injected after each donating call (directly,
@@ -15,7 +15,9 @@ Five measurements, each a section of the output:
    (``_fix_run.py``);
 5. precision: JXM001 proposals the authors did not write and JXM101 on the
    unmodified code, against the reviewed sample in
-   ``benchmarks/results/review-*.json``.
+   ``benchmarks/results/review-*.json``; and every JXM003 (no call site, library
+   code) on the unmodified and on the stripped code, with whether it names a
+   donation the authors wrote.
 
 jaxmem is a black box (its CLI, run from ``.venv/bin``).  Third-party code
 lives in ``benchmarks/.cache/`` only.
@@ -44,7 +46,7 @@ from _donations import find_donations, inject_reads, injection_sites, line_map, 
 from _report import format_comparison, format_exactness, format_markdown, format_table
 from _scoring import (
     confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported, ratio,
-    recovered_by, refusal_of, restored_in, shortcut_differences,
+    recovered_by, refusal_of, restored_in, shortcut_differences, uncalled_proposals,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -152,6 +154,10 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
             except Exception:
                 fixed[mode][relative] = []
     cases = []
+    moved_donations = {
+        relative: [dataclasses.replace(d, span=tuple(map(to_stripped[relative], d.span))) for d in found]
+        for relative, found in donations.items()
+    }
     for relative, found in donations.items():
         for donation in found:
             status = donation_status(donation)
@@ -166,7 +172,8 @@ def measure_recall(root: Path, donations: dict[str, list], label: str) -> dict:
                 case = _case(label, relative, donation, index, name, status, finding, restored, "resolved")
                 case["refusal"] = None if finding else refusal_of(moved, relative, name, skipped)
                 cases.append(case)
-    return {"cases": cases, "findings": findings, "fixed_point": fixed_point}
+    return {"cases": cases, "findings": findings, "fixed_point": fixed_point,
+            "uncalled": uncalled_proposals(label, findings, moved_donations)}
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -307,6 +314,7 @@ def measure_package(report: dict, label: str, kind: str, source: Path, *, exactn
     if donations:
         recall = measure_recall(root, donations, label)
         report["recall"].extend(recall["cases"])
+        report["uncalled_stripped"].extend(recall["uncalled"])
         report["fixed_point"][label] = recall["fixed_point"]
         report["injection"].extend(measure_injection(root, donations, label)["cases"])
     else:  # nothing to strip: the fixed point of the project as it is
@@ -316,6 +324,7 @@ def measure_package(report: dict, label: str, kind: str, source: Path, *, exactn
         }
     report["precision_candidates"].extend(
         precision_candidates(label, exactness["runs"]["no-shortcuts"], report["recall"], donations))
+    report["uncalled_unmodified"].extend(uncalled_proposals(label, exactness["runs"]["no-shortcuts"], donations))
 
 
 def check_work_folder(work: Path) -> None:
@@ -344,7 +353,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
               "injection": [], "precision_candidates": [], "unparsable": {}, "definitions": {},
-              "fixed_point": {}}
+              "fixed_point": {}, "uncalled_unmodified": [], "uncalled_stripped": []}
     for name, version, kind in packages:
         label = f"{name}-{version}"
         try:

@@ -1,7 +1,7 @@
 """``# noqa`` comments: ``# noqa`` silences every finding on its line,
 ``# noqa: JXM001,JXM101`` only those codes (a code prefix such as ``JXM1``
 works too, as in flake8).  A finding is silenced by a comment on its first
-line: for JXM001/JXM002 that is the jitted definition's line (the decorator
+line: for JXM001-JXM003 that is the jitted definition's line (the decorator
 or the ``name = jax.jit(...)`` assignment), for JXM101 the line of the read.
 A comment on a decorated ``def`` line also counts for its decorators' lines.
 

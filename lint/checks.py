@@ -7,6 +7,8 @@ definition it reaches, then
   or silently not work (JXM101-JXM106);
 * for the others, decides whether every call site leaves the argument
   dead, and proposes the donation (JXM001) or notes it (JXM002);
+* for definitions no call reaches (library code), notes the parameters an
+  output updates (JXM003, :mod:`jaxmem.lint.uncalled`);
 * reports invalid specs (JXM103), ``jax_debug_nans`` (JXM107) and parse
   errors (JXM900).
 """
@@ -30,6 +32,7 @@ from jaxmem.lint.provenance import (
 from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR, UNUSED, UNUSED_KEPT
 from jaxmem.lint.refs import overlaps, render
 from jaxmem.lint.rules import RULES
+from jaxmem.lint.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.signatures import (
     KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments,
 )
@@ -860,6 +863,7 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
     for rc in calls:
         check_declared(rc, out)
         by_definition[(rc.definition_path, rc.definition.line, rc.definition.callee)].append(rc)
+    called = called_definitions(all_facts, index) if not partial_view else set()
     any_donation = False
     for facts in all_facts:
         for d in facts.definitions:
@@ -870,6 +874,8 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
                         f"invalid donation on `{d.function}`: {problem}", definition=d, definition_path=facts.path)
             propose(d, facts.path, by_definition.get((facts.path, d.line, d.callee), []), index, out,
                     partial_view=partial_view)
+            if not partial_view and (facts.path, d.line, d.callee) not in called:
+                _note_uncalled(d, facts.path, index, out)
     if any_donation:
         for facts in all_facts:
             for line, col, text in facts.debug_nans:
@@ -880,6 +886,15 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
     for report in reports:
         report.findings = _dedupe(report.findings)
     return reports
+
+
+def _note_uncalled(definition: JitDefinition, def_path: str, project: Index, out: Reporter) -> None:
+    """JXM003 for a definition no call of the run reaches (a partial view never says so)."""
+    around = len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0], definition.scope)
+    for p in uncalled_proposals(definition, around):
+        out.add("JXM003", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),
+                p.message, confidence=Confidence.LOW, definition=definition, definition_path=def_path,
+                parameter=(p.index, p.name), evidence=[Evidence(text, def_path, definition.line) for text in p.evidence])
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
