@@ -73,6 +73,10 @@ SHAPE_PRESERVING_METHODS = frozenset(
     {"apply_gradients", "apply_updates", "replace", "_replace", "update", "at", "set", "add"}
 )
 
+# jax's indexed updates, ``x.at[i].set(v)``: the result has ``x``'s shape and
+# dtype; ``v`` is what goes in at ``i`` (a slice's shape, or broadcast to it).
+INDEXED_UPDATE_METHODS = frozenset({"set", "add", "multiply", "mul", "divide", "power", "min", "max", "apply"})
+
 # Calls whose result does not have their operand's shape or dtype.
 SHAPE_CHANGING = frozenset(
     {_JNP + name for name in (

@@ -40,6 +40,7 @@ import libcst as cst
 from jaxmem.lint.array_api import (
     CARRY_KEYWORDS,
     CARRY_PRESERVING,
+    INDEXED_UPDATE_METHODS,
     PRNG_CONSUMERS_PREFIX,
     SHAPE_CHANGING,
     SHAPE_CHANGING_METHODS,
@@ -138,6 +139,9 @@ class _Body:
             receiver = self.expr(call.func.value)
             if method in SHAPE_CHANGING_METHODS:
                 return _EMPTY
+            if method in INDEXED_UPDATE_METHODS and _is_indexed_update(call.func.value):
+                # x.at[i].set(v): the result is x's; v is what goes in at i (a slice, or broadcast)
+                return _union(self.expr(call.func.value.value.value), _maybe(_union(*arg_flows)))
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
             return _maybe(_union(receiver, *arg_flows))
@@ -216,6 +220,11 @@ def _is_scalar_param(param: cst.Param) -> bool:
         default = default.expression
     return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
         isinstance(default, cst.Name) and default.value in ("None", "True", "False"))
+
+
+def _is_indexed_update(node) -> bool:
+    """Whether ``node`` is ``x.at[...]``, the receiver of jax's indexed updates."""
+    return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "at"
 
 
 def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> dict[str, str]:

@@ -391,3 +391,17 @@ def test_a_local_of_another_scope_with_the_same_name_is_not_the_jitted_one():
         "    return state\n", "\n    def inner():\n        return run(step)\n\n    return state, inner\n", 1)
     (finding,) = _findings(closure, "JXM001")
     assert any("passed around" in e.message for e in finding.evidence)
+
+
+def test_an_indexed_update_preserves_the_array_not_the_value_written():
+    import libcst as cst
+
+    from jaxmem.lint.imports import ImportTable
+    from jaxmem.lint.usefulness import MAYBE, PRESERVED, output_reach
+
+    module = cst.parse_module("import jax\n\ndef append(buffer, item, i):\n    return buffer.at[i].set(item)\n")
+    reach = output_reach(module.body[1], ImportTable.from_module(module))
+    assert reach["buffer"] == PRESERVED and reach["item"] == MAYBE
+    buffer, item = jax.numpy.zeros((8, 3)), jax.numpy.ones((3,))
+    out = jax.jit(lambda b, v: b.at[2].set(v))(buffer, item)
+    assert out.shape == buffer.shape != item.shape  # only the buffer's shape comes out
