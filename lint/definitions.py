@@ -16,7 +16,7 @@ from jaxmem.lint import constants
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
-from jaxmem.lint.refs import RefKey, ident, ref_key, render
+from jaxmem.lint.refs import RefKey, ident, literal_part, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import UNUSED, UNUSED_KEPT, output_reach
 from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
@@ -588,8 +588,9 @@ class DefinitionFinder:
         if isinstance(value, cst.Dict):
             # self.fns = {"train": jax.jit(step)}: callers use self.fns["train"]
             for element in value.elements:
-                if isinstance(element, cst.DictElement) and isinstance(element.key, (cst.SimpleString, cst.Integer)):
-                    self._visit_value(key + (f"[{element.key.value}]",), element.value, scopes)
+                part = literal_part(element.key) if isinstance(element, cst.DictElement) else None
+                if part is not None:
+                    self._visit_value(key + (part,), element.value, scopes)
             return
         self._visit_value(key, value, scopes)
 

@@ -66,7 +66,7 @@ from jaxmem.lint.array_api import (
     is_view_of_arguments,
 )
 from jaxmem.lint.flow import WRITE, Flow, Point
-from jaxmem.lint.refs import RefKey, overlaps, ref_key, render
+from jaxmem.lint.refs import RefKey, literal_part, overlaps, ref_key, render
 from jaxmem.lint.walk import children
 
 FRESH = "fresh"
@@ -893,8 +893,8 @@ class _Holdings:
             return tuple(((key + (expr.attr.value,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
         if isinstance(expr, cst.Subscript):
             keys = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
-            if len(keys) == 1 and isinstance(keys[0], (cst.SimpleString, cst.Integer)):
-                part = f"[{keys[0].value}]"  # p["w"] and p["b"] are different leaves
+            part = literal_part(keys[0]) if len(keys) == 1 else None
+            if part is not None:  # p["w"] and p["b"] are different leaves
                 return tuple(((key + (part,))[:_MAX_KEY], sure) for key, sure in self.held(expr.value))
             return self.held(expr.value)
         if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):

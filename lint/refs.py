@@ -48,9 +48,19 @@ def literal_subscript(expr: cst.Subscript) -> str | None:
     element = expr.slice[0].slice
     if not isinstance(element, cst.Index):
         return None
-    value = element.value
-    if isinstance(value, (cst.SimpleString, cst.Integer)):
-        return f"[{value.value}]"
+    return literal_part(element.value)
+
+
+def literal_part(value: cst.BaseExpression) -> str | None:
+    """The key part for a constant subscript or dict key, the same however it is
+    spelled: ``d["x"]`` and ``d['x']`` are ``'["x"]'``, ``t[0x1]`` is ``"[1]"``."""
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        if isinstance(text, str) and '"' not in text and "\\" not in text and text.isprintable():
+            return f'["{text}"]'
+        return f"[{text!r}]"
+    if isinstance(value, cst.Integer):
+        return f"[{value.evaluated_value}]"
     return None
 
 

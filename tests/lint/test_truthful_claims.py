@@ -405,3 +405,24 @@ def test_an_indexed_update_preserves_the_array_not_the_value_written():
     buffer, item = jax.numpy.zeros((8, 3)), jax.numpy.ones((3,))
     out = jax.jit(lambda b, v: b.at[2].set(v))(buffer, item)
     assert out.shape == buffer.shape != item.shape  # only the buffer's shape comes out
+
+
+@pytest.mark.parametrize("donated,read", [('b["k"]', "b['k']"), ("b['k']", 'b["""k"""]'), ("t[1]", "t[0x1]")])
+def test_a_key_spelled_another_way_is_the_same_key(donated, read):
+    source = HEADER + textwrap.dedent(
+        f"""
+        def main():
+            b = {{"k": jnp.ones(3)}}
+            t = [jnp.ones(3), jnp.ones(3)]
+            out = step({donated}, 1.0)
+            seen = {read}.sum()
+            return out, seen
+        """
+    )
+    (finding,) = _findings(source, "JXM101")
+    assert finding.confidence is Confidence.HIGH
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
+        _run(source)
+    # and without the donation, the argument is not dead after the call: nothing to propose
+    undonated = source.replace("@partial(jax.jit, donate_argnums=0)\ndef step", "@jax.jit\ndef step")
+    assert [f for f in _findings(undonated) if f.code in ("JXM001", "JXM002")] == []
