@@ -319,6 +319,11 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         *sorted(OPTAX_NEW_STATE),  # GradientTransformation: functions, no arrays
     )},
     "absl.flags.FLAGS": "value",
+    # dtypes: ``jnp.float32`` as a value is a scalar type (called, it makes an array)
+    **{f"{module}.{name}": "value" for module in ("jax.numpy", "numpy") for name in (
+        "float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",
+        "uint32", "uint64", "bool_", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
+    )},
 }
 
 # Attributes that read metadata, never arrays (``x.shape[0]`` is an int).

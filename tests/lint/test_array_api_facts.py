@@ -334,3 +334,14 @@ def test_flax_synchronous_checkpoint_save_keeps_nothing(tmp_path):
     assert not array_api.saves_synchronously(saver, call("save(d, state, step, orbax_checkpointer=c)"))
     assert not array_api.saves_synchronously(saver, call("save(d, state, step, **kw)"))
     assert not array_api.saves_synchronously(saver, call("save(d, state, 1, 'p', 1, False, None, manager)"))
+
+
+def test_dtypes_as_values_hold_no_array_and_called_make_one():
+    import numpy as np
+
+    for module, prefix in ((jnp, "jax.numpy"), (np, "numpy")):
+        for name in ("float32", "bfloat16" if module is jnp else "float64", "int32", "bool_"):
+            dtype = getattr(module, name)
+            assert array_api.array_free_call(f"{prefix}.{name}") == "value"
+            assert not [leaf for leaf in jax.tree.leaves(dtype) if isinstance(leaf, (jax.Array, np.ndarray))]
+    assert isinstance(jnp.float32(3.0), jax.Array)  # called: an array (not "always" array-free)

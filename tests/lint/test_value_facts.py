@@ -420,6 +420,20 @@ MEDIUM += [
 ]
 
 
+# A dtype passed to a helper holds no array (optax's _schedule_test: _setup_parabola(jnp.float32)).
+HIGH += [
+    pytest.param("""
+        def setup(dtype):
+            return jnp.array([-1.0, 10.0, 1.0], dtype=dtype)
+
+        def train(batches):
+            state = setup(jnp.float32)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """, id="helper-given-a-dtype"),
+]
+
 # flax's synchronous checkpoint saver keeps nothing; given a background worker it may.
 HIGH += [
     pytest.param("""
