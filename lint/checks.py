@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
-from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
+from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition, with_unused_kept
 from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blocker
 from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
@@ -657,7 +657,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             if not spec.donates_index(i) and not (spec.static_indices and i in spec.static_indices):
                 candidates.append((i, f"argument {i}"))
     for i, param in enumerate(sig.positional if sig is not None else ()):
-        if spec.donates_index(i) or (spec.static_indices and i in spec.static_indices):
+        if spec.donates_index(i) or spec.donates_name(param.name) or (spec.static_indices and i in spec.static_indices):
             continue
         if spec.static_names and param.name in spec.static_names:
             continue
@@ -821,27 +821,32 @@ def _propose_mode(definition: JitDefinition, def_path: str, calls: list[Resolved
         )
 
 
-def _with_factory_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
-    """Definitions that jit what another file's factory returns get that function's
-    signature and outputs (``wrapped_qualname`` is ``pkg.mod.make_step()``)."""
-    factories: dict[str, list] = defaultdict(list)
+def _with_imported_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
+    """Definitions that jit another file's function get its signature and outputs:
+    what its factory returns (``wrapped_qualname`` is ``pkg.mod.make_step()``) or
+    the function itself (``jax.jit(pipeline.step)``: ``pkg.pipeline.step``)."""
+    found: dict[str, list] = defaultdict(list)
     for facts in all_facts:
         for name, info in facts.factories.items():
             for module in facts.module_names:
-                factories[f"{module}.{name}()"].append((facts.path, name, info))
-    if not factories:
+                found[f"{module}.{name}()"].append((facts.path, name, info))
+        for name, outputs in facts.function_outputs.items():
+            info = (facts.functions[name], outputs)
+            for module in facts.module_names:
+                found[f"{module}.{name}"].append((facts.path, name, info))
+    if not found:
         return all_facts
 
-    def factory(path: str, key: str):
-        found = nearest_modules(path, key[:-2], factories[key], lambda item: (item[0], item[1]))
-        return found[0][2]
+    def imported(path: str, key: str):
+        nearest = nearest_modules(path, key.removesuffix("()"), found[key], lambda item: (item[0], item[1]))
+        return nearest[0][2]
 
     out = []
     for facts in all_facts:
         patched = [
-            dataclasses.replace(d, signature=info[0], outputs=info[1])
-            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in factories
-            and (info := factory(facts.path, key)) else d
+            dataclasses.replace(d, signature=info[0], outputs=with_unused_kept(info[1], d.keeps_unused))
+            if d.signature is None and (key := (d.wrapped_qualname or "").lstrip(".")) in found
+            and (info := imported(facts.path, key)) else d
             for d in facts.definitions
         ]
         out.append(facts if patched == facts.definitions else dataclasses.replace(facts, definitions=patched))
@@ -856,7 +861,7 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
         if facts.parse_error is not None:
             line, col, message = facts.parse_error
             out.add("JXM900", facts.path, _span(line, col), message)
-    all_facts = _with_factory_signatures(all_facts)
+    all_facts = _with_imported_signatures(all_facts)
     index = Index(all_facts)
     calls = resolve_calls(all_facts, index)
     by_definition: dict[tuple[str, int, tuple], list[ResolvedCall]] = defaultdict(list)

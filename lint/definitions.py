@@ -87,6 +87,7 @@ class JitDefinition:
     # Parameter name -> whether an output can take its buffers (see
     # :mod:`jaxmem.lint.usefulness`); None when the body is not visible.
     outputs: tuple[tuple[str, str], ...] | None = None
+    keeps_unused: bool = False  # keep_unused=True: an unread argument stays an argument
 
     def output_verdict(self, name: str) -> str | None:
         """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""
@@ -523,6 +524,7 @@ class DefinitionFinder:
             wrapped_qualname=wrapped_qualname,
             problems=problems,
             outputs=None if function_node is None else _outputs(function_node, options, self.imports),
+            keeps_unused=_keeps_unused(options),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)
@@ -686,11 +688,19 @@ def parse_definitions(source: str, **kwargs) -> tuple[cst.Module, list[Definitio
     return module, find_definitions(module, Positions(module), **kwargs)
 
 
-def _outputs(function_node, options: cst.Call | None, imports) -> tuple[tuple[str, str], ...]:
-    """Each parameter's output verdict; an unread one stays an argument only with
-    ``keep_unused=True`` (jit and pmap drop unused arguments, donated or not: jax 0.10.2)."""
-    kept = options is not None and any(
+def _keeps_unused(options: cst.Call | None) -> bool:
+    """Whether the transform's options say ``keep_unused=True``."""
+    return options is not None and any(
         arg.keyword is not None and arg.keyword.value == "keep_unused"
         and isinstance(arg.value, cst.Name) and arg.value.value == "True" for arg in options.args)
-    return tuple((name, UNUSED_KEPT if kept and verdict == UNUSED else verdict)
-                 for name, verdict in output_reach(function_node, imports).items())
+
+
+def _outputs(function_node, options: cst.Call | None, imports) -> tuple[tuple[str, str], ...]:
+    """Each parameter's output verdict (see :func:`with_unused_kept`)."""
+    return with_unused_kept(tuple(output_reach(function_node, imports).items()), _keeps_unused(options))
+
+
+def with_unused_kept(outputs: tuple[tuple[str, str], ...], kept: bool) -> tuple[tuple[str, str], ...]:
+    """``outputs`` where an unread parameter stays an argument only with ``keep_unused=True``
+    (jit and pmap drop unused arguments, donated or not: jax 0.10.2)."""
+    return tuple((name, UNUSED_KEPT if kept and verdict == UNUSED else verdict) for name, verdict in outputs)

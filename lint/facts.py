@@ -149,6 +149,9 @@ class FileFacts:
     # Top-level factories returning a nested def: name -> (its signature, its outputs verdicts),
     # so ``step = other_module.make_step(...)`` jitted in another file gets a signature.
     factories: dict[str, tuple[Signature, tuple]] = field(default_factory=dict)
+    # Top-level functions: name -> each parameter's output verdict (usefulness.output_reach),
+    # so ``jax.jit(other_module.step)`` in another file knows what its outputs are made of.
+    function_outputs: dict[str, tuple] = field(default_factory=dict)
     debug_nans: list[tuple[int, int, str]] = field(default_factory=list)
     referenced: set[str] = field(default_factory=set)  # passed as values: local names, or qualified if imported
     parse_error: tuple[int, int, str] | None = None
@@ -879,6 +882,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
             facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:
             facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
+        facts.function_outputs[stmt.name.value] = tuple(output_reach(stmt, imports).items())
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
 

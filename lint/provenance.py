@@ -84,6 +84,15 @@ _MAX_DEPTH = 10  # chains through holding calls take 3 levels per hop
 # (optax, one argument) may keep ``params`` itself in the state (lookahead,
 # schedule-free): it is a library call that may share buffers with its argument.
 _FRESH_METHODS = frozenset({"init", "init_with_output"})
+
+
+def _is_model_init(call: cst.Call, qualified: str | None, method: str | None) -> bool:
+    """``model.init(rng, x)``: flax's and haiku's convention, new variables.  Not a
+    function an import names (``pipeline.init(sys, q, qd)`` of another module
+    may return ``q``: its summary decides) nor the enclosing class's own method."""
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    return (method in _FRESH_METHODS and len(call.args) > 1 and qualified is None
+            and not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")))
 # ``model.apply`` passed along is a function, not the model's arrays.
 _FUNCTION_ATTRIBUTES = frozenset({"apply", "__call__"})
 
@@ -271,11 +280,11 @@ class Provenance:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if method == "copy" and not call.args:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
-        if method in _FRESH_METHODS and len(call.args) > 1:
+        if _is_model_init(call, qualified, method):
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
         if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value, depth):
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
-        if method in _FRESH_METHODS and self._inits_from_key(call, after, depth):
+        if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, after, depth):
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
         if self._is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
@@ -425,11 +434,11 @@ class Provenance:
             return True
         if call_effect(qualified, method if qualified is None else None) == NEW:
             return True
-        if method in _FRESH_METHODS and len(call.args) > 1:
+        if _is_model_init(call, qualified, method):
             return True
         if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value):
             return True
-        if method in _FRESH_METHODS and self._inits_from_key(call, None, 0):
+        if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, None, 0):
             return True
         key = ref_key(call.func)
         return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
@@ -930,9 +939,9 @@ class _Holdings:
             return ()  # len(x), optax.adam(lr): no arrays
         if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):
             return ()  # new arrays (jnp.asarray is HOLDS, handled below)
-        if method in _FRESH_METHODS and len(call.args) > 1:
+        if _is_model_init(call, qualified, method):
             return ()
-        if method in _FRESH_METHODS and len(call.args) == 1 and call.args[0].keyword is None \
+        if method in _FRESH_METHODS and qualified is None and len(call.args) == 1 and call.args[0].keyword is None \
                 and isinstance(call.args[0].value, cst.Name) and self.prng.get(call.args[0].value.value):
             return ()  # network.init(key): new parameters from a PRNG key
         effect = call_effect(qualified, method if qualified is None else None)

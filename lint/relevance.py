@@ -209,8 +209,8 @@ def _read_names(text: str) -> frozenset[str]:
     summary, signature or returned function (it reads another file's
     function only where it is called).  ``from m import a as b`` then
     ``b(...)`` gives ``a``; ``import m`` or ``from p import m`` then
-    ``m.a(...)`` or ``m.b.a(...)`` gives ``a``.  Libraries count too: the
-    project may be one."""
+    ``m.a(...)`` or ``m.b.a(...)`` gives ``a``, and so does ``jax.jit(m.a)``.
+    Libraries count too: the project may be one."""
     local: dict[str, str] = {}  # name bound by an import -> the name it imports
     for _, grouped, plain in _FROM_IMPORT.findall(text):
         for part in _COMMENT.sub(" ", grouped or plain).replace("\\\n", " ").split(","):
@@ -225,9 +225,13 @@ def _read_names(text: str) -> frozenset[str]:
                 local[name] = name
     if not local:
         return frozenset()
-    called = re.compile(r"\b(" + "|".join(map(re.escape, sorted(local))) + r")((?:\s*\.\s*[^\W\d]\w*)*)\s*\(")
+    alternatives = "|".join(map(re.escape, sorted(local)))
+    called = re.compile(r"\b(" + alternatives + r")((?:\s*\.\s*[^\W\d]\w*)*)\s*\(")
+    # ``jax.jit(m.step)`` reads the signature and outputs of ``step`` without calling it
+    jitted = re.compile(r"\b(?:jit|pmap|pjit|filter_jit|named_jit)\s*\(\s*(" + alternatives
+                        + r")((?:\s*\.\s*[^\W\d]\w*)*)\s*[,)]")
     names: set[str] = set()
-    for head, chain in called.findall(text):
+    for head, chain in called.findall(text) + jitted.findall(text):
         attributes = _WORD.findall(chain)
         names.add(attributes[-1] if attributes else local[head])
     return frozenset(names)

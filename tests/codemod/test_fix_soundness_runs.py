@@ -326,6 +326,41 @@ PROGRAMS = {
 
     main()
     """},
+    # brax's positional pipeline: ``pipeline.init(sys, sys.init_q, ...)`` of another module
+    # returns ``q`` as it is, and ``sys`` is passed again; an ``init`` method name is not
+    # flax's ``model.init(rng, x)``.
+    "init-of-another-module": {
+        "pipeline.py": """
+    import jax.numpy as jnp
+
+
+    def init(sys, q, qd):
+        return {"q": q, "x": q * 2 + qd}
+    """,
+        "train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import pipeline
+
+
+    @jax.jit  # the step
+    def step(state, sys, act):
+        return {"q": state["q"] * 0.99, "x": state["x"] + sys["dt"] * act}
+
+
+    def main():
+        sys = {"dt": 0.01, "init_q": jnp.ones((4,))}
+        state = pipeline.init(sys, sys["init_q"], jnp.zeros((4,)))
+        for _ in range(3):
+            state = step(state, sys, jnp.ones((4,)))
+        print(round(float(state["x"].sum()), 4), float(sys["init_q"].sum()))
+
+
+    main()
+    """},
 }
 
 

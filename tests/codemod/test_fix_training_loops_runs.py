@@ -278,3 +278,55 @@ def test_default_fix_donates_the_state_and_the_program_runs(name, tmp_path):
     fixed = _run(tmp_path, sys.executable, "train.py")
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout == original.stdout.replace("first state deleted: False", "first state deleted: True")
+
+
+# brax's positional pipeline test: ``jax.jit(pipeline.step)`` of another module's
+# function, whose body (in pipeline.py) returns the state updated.
+PIPELINE = """\
+import jax.numpy as jnp
+
+
+def init(n):
+    return {"x": jnp.zeros((n,)), "v": jnp.ones((n,))}
+
+
+def step(sys, state, act):
+    return {"x": state["x"] + sys["dt"] * act, "v": state["v"] * 0.99}
+"""
+
+PIPELINE_TEST = """\
+import jax
+import jax.numpy as jnp
+
+import pipeline
+
+
+def main():
+    sys = {"dt": 0.01}
+    state = pipeline.init(4)
+    first = state
+    j_step = jax.jit(pipeline.step)
+    for _ in range(3):
+        state = j_step(sys, state, jnp.ones((4,)))
+    print("first state deleted:", first["x"].is_deleted())
+    print(round(float(state["x"].sum()), 4))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_jit_of_another_modules_function_uses_its_body_and_the_fix_runs(tmp_path):
+    (tmp_path / "pipeline.py").write_text(PIPELINE)
+    program = tmp_path / "pipeline_test.py"
+    program.write_text(PIPELINE_TEST)
+    original = _run(tmp_path, sys.executable, "pipeline_test.py")
+    assert original.returncode == 0 and "first state deleted: False" in original.stdout, original.stderr
+    check = _run(tmp_path, str(Path(sys.executable).parent / "jaxmem"), "check", "--no-cache", ".")
+    assert "does not donate `state`" in check.stdout and "(high confidence)" in check.stdout, check.stdout
+    fix = _run(tmp_path, str(Path(sys.executable).parent / "jaxmem-fix"), "--no-cache", ".")
+    assert "jax.jit(pipeline.step, donate_argnums=1)" in program.read_text(), fix.stdout + fix.stderr
+    fixed = _run(tmp_path, sys.executable, "pipeline_test.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("first state deleted: False", "first state deleted: True")

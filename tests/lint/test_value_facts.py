@@ -604,3 +604,57 @@ def test_passing_the_state_to_another_files_function_uses_its_summary(body, conf
     assert finding is not None and finding.confidence is confidence, finding.message
     if confidence is Confidence.MEDIUM:
         assert "which may keep it" in finding.message
+
+
+PIPELINE = """
+import jax.numpy as jnp
+
+def init(n):
+    return {"x": jnp.zeros((n,))}
+
+def step(state, act, unused=None):
+    return {"x": state["x"] + act}
+"""
+
+
+@pytest.mark.parametrize("jit,expected", [
+    ("jax.jit(pipeline.step)", {"state": Confidence.HIGH}),
+    ("jax.jit(pipeline.step, donate_argnames=('state',))", {}),  # donated by name: nothing to add
+    ("jax.jit(step)", {"state": Confidence.HIGH}),  # from pipeline import step
+])
+def test_a_jit_of_another_modules_function_gets_its_signature_and_outputs(jit, expected):
+    main = f"""
+        import jax
+        import jax.numpy as jnp
+        import pipeline
+        from pipeline import step
+
+        def train(n):
+            state = pipeline.init(n)
+            j = {jit}
+            for _ in range(n):
+                state = j(state, jnp.ones((n,)))
+            return state
+        """
+    found = _run({"pipeline.py": PIPELINE, "m.py": main})["m.py"].findings
+    proposed = {f.parameter_name: f.confidence for f in found if f.code == "JXM001"}
+    assert proposed == expected, [f.message for f in found]
+
+
+def test_an_init_of_another_module_that_returns_its_argument_is_not_new_memory():
+    pipeline = PIPELINE.replace('return {"x": jnp.zeros((n,))}', 'return {"x": n}')
+    main = """
+        import jax
+        import jax.numpy as jnp
+        import pipeline
+
+        def train(sys):
+            state = pipeline.init(sys["x0"])
+            j = jax.jit(pipeline.step)
+            for _ in range(3):
+                state = j(state, jnp.ones((3,)))
+            return state, sys
+        """
+    found = _run({"pipeline.py": pipeline, "m.py": main})["m.py"].findings
+    (finding,) = [f for f in found if f.code == "JXM001" and f.parameter_name == "state"]
+    assert finding.confidence == Confidence.MEDIUM and "may share buffers with `sys[\"x0\"]`" in finding.message
