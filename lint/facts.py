@@ -26,6 +26,7 @@ from jaxmem.lint.array_api import NEW, READING_WRAPPERS, READS, TRACING_TRANSFOR
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.key_reads import Bindings, KeyReads, argument_key_reads, parameter_key_reads
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import (
@@ -181,6 +182,8 @@ class _Context:
         self.module_definitions = {stmt.name.value for stmt in module.body
                                    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
         self._module_values: dict[str, list] | None = None
+        self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
+        self._bindings: Bindings | None = None
 
     def module_values(self, name: str) -> list | None:
         """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),
@@ -257,6 +260,25 @@ class _Context:
     def reads_metadata(self, call: cst.Call) -> bool:
         """Whether ``call`` reads only its arguments' metadata (``jnp.shape(x)``)."""
         return is_metadata_call(self.imports.resolve(call.func), call)
+
+    def key_reads(self, call: cst.Call, scope: cst.FunctionDef | None = None) -> dict[int, frozenset[str]]:
+        """``id(argument) -> key parts`` for the arguments of a call (in ``scope``, None for
+        module-level code) of one of the file's top-level functions that reads only some
+        constant keys of them (``b["k"]``)."""
+        func = call.func
+        if type(func) is not cst.Name or len(self.module_functions.get(func.value, ())) != 1:
+            return {}
+        function = self.module_functions[func.value][0]
+        if id(function) not in self._key_reads:
+            self._key_reads[id(function)] = parameter_key_reads(function)
+        reads = self._key_reads[id(function)]
+        if not any(parts is not None for parts in reads.values()):
+            return {}
+        if self._bindings is None:
+            self._bindings = Bindings.of(self.module)
+        if self._bindings.may_shadow(ident(func.value), scope):
+            return {}
+        return argument_key_reads(function, reads, call)
 
     def retains(self, call: cst.Call) -> bool:
         """Whether ``call`` may keep a reference to its arguments."""
@@ -767,6 +789,11 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
+def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
+    return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
+                       lambda call: ctx.key_reads(call, scope))
+
+
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False) -> tuple[FileFacts, list[DefinitionSite]]:
     """Facts of an already parsed module."""
     positions = Positions(module)
@@ -793,7 +820,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
 
-    module_flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_module(module)
+    module_flow = _flow_builder(ctx).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
 
@@ -804,7 +831,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
     for function, scopes, class_scope in functions:
-        flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_function(function)
+        flow = _flow_builder(ctx, function).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
         self_name = sig.params[0].name if class_scope and sig.params else None

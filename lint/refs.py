@@ -42,15 +42,21 @@ def ref_key(expr: cst.BaseExpression) -> RefKey | None:
 
 
 def literal_subscript(expr: cst.Subscript) -> str | None:
-    """``'["x"]'`` for ``d["x"]``, ``"[0]"`` for ``t[0]``; None otherwise."""
+    """``'["x"]'`` for ``d["x"]`` and ``d['x']``, ``"[0]"`` for ``t[0]``; None otherwise."""
     if len(expr.slice) != 1:
         return None
     element = expr.slice[0].slice
     if not isinstance(element, cst.Index):
         return None
     value = element.value
-    if isinstance(value, (cst.SimpleString, cst.Integer)):
-        return f"[{value.value}]"
+    if isinstance(value, cst.Integer):
+        return f"[{value.evaluated_value}]"  # 0x1 is 1
+    if isinstance(value, cst.SimpleString):
+        # One spelling per key, so ``d['x']`` and ``d["x"]`` are the same key.
+        text = value.evaluated_value
+        if isinstance(text, str) and text.isprintable() and '"' not in text and "\\" not in text:
+            return f'["{text}"]'
+        return f"[{text!r}]"
     return None
 
 

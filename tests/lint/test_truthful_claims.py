@@ -391,3 +391,49 @@ def test_a_local_of_another_scope_with_the_same_name_is_not_the_jitted_one():
         "    return state\n", "\n    def inner():\n        return run(step)\n\n    return state, inner\n", 1)
     (finding,) = _findings(closure, "JXM001")
     assert any("passed around" in e.message for e in finding.evidence)
+
+
+HELPER_AFTER_DONATION = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.jit, donate_argnames=("queries", "kv_cache"))
+def attend(queries, kv_cache, keys):
+    return queries * 2, kv_cache + keys.sum()  # both outputs match: both inputs are deleted
+
+
+def check(b, out):
+{body}
+
+
+def main(b):
+    out = attend(queries=b["q"], kv_cache=b["kv_cache"], keys=b["k"])
+    return check(b, out)
+"""
+RUN_HELPER = '(lambda b: (main(b), b))({"q": jnp.ones(3), "kv_cache": jnp.ones(4), "k": jnp.ones(2)})'
+
+HELPER_READS = {
+    # tpu-inference's stacked_rpa_kv_writeback_test: the helper reads some entries of the dict
+    "reads-one-donated-key": ('    return float(b["kv_cache"].sum() + b["k"][0]) + float(out[0].sum())',
+                              {'b["kv_cache"]'}),
+    "reads-no-donated-key": ('    return float(b["k"].sum()) + float(out[1].sum())', set()),
+    "reads-every-leaf": ("    return jax.tree.map(lambda a: a + 1, b)", {'b["q"]', 'b["kv_cache"]'}),
+    "iterates": ("    return [float(v.sum()) for v in b.values()]", {'b["q"]', 'b["kv_cache"]'}),
+}
+
+
+@pytest.mark.parametrize("body,reported", list(HELPER_READS.values()), ids=list(HELPER_READS))
+def test_a_helper_reading_some_entries_is_reported_for_the_donated_ones_it_reads(body, reported):
+    source = HELPER_AFTER_DONATION.format(body=body)
+    found = _findings(source, "JXM101")
+    assert {f.message.split("`")[1] for f in found} == reported
+    assert all('this raises "Array has been deleted"' in f.message for f in found)
+    if reported:
+        with pytest.raises(RuntimeError, match="Array has been deleted"):
+            _run(source, RUN_HELPER)
+    else:
+        _, b = _run(source, RUN_HELPER)  # the helper never touches the deleted entries
+        assert b["q"].is_deleted() and b["kv_cache"].is_deleted() and not b["k"].is_deleted()
