@@ -184,6 +184,7 @@ class _Context:
         self._module_values: dict[str, list] | None = None
         self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
         self._bindings: Bindings | None = None
+        self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
 
     def module_values(self, name: str) -> list | None:
         """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),
@@ -263,12 +264,17 @@ class _Context:
 
     def key_reads(self, call: cst.Call, scope: cst.FunctionDef | None = None) -> dict[int, frozenset[str]]:
         """``id(argument) -> key parts`` for the arguments of a call (in ``scope``, None for
-        module-level code) of one of the file's top-level functions that reads only some
-        constant keys of them (``b["k"]``)."""
+        module-level code) of a function of this file that reads only some constant keys
+        of them (``b["k"]``)."""
         func = call.func
-        if type(func) is not cst.Name or len(self.module_functions.get(func.value, ())) != 1:
+        if type(func) is not cst.Name:
             return {}
-        function = self.module_functions[func.value][0]
+        name = ident(func.value)
+        top = self.module_functions.get(func.value, ())
+        nested = self._nested_defs(scope).get(name, ()) if scope is not None else ()
+        if len(nested) + len(top) == 0:
+            return {}
+        function = nested[0] if nested else top[0]
         if id(function) not in self._key_reads:
             self._key_reads[id(function)] = parameter_key_reads(function)
         reads = self._key_reads[id(function)]
@@ -276,9 +282,23 @@ class _Context:
             return {}
         if self._bindings is None:
             self._bindings = Bindings.of(self.module)
-        if self._bindings.may_shadow(ident(func.value), scope):
+        if name in self._bindings.module:
             return {}
-        return argument_key_reads(function, reads, call)
+        if nested:  # the only binding of ``name`` in its top-level statement
+            runs = len(nested) == 1 and self._bindings.count_in(name, scope) == 1
+        else:
+            runs = len(top) == 1 and self._bindings.count_in(name, scope) == 0
+        return argument_key_reads(function, reads, call) if runs else {}
+
+    def _nested_defs(self, scope: cst.FunctionDef) -> dict[str, list[cst.FunctionDef]]:
+        """The defs in ``scope``'s own code (not in its nested functions), by name."""
+        if id(scope) not in self._nested:
+            found: dict[str, list[cst.FunctionDef]] = {}
+            for stmt in statements(suite_statements(scope.body), into_scopes=False):
+                if isinstance(stmt, cst.FunctionDef):
+                    found.setdefault(ident(stmt.name.value), []).append(stmt)
+            self._nested[id(scope)] = found
+        return self._nested[id(scope)]
 
     def retains(self, call: cst.Call) -> bool:
         """Whether ``call`` may keep a reference to its arguments."""

@@ -3,7 +3,8 @@
 ``check(b)`` after ``step(b["q"])`` donated ``b["q"]`` crashes only if
 ``check`` reads ``b["q"]``.  A helper parameter's summary is the set of
 constant keys its body reads (``p["k"]``, ``p["k"].attr``, ``p["k"][i]``,
-also ``p[0]``) when those subscripts are its only uses.  Any other use means
+also ``p[0]``; ``p["k"].shape`` reads no buffer) when those subscripts are its
+only uses.  Any other use means
 it may read everything (``None``): the parameter read whole, rebound,
 passed on, returned, stored, iterated, unpacked, ``**``-expanded, called a
 method on, written through (``p["k"] = v``), or used inside a nested
@@ -18,10 +19,12 @@ other entries would defeat it.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from jaxmem.lint.metadata import METADATA_ATTRIBUTES
 from jaxmem.lint.refs import ident, literal_subscript
 from jaxmem.lint.walk import children, descendants
 
@@ -61,6 +64,8 @@ def _visit(node: cst.CSTNode, reads: KeyReads, stores: set[int], nested: bool) -
             reads[name] = reads[name] | {part}
         return
     if kind is cst.Attribute:
+        if node.attr.value in METADATA_ATTRIBUTES and _entry_of(node.value, reads):
+            return  # ``p["k"].shape``: metadata stays readable after donation
         _visit(node.value, reads, stores, nested)  # ``.attr`` is a name, not a variable
         return
     if kind is cst.Arg:
@@ -69,6 +74,12 @@ def _visit(node: cst.CSTNode, reads: KeyReads, stores: set[int], nested: bool) -
     inner = nested or isinstance(node, _SCOPES)
     for child in children(node):
         _visit(child, reads, stores, inner)
+
+
+def _entry_of(node: cst.CSTNode, reads: KeyReads) -> bool:
+    """Whether ``node`` is ``p["k"]`` for a parameter ``p``."""
+    return (type(node) is cst.Subscript and type(node.value) is cst.Name and ident(node.value.value) in reads
+            and literal_subscript(node) is not None)
 
 
 def _store_targets(body: cst.CSTNode) -> set[int]:
@@ -125,17 +136,17 @@ class Bindings:
     """Where a file binds names other than by its top-level ``def`` statements
     (assignments, parameters, imports, nested defs, classes, ``for``/``with``/
     ``except``/``match`` targets, ``global``), so a call of a name can be told
-    to reach the top-level def of that name."""
+    to reach the file's one def of that name."""
 
     module: set[str] = field(default_factory=set)  # outside any def, or declared ``global``
-    inside: dict[int, set[str]] = field(default_factory=dict)  # id(top-level statement) -> bound in it
+    inside: dict[int, Counter] = field(default_factory=dict)  # id(top-level statement) -> names bound in it
     top_of: dict[int, int] = field(default_factory=dict)  # id(a def) -> id(its top-level statement)
 
     @classmethod
     def of(cls, module: cst.Module) -> "Bindings":
         out = cls()
         for stmt in module.body:
-            names = out.inside.setdefault(id(stmt), set())
+            names = out.inside.setdefault(id(stmt), Counter())
             if isinstance(stmt, cst.FunctionDef):
                 out.top_of[id(stmt)] = id(stmt)
                 stack = [(child, True) for child in children(stmt)]
@@ -153,17 +164,13 @@ class Bindings:
                 stack.extend((child, in_def) for child in children(node))
         return out
 
-    def may_shadow(self, name: str, function: cst.FunctionDef | None) -> bool:
-        """Whether ``name`` called in ``function`` (None: module-level code) may not be the
-        file's top-level def: it is bound at module level, or anywhere in the top-level
-        statement that holds ``function``."""
-        if name in self.module:
-            return True
+    def count_in(self, name: str, function: cst.FunctionDef | None) -> int:
+        """How often ``name`` is bound in the top-level statement holding ``function``
+        (module-level code: 0; a def not seen: taken as bound)."""
         if function is None:
-            return False
+            return 0
         top = self.top_of.get(id(function))
-        return top is None or name in self.inside.get(top, ())
-
+        return 2 if top is None else self.inside[top][name]
 
 def _bound_by(node: cst.CSTNode) -> list[str]:
     kind = type(node)

@@ -420,6 +420,8 @@ HELPER_READS = {
     "reads-one-donated-key": ('    return float(b["kv_cache"].sum() + b["k"][0]) + float(out[0].sum())',
                               {'b["kv_cache"]'}),
     "reads-no-donated-key": ('    return float(b["k"].sum()) + float(out[1].sum())', set()),
+    "reads-only-metadata-of-donated-keys": ('    return b["q"].shape[0] + b["kv_cache"].ndim + float(b["k"].sum())',
+                                            set()),
     "reads-every-leaf": ("    return jax.tree.map(lambda a: a + 1, b)", {'b["q"]', 'b["kv_cache"]'}),
     "iterates": ("    return [float(v.sum()) for v in b.values()]", {'b["q"]', 'b["kv_cache"]'}),
 }

@@ -233,3 +233,68 @@ def local_shadow(b, g):
 def inner_donated_then_helper(b, g):
     new = update(b["q"], g)
     return new, reads_k(b), b["q"]  # JXM101
+
+
+def nested_helper_reads_k(b, g):
+    def check(c):
+        return c["k"]
+
+    new = update(b["q"], g)
+    return new, check(b)
+
+
+def nested_helper_reads_q(b, g):
+    def check(c):
+        return c["q"]
+
+    new = update(b["q"], g)
+    return new, check(b)  # JXM101
+
+
+def nested_helper_defined_twice(b, g, flag):
+    def check(c):
+        return c["k"]
+
+    if flag:
+        def check(c):  # noqa: F811
+            return c["q"]
+
+    new = update(b["q"], g)
+    return new, check(b)  # JXM101
+
+
+def nested_shadows_top_level(b, g):
+    def reads_k(c):
+        return c["q"]
+
+    new = update(b["q"], g)
+    return new, reads_k(b)  # JXM101
+
+
+def nested_helper_in_inner_scope(b, g):
+    def check(c):
+        return c["k"]
+
+    def inner():
+        new = update(b["q"], g)
+        return new, check(b)  # JXM101: `check` is not inner's own def
+
+    return inner()
+
+
+def reads_metadata_of_q(b):
+    return b["q"].shape[0] + b["q"].ndim + b["k"].sum()
+
+
+def metadata_only(b, g):
+    new = update(b["q"], g)
+    return new, reads_metadata_of_q(b)
+
+
+def reads_q_metadata_and_value(b):
+    return b["q"].shape, b["q"].sum()
+
+
+def metadata_and_value(b, g):
+    new = update(b["q"], g)
+    return new, reads_q_metadata_and_value(b)  # JXM101
