@@ -22,10 +22,10 @@ from jaxmem.lint.definitions import (
     JitDefinition,
     returned_function,
 )
-from jaxmem.lint.array_api import NEW, READING_WRAPPERS, READS, TRACING_TRANSFORMS, call_effect
+from jaxmem.lint.array_api import NEW, READING_WRAPPERS, READS, STAGING_DECORATORS, TRACING_TRANSFORMS, call_effect
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS, PARTIAL_NAMES
 from jaxmem.lint.key_reads import Bindings, KeyReads, argument_key_reads, parameter_key_reads
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
@@ -720,6 +720,21 @@ def _holds_entry_value(flow: Flow, param: str, call: cst.Call) -> bool:
     return True
 
 
+def _staged(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """Whether a decorator stages ``function``'s body whenever it runs: ``@partial(shard_map, ...)``,
+    ``@jax.shard_map(mesh=...)``, ``@jax.shard_map``; calls in it see tracers and donate nothing."""
+    for decorator in function.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            if imports.resolve(expr.func) in PARTIAL_NAMES and expr.args and expr.args[0].keyword is None:
+                expr = expr.args[0].value
+            else:
+                expr = expr.func
+        if imports.resolve(expr) in STAGING_DECORATORS:
+            return True
+    return False
+
+
 def _has_yield(function: cst.FunctionDef) -> bool:
     """Whether ``function`` is a generator (its arguments live on in the generator object)."""
     return any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body))
@@ -857,7 +872,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         self_name = sig.params[0].name if class_scope and sig.params else None
         if class_scope and self_name is None:
             self_name = "self"
-        traced = id(function) in ctx.jitted_functions
+        traced = id(function) in ctx.jitted_functions or _staged(function, imports)
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))

@@ -439,3 +439,50 @@ def test_a_helper_reading_some_entries_is_reported_for_the_donated_ones_it_reads
     else:
         _, b = _run(source, RUN_HELPER)  # the helper never touches the deleted entries
         assert b["q"].is_deleted() and b["kv_cache"].is_deleted() and not b["k"].is_deleted()
+
+
+SHARD_MAP_LOOP = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as PS
+
+
+@partial(jax.jit, donate_argnames=("cache",))
+def attend(q, cache):
+    return q + 1, cache * 2
+
+
+mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+closed = jnp.ones(4)
+
+
+{decorator}
+def body(q):
+    cache = jnp.ones(4)
+    outs = []
+    for _ in range(2):
+        o, _ = attend(q, cache)
+        o, _ = attend(o, closed)
+        outs.append(o)
+    return jnp.stack(outs)
+
+
+def main():
+    return body(jnp.ones(4)), closed
+"""
+
+
+def test_calls_in_a_shard_map_body_are_traced_and_donate_nothing():
+    # tpu-inference's ragged_paged_attention_kernel_cp_test: a donating kernel called twice
+    # in a loop inside a shard_map body, with the same cache (made in the body)
+    staged = SHARD_MAP_LOOP.format(decorator='@partial(jax.shard_map, mesh=mesh, in_specs=PS(), out_specs=PS())')
+    assert _findings(staged, "JXM105") == [] and _findings(staged, "JXM101") == []
+    _, closed = _run(staged)  # eagerly too: the body is staged, nothing is donated
+    assert not closed.is_deleted()
+    eager = SHARD_MAP_LOOP.format(decorator="")
+    assert {f.message.split("`")[1] for f in _findings(eager, "JXM105")} == {"cache", "closed"}
+    with pytest.raises(ValueError, match="Buffer has been deleted or donated"):
+        _run(eager)
