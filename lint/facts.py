@@ -281,7 +281,7 @@ class _Context:
         if not any(parts is not None for parts in reads.values()):
             return {}
         if self._bindings is None:
-            self._bindings = Bindings.of(self.module)
+            self._bindings = Bindings(self.module)
         if name in self._bindings.module:
             return {}
         if nested:  # the only binding of ``name`` in its top-level statement

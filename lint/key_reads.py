@@ -20,44 +20,53 @@ other entries would defeat it.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 import libcst as cst
 
 from jaxmem.lint.metadata import METADATA_ATTRIBUTES
 from jaxmem.lint.refs import ident, literal_subscript
-from jaxmem.lint.walk import children, descendants
+from jaxmem.lint.walk import children, statements, suite_statements
 
 KeyReads = dict[str, "frozenset[str] | None"]  # parameter -> key parts it may read (None: all)
 
-_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp)
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp})
+# Statements and clauses whose ``target`` is written (``p["k"] = v``, ``del p["k"]``, ``for p["k"] in ...``).
+_TARGET_OWNERS = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.Del})
+
+
+class _NoSummary(Exception):
+    """Stop the walk: a ``yield`` (the body runs only when iterated, maybe after the
+    donation), or every parameter may already be read whole."""
 
 
 def parameter_key_reads(function: cst.FunctionDef) -> KeyReads:
     """For each named parameter of ``function`` (not ``*args``/``**kwargs``), the
     key parts (``'["k"]'``) its body may read from it, or None when it may read
     any part; empty when the function gets no summary."""
-    if function.decorators or function.asynchronous is not None or _is_generator(function):
+    if function.decorators or function.asynchronous is not None:
         return {}
     p = function.params
     reads: KeyReads = {ident(q.name.value): frozenset() for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
-    stores = _store_targets(function.body)
-    _visit(function.body, reads, stores, nested=False)
+    try:
+        _visit(function.body, reads, set(), nested=False)
+    except _NoSummary:
+        return {}
     return reads
 
 
 def _visit(node: cst.CSTNode, reads: KeyReads, stores: set[int], nested: bool) -> None:
+    """One pass over ``node`` (pre-order, so a target is marked before it is reached)."""
     kind = type(node)
     if kind is cst.Name:
         name = ident(node.value)
         if name in reads:
-            reads[name] = None  # read whole (or bound, or shadowed)
+            _read_whole(name, reads)  # or bound, or shadowed
         return
     if kind is cst.Subscript and type(node.value) is cst.Name and ident(node.value.value) in reads:
         name = ident(node.value.value)
         part = literal_subscript(node)
         if part is None or nested or id(node) in stores:
-            reads[name] = None
+            _read_whole(name, reads)
             for element in node.slice:
                 _visit(element, reads, stores, nested)  # ``p[q]``: ``q`` is read whole
         elif reads[name] is not None:
@@ -71,40 +80,36 @@ def _visit(node: cst.CSTNode, reads: KeyReads, stores: set[int], nested: bool) -
     if kind is cst.Arg:
         _visit(node.value, reads, stores, nested)  # ``f(p=1)``: ``p`` names a parameter of ``f``
         return
-    inner = nested or isinstance(node, _SCOPES)
+    if kind is cst.Yield:
+        raise _NoSummary
+    if kind in _TARGET_OWNERS:
+        _mark_targets(node.target, stores)
+    elif kind is cst.WithItem and node.asname is not None:
+        _mark_targets(node.asname.name, stores)
+    inner = nested or kind in _SCOPES
     for child in children(node):
         _visit(child, reads, stores, inner)
+
+
+def _read_whole(name: str, reads: KeyReads) -> None:
+    reads[name] = None
+    if all(parts is None for parts in reads.values()):
+        raise _NoSummary
+
+
+def _mark_targets(target: cst.CSTNode, stores: set[int]) -> None:
+    stores.add(id(target))
+    if type(target) in (cst.Tuple, cst.List):
+        for element in target.elements:
+            _mark_targets(element.value, stores)
+    elif type(target) is cst.StarredElement:
+        _mark_targets(target.value, stores)
 
 
 def _entry_of(node: cst.CSTNode, reads: KeyReads) -> bool:
     """Whether ``node`` is ``p["k"]`` for a parameter ``p``."""
     return (type(node) is cst.Subscript and type(node.value) is cst.Name and ident(node.value.value) in reads
             and literal_subscript(node) is not None)
-
-
-def _store_targets(body: cst.CSTNode) -> set[int]:
-    """Ids of the nodes assigned, augmented or deleted in ``body`` (tuple targets unpacked)."""
-    out: set[int] = set()
-    for node in descendants(body):
-        targets = []
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            targets.append(node.target)
-        elif isinstance(node, cst.Del):
-            targets.append(node.target)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            targets.append(node.asname.name)
-        while targets:
-            target = targets.pop()
-            out.add(id(target))
-            if isinstance(target, (cst.Tuple, cst.List)):
-                targets.extend(element.value for element in target.elements)
-            elif isinstance(target, cst.StarredElement):
-                targets.append(target.value)
-    return out
-
-
-def _is_generator(function: cst.FunctionDef) -> bool:
-    return any(isinstance(node, cst.Yield) for node in descendants(function.body, into_scopes=False))
 
 
 def argument_key_reads(function: cst.FunctionDef, reads: KeyReads, call: cst.Call) -> dict[int, frozenset[str]]:
@@ -131,46 +136,69 @@ def argument_key_reads(function: cst.FunctionDef, reads: KeyReads, call: cst.Cal
     return out
 
 
-@dataclass
 class Bindings:
     """Where a file binds names other than by its top-level ``def`` statements
     (assignments, parameters, imports, nested defs, classes, ``for``/``with``/
     ``except``/``match`` targets, ``global``), so a call of a name can be told
-    to reach the file's one def of that name."""
+    to reach the file's one def of that name.  Function bodies are walked only
+    when a call in them asks."""
 
-    module: set[str] = field(default_factory=set)  # outside any def, or declared ``global``
-    inside: dict[int, Counter] = field(default_factory=dict)  # id(top-level statement) -> names bound in it
-    top_of: dict[int, int] = field(default_factory=dict)  # id(a def) -> id(its top-level statement)
-
-    @classmethod
-    def of(cls, module: cst.Module) -> "Bindings":
-        out = cls()
+    def __init__(self, module: cst.Module) -> None:
+        self.module: set[str] = set()  # bound outside any def, or declared ``global``/``nonlocal``
+        self._top_of: dict[int, cst.CSTNode] = {}  # id(a def) -> its top-level statement
+        self._inside: dict[int, Counter] = {}  # id(top-level statement) -> names bound in it, counted
         for stmt in module.body:
-            names = out.inside.setdefault(id(stmt), Counter())
-            if isinstance(stmt, cst.FunctionDef):
-                out.top_of[id(stmt)] = id(stmt)
-                stack = [(child, True) for child in children(stmt)]
-            else:
-                stack = [(stmt, False)]
+            stack: list[cst.CSTNode] = [stmt]
             while stack:
-                node, in_def = stack.pop()
-                bound = _bound_by(node)
-                if isinstance(node, cst.FunctionDef):
-                    out.top_of[id(node)] = id(stmt)
-                names.update(bound)
-                if not in_def or isinstance(node, (cst.Global, cst.Nonlocal)):
-                    out.module.update(bound)
-                in_def = in_def or isinstance(node, (cst.FunctionDef, cst.Lambda))
-                stack.extend((child, in_def) for child in children(node))
-        return out
+                node = stack.pop()
+                kind = type(node)
+                if kind is cst.FunctionDef:
+                    if node is not stmt:
+                        self.module.add(ident(node.name.value))  # a method, or a def under ``if``
+                    self._enter_def(node, stmt)
+                    stack.extend(decorator.decorator for decorator in node.decorators)
+                    stack.extend(_defaults(node.params))
+                    continue
+                if kind is cst.Lambda:
+                    stack.append(node.body)
+                    stack.extend(_defaults(node.params))
+                    continue
+                self.module.update(_bound_by(node))
+                stack.extend(children(node))
+
+    def _enter_def(self, function: cst.FunctionDef, top: cst.CSTNode) -> None:
+        self._top_of[id(function)] = top
+        for stmt in statements(suite_statements(function.body)):
+            if type(stmt) is cst.FunctionDef:
+                self._top_of[id(stmt)] = top
+            elif type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if type(small) in (cst.Global, cst.Nonlocal):
+                        self.module.update(_bound_by(small))
 
     def count_in(self, name: str, function: cst.FunctionDef | None) -> int:
         """How often ``name`` is bound in the top-level statement holding ``function``
         (module-level code: 0; a def not seen: taken as bound)."""
         if function is None:
             return 0
-        top = self.top_of.get(id(function))
-        return 2 if top is None else self.inside[top][name]
+        top = self._top_of.get(id(function))
+        if top is None:
+            return 2
+        if id(top) not in self._inside:
+            counted: Counter = Counter()
+            stack = list(children(top)) if type(top) is cst.FunctionDef else [top]  # not the def's own name
+            while stack:
+                node = stack.pop()
+                counted.update(_bound_by(node))
+                stack.extend(children(node))
+            self._inside[id(top)] = counted
+        return self._inside[id(top)][name]
+
+
+def _defaults(params: cst.Parameters) -> list[cst.CSTNode]:
+    return [p.default for p in [*params.posonly_params, *params.params, *params.kwonly_params]
+            if p.default is not None]
+
 
 def _bound_by(node: cst.CSTNode) -> list[str]:
     kind = type(node)

@@ -298,3 +298,27 @@ def reads_q_metadata_and_value(b):
 def metadata_and_value(b, g):
     new = update(b["q"], g)
     return new, reads_q_metadata_and_value(b)  # JXM101
+
+
+class TestStep:
+    def test_method_reads_k(self, b, g):
+        new = update(b["q"], g)
+        return new, reads_k(b)
+
+    def test_method_reads_q(self, b, g):
+        new = update(b["q"], g)
+        return new, reads_q(b)  # JXM101
+
+
+def reads_k_rebound_elsewhere(b):
+    return b["k"]
+
+
+def rebinds_global():
+    global reads_k_rebound_elsewhere
+    reads_k_rebound_elsewhere = reads_whole
+
+
+def global_rebinding(b, g):
+    new = update(b["q"], g)
+    return new, reads_k_rebound_elsewhere(b)  # JXM101
