@@ -30,7 +30,9 @@ RULE = Rule(
     otherwise it warns "Some donated buffers were not usable" and the input
     stays readable. When jaxmem cannot show that an output has the
     parameter's shape and dtype, the message says the read *may* raise
-    (medium confidence).
+    (medium confidence). Per-entry reads through a helper assume `p["k"]`
+    reads only entry `"k"` (true of dicts, lists, tuples and pytree
+    containers), and are followed only into functions of the same file.
 
     ## Example
     ```python
