@@ -16,6 +16,7 @@ from jaxmem.lint import constants
 from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
+from jaxmem.lint.output_parts import returned_parts
 from jaxmem.lint.refs import RefKey, ident, ref_key, render
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import UNUSED, UNUSED_KEPT, output_reach
@@ -87,6 +88,9 @@ class JitDefinition:
     # Parameter name -> whether an output can take its buffers (see
     # :mod:`jaxmem.lint.usefulness`); None when the body is not visible.
     outputs: tuple[tuple[str, str], ...] | None = None
+    # Per returned part, the parameters that reach it (see :mod:`jaxmem.lint.output_parts`):
+    # two donated parameters that reach only shared parts compete for one buffer.
+    output_parts: tuple[frozenset[str], ...] | None = None
 
     def output_verdict(self, name: str) -> str | None:
         """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""
@@ -523,6 +527,7 @@ class DefinitionFinder:
             wrapped_qualname=wrapped_qualname,
             problems=problems,
             outputs=None if function_node is None else _outputs(function_node, options, self.imports),
+            output_parts=None if function_node is None else returned_parts(function_node, self.imports),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)

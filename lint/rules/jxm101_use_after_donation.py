@@ -29,8 +29,9 @@ RULE = Rule(
     JAX deletes a donated input only when an output can reuse its buffer;
     otherwise it warns "Some donated buffers were not usable" and the input
     stays readable. When jaxmem cannot show that an output has the
-    parameter's shape and dtype, the message says the read *may* raise
-    (medium confidence). Per-entry reads through a helper assume `p["k"]`
+    parameter's shape and dtype, or when another donated parameter reaches
+    the same outputs (`x + y`: one buffer, two donated inputs), the message
+    says the read *may* raise (medium confidence). Per-entry reads through a helper assume `p["k"]`
     reads only entry `"k"` (true of dicts, lists, tuples and pytree
     containers), and are followed only into functions of the same file.
 

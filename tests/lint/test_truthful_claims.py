@@ -486,3 +486,41 @@ def test_calls_in_a_shard_map_body_are_traced_and_donate_nothing():
     assert {f.message.split("`")[1] for f in _findings(eager, "JXM105")} == {"cache", "closed"}
     with pytest.raises(ValueError, match="Buffer has been deleted or donated"):
         _run(eager)
+
+
+COMPETING = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.jit, donate_argnums=(0, 1))
+def combine(x, y):
+    return {body}
+
+
+def main():
+    x = jnp.ones(3)
+    y = jnp.ones(3)
+    out = combine(x, y)
+    return out, y.sum()
+"""
+
+
+def test_two_donated_inputs_sharing_one_output_only_may_raise():
+    # one output buffer goes to one donated input (x): y stays readable, JAX only warns
+    source = COMPETING.format(body="x + y")
+    (finding,) = _findings(source, "JXM101")
+    assert 'may raise "Array has been deleted"' in finding.message and "also built from donated `x`" in finding.message
+    assert finding.confidence is Confidence.MEDIUM
+    _run(source)
+
+
+@pytest.mark.parametrize("body", ["x * 2, y * 2", "{'a': x * 2, 'b': (y + 1,)}"])
+def test_donated_inputs_with_outputs_of_their_own_raise(body):
+    source = COMPETING.format(body=body)
+    (finding,) = _findings(source, "JXM101")
+    assert 'this raises "Array has been deleted"' in finding.message and finding.confidence is Confidence.HIGH
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
+        _run(source)
