@@ -231,6 +231,11 @@ TRACING_TRANSFORMS = frozenset(
     "jax." + name for name in ("vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
                                "checkpoint", "remat")
 )
+# Decorators that stage the whole body into a jaxpr whenever the function is
+# called, eagerly too (checked on jax 0.10.2: an array closed over or made in a
+# ``shard_map`` body and passed twice to a donating jit is never deleted).  Not
+# vmap or grad: they bind a call with no traced input on the eager trace, which donates.
+STAGING_DECORATORS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
 # optax transforms whose ``init(params)`` returns new buffers only (moments
 # made by ``zeros_like``, counters, empty states), checked on optax 0.2.8.
 # Not lookahead, schedule-free, MultiSteps or inject_hyperparams: they keep

@@ -349,11 +349,39 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
 def _crash_claim(definition: JitDefinition, name: str | None) -> tuple[str, str]:
     """``(verb, caveat)`` for a read after donation.  JAX deletes a donated input only
     when an output can reuse its buffer; otherwise it warns "Some donated buffers were
-    not usable" and the input stays readable (jax 0.10.2)."""
-    if name is not None and definition.output_verdict(name) in (PRESERVED, MUTATED):
+    not usable" and the input stays readable (jax 0.10.2).  Each output buffer goes to
+    one input: two donated parameters that reach only the same outputs compete."""
+    verdict = definition.output_verdict(name) if name is not None else None
+    if verdict == MUTATED:
         return "raises", ""
+    if verdict == PRESERVED:
+        rivals = _rivals(definition, name)
+        if not rivals:
+            return "raises", ""
+        return "may raise", (f" (the outputs of `{definition.function}` it reaches are also built from donated "
+                             f"{', '.join(f'`{r}`' for r in sorted(rivals))}: each output buffer is reused for one "
+                             f"donated input, and JAX only warns \"Some donated buffers were not usable\" for the "
+                             f"other)")
     return "may raise", (f" (when an output of `{definition.function}` can reuse its buffer; otherwise JAX only "
                          f"warns \"Some donated buffers were not usable\")")
+
+
+def _rivals(definition: JitDefinition, name: str) -> set[str]:
+    """The other donated parameters that may take the buffers of every output ``name``
+    reaches (none when ``name`` has a returned part of its own)."""
+    sig = definition.signature
+    if sig is None:
+        return set()
+    spec = definition.spec
+    donated = {sig.name_at(i) for i in range(len(sig.positional)) if spec.donates_index(i)}
+    donated |= {param.name for param in sig.params if spec.donates_name(param.name)}
+    rivals = {q for q in donated - {name, None} if definition.output_verdict(q) == PRESERVED}
+    parts = definition.output_parts
+    if not rivals or parts is None:
+        return rivals
+    if any(name in part and not part & rivals for part in parts):
+        return set()
+    return {q for part in parts if name in part for q in part & rivals}
 
 
 def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
@@ -839,6 +867,8 @@ def _with_imported_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
 
     def imported(path: str, key: str):
         nearest = nearest_modules(path, key.removesuffix("()"), found[key], lambda item: (item[0], item[1]))
+        if any(item[2] != nearest[0][2] for item in nearest[1:]):
+            return None  # same-named modules that disagree: which one is imported is not known
         return nearest[0][2]
 
     out = []

@@ -17,6 +17,7 @@ from jaxmem.lint.imports import ImportTable
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
 from jaxmem.lint.refs import RefKey, ident, literal_part, ref_key, render
+from jaxmem.lint.output_parts import returned_parts
 from jaxmem.lint.signatures import Signature
 from jaxmem.lint.usefulness import UNUSED, UNUSED_KEPT, output_reach
 from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
@@ -88,6 +89,9 @@ class JitDefinition:
     # :mod:`jaxmem.lint.usefulness`); None when the body is not visible.
     outputs: tuple[tuple[str, str], ...] | None = None
     keeps_unused: bool = False  # keep_unused=True: an unread argument stays an argument
+    # Per returned part, the parameters that reach it (see :mod:`jaxmem.lint.output_parts`):
+    # two donated parameters that reach only shared parts compete for one buffer.
+    output_parts: tuple[frozenset[str], ...] | None = None
 
     def output_verdict(self, name: str) -> str | None:
         """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""
@@ -525,6 +529,7 @@ class DefinitionFinder:
             problems=problems,
             outputs=None if function_node is None else _outputs(function_node, options, self.imports),
             keeps_unused=_keeps_unused(options),
+            output_parts=None if function_node is None else returned_parts(function_node, self.imports),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)

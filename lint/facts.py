@@ -24,11 +24,12 @@ from jaxmem.lint.definitions import (
     returned_function,
 )
 from jaxmem.lint.array_api import (
-    NEW, READING_WRAPPERS, READS, TRACING_TRANSFORMS, call_effect, saves_synchronously,
+    NEW, READING_WRAPPERS, READS, STAGING_DECORATORS, TRACING_TRANSFORMS, call_effect, saves_synchronously,
 )
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS
+from jaxmem.lint.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS, PARTIAL_NAMES
+from jaxmem.lint.key_reads import Bindings, KeyReads, argument_key_reads, parameter_key_reads
 from jaxmem.lint.metadata import is_metadata_call
 from jaxmem.lint.positions import Positions
 from jaxmem.lint.provenance import (
@@ -196,6 +197,9 @@ class _Context:
                                    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
         self._module_values: dict[str, list] | None = None
         self._classes: dict[str, list[cst.ClassDef]] | None = None
+        self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
+        self._bindings: Bindings | None = None
+        self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -281,6 +285,44 @@ class _Context:
     def reads_metadata(self, call: cst.Call) -> bool:
         """Whether ``call`` reads only its arguments' metadata (``jnp.shape(x)``)."""
         return is_metadata_call(self.imports.resolve(call.func), call)
+
+    def key_reads(self, call: cst.Call, scope: cst.FunctionDef | None = None) -> dict[int, frozenset[str]]:
+        """``id(argument) -> key parts`` for the arguments of a call (in ``scope``, None for
+        module-level code) of a function of this file that reads only some constant keys
+        of them (``b["k"]``)."""
+        func = call.func
+        if type(func) is not cst.Name:
+            return {}
+        name = ident(func.value)
+        top = self.module_functions.get(func.value, ())
+        nested = self._nested_defs(scope).get(name, ()) if scope is not None else ()
+        if len(nested) + len(top) == 0:
+            return {}
+        function = nested[0] if nested else top[0]
+        if id(function) not in self._key_reads:
+            self._key_reads[id(function)] = parameter_key_reads(function)
+        reads = self._key_reads[id(function)]
+        if not any(parts is not None for parts in reads.values()):
+            return {}
+        if self._bindings is None:
+            self._bindings = Bindings(self.module)
+        if name in self._bindings.module:
+            return {}
+        if nested:  # the only binding of ``name`` in its top-level statement
+            runs = len(nested) == 1 and self._bindings.count_in(name, scope) == 1
+        else:
+            runs = len(top) == 1 and self._bindings.count_in(name, scope) == 0
+        return argument_key_reads(function, reads, call) if runs else {}
+
+    def _nested_defs(self, scope: cst.FunctionDef) -> dict[str, list[cst.FunctionDef]]:
+        """The defs in ``scope``'s own code (not in its nested functions), by name."""
+        if id(scope) not in self._nested:
+            found: dict[str, list[cst.FunctionDef]] = {}
+            for stmt in statements(suite_statements(scope.body), into_scopes=False):
+                if isinstance(stmt, cst.FunctionDef):
+                    found.setdefault(ident(stmt.name.value), []).append(stmt)
+            self._nested[id(scope)] = found
+        return self._nested[id(scope)]
 
     def retains(self, call: cst.Call) -> bool:
         """Whether ``call`` may keep a reference to its arguments."""
@@ -478,14 +520,13 @@ class FactExtractor:
         """The scope of ``method`` of top-level class ``class_name``, built once (its calls are
         extracted later, in file order; a private method's callers may need it first)."""
         if id(method) not in self._method_scopes:
-            flow = FlowBuilder(self.ctx.retains, self.ctx.reads_metadata, self.ctx.jitted_argument,
-                               self.ctx.written_argument).build_function(method)
+            flow = _flow_builder(self.ctx, method).build_function(method)
             sig = Signature.of(method)
             params = {p.name for p in sig.params}
             self_name = sig.params[0].name if sig.params else "self"
             self._method_scopes[id(method)] = self._new_scope(
                 flow, (f"{class_name}.{method.name.value}", MODULE_SCOPE), "class:" + class_name,
-                id(method) in self.ctx.jitted_functions, params, self_name, False,
+                id(method) in self.ctx.jitted_functions or _staged(method, self.ctx.imports), params, self_name, False,
                 annotated_array_free(method, self.ctx.imports), method)
         return self._method_scopes[id(method)]
 
@@ -768,6 +809,21 @@ def _holds_entry_value(flow: Flow, param: str, call: cst.Call) -> bool:
     return True
 
 
+def _staged(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """Whether a decorator stages ``function``'s body whenever it runs: ``@partial(shard_map, ...)``,
+    ``@jax.shard_map(mesh=...)``, ``@jax.shard_map``; calls in it see tracers and donate nothing."""
+    for decorator in function.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            if imports.resolve(expr.func) in PARTIAL_NAMES and expr.args and expr.args[0].keyword is None:
+                expr = expr.args[0].value
+            else:
+                expr = expr.func
+        if imports.resolve(expr) in STAGING_DECORATORS:
+            return True
+    return False
+
+
 def _has_yield(function: cst.FunctionDef) -> bool:
     """Whether ``function`` is a generator (its arguments live on in the generator object)."""
     return any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body))
@@ -857,6 +913,11 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
+def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
+    return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
+                       lambda call: ctx.key_reads(call, scope))
+
+
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False,
             source: str | None = None) -> tuple[FileFacts, list[DefinitionSite]]:
     """Facts of an already parsed module (``source``: the file's whole text, of which
@@ -886,7 +947,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
 
-    module_flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_module(module)
+    module_flow = _flow_builder(ctx).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
 
@@ -897,13 +958,13 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
     for function, scopes, class_scope in functions:
-        flow = FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument).build_function(function)
+        flow = _flow_builder(ctx, function).build_function(function)
         sig = Signature.of(function)
         params = {p.name for p in sig.params}
         self_name = sig.params[0].name if class_scope and sig.params else None
         if class_scope and self_name is None:
             self_name = "self"
-        traced = id(function) in ctx.jitted_functions
+        traced = id(function) in ctx.jitted_functions or _staged(function, imports)
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))

@@ -439,7 +439,8 @@ class FlowBuilder:
     def __init__(self, retains: Callable[[cst.Call], bool],
                  reads_metadata: Callable[[cst.Call], bool] = lambda call: False,
                  jitted_argument: Callable[[cst.Call], object] = lambda call: None,
-                 written_argument: Callable[[cst.Call], object] = lambda call: None) -> None:
+                 written_argument: Callable[[cst.Call], object] = lambda call: None,
+                 key_reads: Callable[[cst.Call], dict[int, frozenset[str]]] = lambda call: {}) -> None:
         self.retains = retains
         self.reads_metadata = reads_metadata  # jnp.shape(x), jax.tree.map(lambda a: a.shape, x)
         # ``jax.pmap(step, ...)``: the function it wraps, which is not passed around
@@ -447,6 +448,8 @@ class FlowBuilder:
         self.jitted_argument = jitted_argument
         # ``nnx.update(model, state)``: ``model``'s Variables are written, their old arrays never read
         self.written_argument = written_argument
+        # ``check(b)`` where ``check`` reads only ``b["k"]``: id(argument) -> the key parts it may read
+        self.key_reads = key_reads
         self.flow = Flow()
         self.loops: list[_Loop] = []
         self.handlers: list[list[int]] = []
@@ -912,6 +915,18 @@ class FlowBuilder:
             for grandchild in children(child):
                 self._child(grandchild, events, skip)
 
+    def _key_reads(self, value, keyed: dict[int, frozenset[str]], events, skip, detail: str) -> bool:
+        """Read only the parts of ``value`` the callee may read, when ``keyed`` knows them
+        and ``value`` is a key; False (nothing done) otherwise."""
+        parts = keyed.get(id(value))
+        key = ref_key(value) if parts is not None else None
+        if key is None:
+            return False
+        if key[0] in skip or (len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key))):
+            return True  # not a read of a tracked value, as in ``_expr``
+        events.extend(Event(READ, key + (part,), value, (), detail) for part in sorted(parts))
+        return True
+
     def _slice(self, slice_node, events, skip) -> None:
         if isinstance(slice_node, cst.Index):
             self._expr(slice_node.value, events, skip)
@@ -963,6 +978,7 @@ class FlowBuilder:
                 events.append(Event(READ, receiver, func.value, (), "receiver"))
         wrapped = self.jitted_argument(call)
         written = self.written_argument(call)
+        keyed = self.key_reads(call)
         for arg in call.args:
             if arg.value is written:
                 parts = [e.value for e in written.elements] if isinstance(written, (cst.Tuple, cst.List)) else [written]
@@ -970,10 +986,14 @@ class FlowBuilder:
                     if ref_key(part) is None:
                         self._expr(part, events, skip)
                 continue
-            self._expr(arg.value, events, skip)
+            if not self._key_reads(arg.value, keyed, events, skip, ""):
+                self._expr(arg.value, events, skip)
             if isinstance(arg.value, cst.Name) and arg.value is not wrapped:
                 self.flow.passed.add(arg.value.value)
-        consumed = [arg.value for arg in call.args if arg.value is not written]
+        consumed = []
+        for arg in call.args:
+            if arg.value is not written and not self._key_reads(arg.value, keyed, events, skip, "consume"):
+                consumed.append(arg.value)
         if receiver is not None and func.attr.value not in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
             consumed.append(func.value)
         self._consume(consumed, events, skip)

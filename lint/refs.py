@@ -42,7 +42,7 @@ def ref_key(expr: cst.BaseExpression) -> RefKey | None:
 
 
 def literal_subscript(expr: cst.Subscript) -> str | None:
-    """``'["x"]'`` for ``d["x"]``, ``"[0]"`` for ``t[0]``; None otherwise."""
+    """``'["x"]'`` for ``d["x"]`` and ``d['x']``, ``"[0]"`` for ``t[0]``; None otherwise."""
     if len(expr.slice) != 1:
         return None
     element = expr.slice[0].slice

@@ -21,13 +21,19 @@ RULE = Rule(
     `.shape` (also `x.shape[0]`), `.dtype`, `.ndim`, `.size`, `.sharding`,
     `len(x)`, `jnp.shape(x)`, `np.shape(x)`, `jax.typeof(x)`, as are
     `.is_deleted()`, `.delete()` and host NumPy data (never deleted).
+    Passing a dict to a function of the same file reads only the entries
+    it may read: `check(b)` reads `b["k"]` when `check` uses its parameter
+    only as `b["k"]` (any other use reads every entry).
 
     ## Known problems
     JAX deletes a donated input only when an output can reuse its buffer;
     otherwise it warns "Some donated buffers were not usable" and the input
     stays readable. When jaxmem cannot show that an output has the
-    parameter's shape and dtype, the message says the read *may* raise
-    (medium confidence).
+    parameter's shape and dtype, or when another donated parameter reaches
+    the same outputs (`x + y`: one buffer, two donated inputs), the message
+    says the read *may* raise (medium confidence). Per-entry reads through a helper assume `p["k"]`
+    reads only entry `"k"` (true of dicts, lists, tuples and pytree
+    containers), and are followed only into functions of the same file.
 
     ## Example
     ```python
@@ -119,6 +125,27 @@ RULE = Rule(
             raises="Array has been deleted",
             note="loaded before the call, used after it in the same expression",
         ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from functools import partial
+
+            @partial(jax.jit, donate_argnames=("q", "cache"))
+            def attend(q, cache):
+                return q * 2, cache + 1
+
+            def check(b):
+                return float(b["cache"].sum())
+
+            b = {"q": jnp.ones(3), "cache": jnp.ones(4)}
+            out = attend(q=b["q"], cache=b["cache"])
+            check(b)  # JXM101
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+            note="a helper reads a donated entry of the dict passed to it (reported for `b[\"cache\"]` only)",
+        ),
     ),
     valid=(
         Example(
@@ -148,6 +175,24 @@ RULE = Rule(
             def outer(x):
                 y = step(x)
                 return x + y  # traced: donation inside jit is a no-op
+            """
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from functools import partial
+
+            @partial(jax.jit, donate_argnames=("q", "cache"))
+            def attend(q, cache):
+                return q * 2, cache + 1
+
+            def report(b, label):
+                return label, b["lengths"].sum()
+
+            b = {"q": jnp.ones(3), "cache": jnp.ones(4), "lengths": jnp.ones(2)}
+            out = attend(q=b["q"], cache=b["cache"])
+            report(b, "step")  # reads only b["lengths"], which was not donated
             """
         ),
     ),

@@ -426,3 +426,136 @@ def test_a_key_spelled_another_way_is_the_same_key(donated, read):
     # and without the donation, the argument is not dead after the call: nothing to propose
     undonated = source.replace("@partial(jax.jit, donate_argnums=0)\ndef step", "@jax.jit\ndef step")
     assert [f for f in _findings(undonated) if f.code in ("JXM001", "JXM002")] == []
+
+
+HELPER_AFTER_DONATION = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.jit, donate_argnames=("queries", "kv_cache"))
+def attend(queries, kv_cache, keys):
+    return queries * 2, kv_cache + keys.sum()  # both outputs match: both inputs are deleted
+
+
+def check(b, out):
+{body}
+
+
+def main(b):
+    out = attend(queries=b["q"], kv_cache=b["kv_cache"], keys=b["k"])
+    return check(b, out)
+"""
+RUN_HELPER = '(lambda b: (main(b), b))({"q": jnp.ones(3), "kv_cache": jnp.ones(4), "k": jnp.ones(2)})'
+
+HELPER_READS = {
+    # tpu-inference's stacked_rpa_kv_writeback_test: the helper reads some entries of the dict
+    "reads-one-donated-key": ('    return float(b["kv_cache"].sum() + b["k"][0]) + float(out[0].sum())',
+                              {'b["kv_cache"]'}),
+    "reads-no-donated-key": ('    return float(b["k"].sum()) + float(out[1].sum())', set()),
+    "reads-only-metadata-of-donated-keys": ('    return b["q"].shape[0] + b["kv_cache"].ndim + float(b["k"].sum())',
+                                            set()),
+    "reads-every-leaf": ("    return jax.tree.map(lambda a: a + 1, b)", {'b["q"]', 'b["kv_cache"]'}),
+    "iterates": ("    return [float(v.sum()) for v in b.values()]", {'b["q"]', 'b["kv_cache"]'}),
+}
+
+
+@pytest.mark.parametrize("body,reported", list(HELPER_READS.values()), ids=list(HELPER_READS))
+def test_a_helper_reading_some_entries_is_reported_for_the_donated_ones_it_reads(body, reported):
+    source = HELPER_AFTER_DONATION.format(body=body)
+    found = _findings(source, "JXM101")
+    assert {f.message.split("`")[1] for f in found} == reported
+    assert all('this raises "Array has been deleted"' in f.message for f in found)
+    if reported:
+        with pytest.raises(RuntimeError, match="Array has been deleted"):
+            _run(source, RUN_HELPER)
+    else:
+        _, b = _run(source, RUN_HELPER)  # the helper never touches the deleted entries
+        assert b["q"].is_deleted() and b["kv_cache"].is_deleted() and not b["k"].is_deleted()
+
+
+SHARD_MAP_LOOP = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as PS
+
+
+@partial(jax.jit, donate_argnames=("cache",))
+def attend(q, cache):
+    return q + 1, cache * 2
+
+
+mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+closed = jnp.ones(4)
+
+
+{decorator}
+def body(q):
+    cache = jnp.ones(4)
+    outs = []
+    for _ in range(2):
+        o, _ = attend(q, cache)
+        o, _ = attend(o, closed)
+        outs.append(o)
+    return jnp.stack(outs)
+
+
+def main():
+    return body(jnp.ones(4)), closed
+"""
+
+
+def test_calls_in_a_shard_map_body_are_traced_and_donate_nothing():
+    # tpu-inference's ragged_paged_attention_kernel_cp_test: a donating kernel called twice
+    # in a loop inside a shard_map body, with the same cache (made in the body)
+    staged = SHARD_MAP_LOOP.format(decorator='@partial(jax.shard_map, mesh=mesh, in_specs=PS(), out_specs=PS())')
+    assert _findings(staged, "JXM105") == [] and _findings(staged, "JXM101") == []
+    _, closed = _run(staged)  # eagerly too: the body is staged, nothing is donated
+    assert not closed.is_deleted()
+    eager = SHARD_MAP_LOOP.format(decorator="")
+    assert {f.message.split("`")[1] for f in _findings(eager, "JXM105")} == {"cache", "closed"}
+    with pytest.raises(ValueError, match="Buffer has been deleted or donated"):
+        _run(eager)
+
+
+COMPETING = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.jit, donate_argnums=(0, 1))
+def combine(x, y):
+    return {body}
+
+
+def main():
+    x = jnp.ones(3)
+    y = jnp.ones(3)
+    out = combine(x, y)
+    return out, y.sum()
+"""
+
+
+def test_two_donated_inputs_sharing_one_output_only_may_raise():
+    # one output buffer goes to one donated input (x): y stays readable, JAX only warns
+    source = COMPETING.format(body="x + y")
+    (finding,) = _findings(source, "JXM101")
+    assert 'may raise "Array has been deleted"' in finding.message and "also built from donated `x`" in finding.message
+    assert finding.confidence is Confidence.MEDIUM
+    _run(source)
+
+
+@pytest.mark.parametrize("body", ["x * 2, y * 2", "{'a': x * 2, 'b': (y + 1,)}"])
+def test_donated_inputs_with_outputs_of_their_own_raise(body):
+    source = COMPETING.format(body=body)
+    (finding,) = _findings(source, "JXM101")
+    assert 'this raises "Array has been deleted"' in finding.message and finding.confidence is Confidence.HIGH
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
+        _run(source)

@@ -658,3 +658,23 @@ def test_an_init_of_another_module_that_returns_its_argument_is_not_new_memory()
     found = _run({"pipeline.py": pipeline, "m.py": main})["m.py"].findings
     (finding,) = [f for f in found if f.code == "JXM001" and f.parameter_name == "state"]
     assert finding.confidence == Confidence.MEDIUM and "may share buffers with `sys[\"x0\"]`" in finding.message
+
+
+def test_same_named_modules_that_disagree_give_no_signature():
+    other = PIPELINE.replace("def step(state, act, unused=None):", "def step(act, state):")
+    main = """
+        import jax
+        import jax.numpy as jnp
+        import pipeline
+
+        def train(n):
+            state = jnp.zeros((n,))
+            j = jax.jit(pipeline.step)
+            for _ in range(n):
+                state = j(state, jnp.ones((n,)))
+            return state
+        """
+    found = _run({"a/pipeline.py": PIPELINE, "b/pipeline.py": other, "c/m.py": main})["c/m.py"].findings
+    proposed = [f for f in found if f.code == "JXM001"]
+    assert proposed and all(f.parameter_name is None and f.confidence != Confidence.HIGH for f in proposed)
+    assert all("body of `j` is not visible" in f.message for f in proposed)
