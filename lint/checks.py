@@ -334,7 +334,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             out.add(
                 "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
                 f"`{subject}` is donated to `{d.function}` but its value outlives the call ({use.text}, line "
-                f"{use.line}): any later read raises \"Array has been deleted\"; donate a value nothing else keeps",
+                f"{use.line}): any later read {raises} \"Array has been deleted\"{unsure}; donate a value nothing "
+                f"else keeps",
                 confidence=Confidence.MEDIUM, evidence=[where, Evidence(use.text, rc.path, use.line)], **common,
             )
     if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit and not arg.reads_after:

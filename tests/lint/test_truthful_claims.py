@@ -559,3 +559,24 @@ def test_donated_inputs_with_outputs_of_their_own_raise(body):
     assert 'this raises "Array has been deleted"' in finding.message and finding.confidence is Confidence.HIGH
     with pytest.raises(RuntimeError, match="Array has been deleted"):
         _run(source)
+
+
+@pytest.mark.parametrize("callee,verb", [("step", "raises"), ("total", "may raise")])
+def test_jxm104_says_raises_only_where_an_output_can_take_the_buffer(callee, verb):
+    source = HEADER + textwrap.dedent(
+        f"""
+        def main():
+            x = jnp.ones(3)
+            kept = []
+            kept.append(x)
+            out = {callee}(x, 1.0)
+            return out, kept[0].sum()
+        """
+    )
+    (finding,) = _findings(source, "JXM104")
+    assert f"any later read {verb} " + '"Array has been deleted"' in finding.message, finding.message
+    if verb == "raises":
+        with pytest.raises(RuntimeError, match="Array has been deleted"):
+            _run(source)
+    else:
+        _run(source)  # JAX only warns: the kept array stays readable
