@@ -25,7 +25,7 @@ from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition, with
 from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blocker
 from jaxmem.lint.imports import nearest_modules
 from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
-from jaxmem.lint.jit_api import EQX_FILTER_JIT
+from jaxmem.lint.jit_api import EQX_FILTER_JIT, donation_option
 from jaxmem.lint.provenance import (
     CALL, DERIVED, HOST, MODULE_HELD, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin,
 )
@@ -574,8 +574,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         doubts.append("only this file was analysed: calls in other files are not seen")
     if doubts:
         confidence, why = Confidence.MEDIUM, f": {doubts[0]}"
-    kw = "donate_argnames" if index is None else "donate_argnums"
-    spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
+    spelled, _ = donation_option(definition.transform, index, name, None)  # nnx.jit: argnums or argnames
     out.add(
         "JXM001", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),
         f"`{definition.function}` does not donate `{name}`, which it updates in place and nnx writes back: "
@@ -737,8 +736,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         doubts = [d for _, v in verdicts for d in v.doubts] + extra
         why = f": {doubts[0]}" if doubts and confidence is not Confidence.HIGH else ""
         rebound = any(v.rebound for _, v in verdicts)
-        kw = "donate_argnames" if index is None else "donate_argnums"
-        spelled = f"{kw}=('{name}',)" if index is None else f"{kw}=({index},)"
+        spelled, fixable = donation_option(definition.transform, index, name,
+                                           len(sig.positional) if sig is not None else None)
         span = _span(definition.line, definition.col, definition.end_line, definition.end_col)
         param_name = name if sig is not None else None  # "argument 0": no name to spell in argnames
         if rebound:
@@ -747,7 +746,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                 f"`{definition.function}` does not donate `{name}`, which is dead after every call and rebound "
                 f"from the result: add {spelled} to reuse its memory ({confidence.value} confidence{why})",
                 confidence=confidence, definition=definition, definition_path=def_path,
-                parameter=(index, param_name), evidence=evidence, fix=DonationFix(definition.line, index, param_name),
+                parameter=(index, param_name), evidence=evidence,
+                fix=DonationFix(definition.line, index, param_name) if fixable else None,
             )
         else:
             # Dead in the calling scope is all that is known; say what is not (the caller, a container).

@@ -52,6 +52,23 @@ HALIAX_NAMED_JIT = Transform(
 )
 PENZAI_VARIABLE_JIT = Transform("penzai.variable_jit")
 
+
+def donation_option(transform: str, index: int | None, name: str, positional: int | None) -> tuple[str, bool]:
+    """How ``transform`` (a :class:`Transform` name) spells donating one parameter,
+    and whether jaxmem-fix writes it.  ``index`` is None for a keyword-only
+    parameter; ``positional`` counts the positional parameters, when known.
+    haliax's ``named_jit`` takes a pytree of flags, one per argument
+    (``donate_args=(True, False)``), which the fixer does not write."""
+    if transform == HALIAX_NAMED_JIT.name:
+        if index is None:
+            return f"donate_kwargs={{'{name}': True}}", False
+        count = max(positional or 0, index + 1)
+        flags = ", ".join("True" if i == index else "False" for i in range(count))
+        return f"donate_args=({flags}{',' if count == 1 else ''})", False
+    if index is None:
+        return f"donate_argnames=('{name}',)", True
+    return f"donate_argnums=({index},)", True
+
 TRANSFORMS: dict[str, Transform] = {
     "jax.jit": JIT,
     "jax.api.jit": JIT,

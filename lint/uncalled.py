@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
-from jaxmem.lint.jit_api import EQX_FILTER_JIT, HALIAX_NAMED_JIT
+from jaxmem.lint.jit_api import EQX_FILTER_JIT, donation_option
 from jaxmem.lint.signatures import KEYWORD_ONLY
 from jaxmem.lint.usefulness import PRESERVED
 
@@ -94,11 +94,8 @@ def _candidates(definition: JitDefinition) -> list[tuple[int | None, str]]:
 
 def _spelled(definition: JitDefinition, index: int | None, name: str) -> str:
     """The donation option that donates this one parameter, as the transform spells it."""
-    if definition.transform == HALIAX_NAMED_JIT.name and index is not None:
-        return f"donate_args=({', '.join(['False'] * index + ['True'])},)"
-    if index is None:
-        return f"donate_argnames=('{name}',)"
-    return f"donate_argnums=({index},)"
+    positional = len(definition.signature.positional) if definition.signature is not None else None
+    return donation_option(definition.transform, index, name, positional)[0]
 
 
 def _message(definition: JitDefinition, name: str, spelled: str) -> str:

@@ -580,3 +580,25 @@ def test_jxm104_says_raises_only_where_an_output_can_take_the_buffer(callee, ver
             _run(source)
     else:
         _run(source)  # JAX only warns: the kept array stays readable
+
+
+def test_named_jit_advice_is_spelled_as_haliax_takes_it_and_not_marked_fixable():
+    source = textwrap.dedent(
+        """
+        import haliax as hax
+        import jax.numpy as jnp
+
+        @hax.named_jit
+        def step(state, batch):
+            return state + batch
+
+        def train(batches):
+            state = jnp.zeros(3)
+            for b in batches:
+                state = step(state, b)
+            return state
+        """
+    )
+    (finding,) = [f for f in _findings(source, "JXM001") if f.parameter_name == "state"]
+    assert "add donate_args=(True, False) to reuse its memory" in finding.message
+    assert finding.fix is None  # jaxmem-fix does not write donate_args: the finding must not say it does
