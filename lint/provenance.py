@@ -487,10 +487,12 @@ class Provenance:
 
         return self._bound_only_to(expr, made_by, depth)
 
-    def is_stateless_optimizer(self, expr, depth: int = 0) -> bool:
+    def is_stateless_optimizer(self, expr, depth: int = 0, at: Point | None = None) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` holds no array
         (``optax.sgd(0.02)``, ``optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))``,
-        or a name bound only to one)."""
+        or a name bound only to one; with ``at``, the point after a call, only the
+        bindings that reach that call count: ``tx = optax.adam(...)`` earlier in a
+        notebook does not make a later ``tx = optax.sgd(0.02); tx.init(p)`` hold arrays)."""
         def made_by(call: cst.Call, inner: int) -> bool:
             qualified = self.ctx.imports.resolve(call.func)
             if qualified == "optax.chain":
@@ -501,9 +503,9 @@ class Provenance:
                 return False  # momentum, nesterov, accumulator_dtype: a trace state
             return qualified in OPTAX_NO_STATE and all(_is_number(arg.value) for arg in call.args)
 
-        return self._bound_only_to(expr, made_by, depth)
+        return self._bound_only_to(expr, made_by, depth, at)
 
-    def _bound_only_to(self, expr, made_by, depth: int) -> bool:
+    def _bound_only_to(self, expr, made_by, depth: int, at: Point | None = None) -> bool:
         """Whether ``expr`` is a call ``made_by(call, depth)`` accepts, or a local or
         module-level name (``tx = optax.adam(1e-3)``) bound only to such calls."""
         if depth > _MAX_DEPTH:
@@ -518,7 +520,7 @@ class Provenance:
             return bool(values) and all(self._bound_only_to(value, made_by, depth + 1) for value in values)
         if self.owner_of(key) != "local":
             return False
-        writes = self.writes_of(key)
+        writes = self._reaching_writes(key, at) if at is not None else self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "value" and event.origin is not None
             and self._bound_only_to(event.origin, made_by, depth + 1) for event in writes)
@@ -542,7 +544,7 @@ class Provenance:
                        for e in expr.elements)
         if isinstance(expr, cst.Call):
             if (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "init" and len(expr.args) == 1
-                    and self.is_stateless_optimizer(expr.func.value, depth + 1)):
+                    and self.is_stateless_optimizer(expr.func.value, depth + 1, self.flow.point_after(expr))):
                 return True  # optax.sgd(0.02).init(params): empty states only
             qualified = self.ctx.imports.resolve(expr.func)
             if qualified is None and isinstance(expr.func, cst.Name):

@@ -602,3 +602,41 @@ def test_named_jit_advice_is_spelled_as_haliax_takes_it_and_not_marked_fixable()
     (finding,) = [f for f in _findings(source, "JXM001") if f.parameter_name == "state"]
     assert "add donate_args=(True, False) to reuse its memory" in finding.message
     assert finding.fix is None  # jaxmem-fix does not write donate_args: the finding must not say it does
+
+
+NOTEBOOK_REBINDS_TX = """\
+import jax
+import jax.numpy as jnp
+import optax
+
+tx = optax.{first}
+params = {{"w": jnp.ones(3)}}
+opt_state = tx.init(params)
+
+
+@jax.jit
+def step(tx, params, opt_state, batch):
+    grads = jax.tree.map(lambda p: p * batch.mean(), params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+tx = optax.{second}
+opt_state = tx.init(params)
+for _ in range(3):
+    params, opt_state = step(tx, params, opt_state, jnp.ones(2))
+leaves = len(jax.tree.leaves(opt_state))
+"""
+
+
+@pytest.mark.parametrize("first,second,proposed", [
+    ("adam(1e-3)", "sgd(learning_rate=0.02)", False), ("sgd(0.02)", "adam(1e-3)", True)])
+def test_only_the_optimizer_bound_where_init_runs_decides(first, second, proposed):
+    # flax_basics.ipynb: an earlier cell binds tx = optax.adam(...), a later one tx = optax.sgd(0.02)
+    source = NOTEBOOK_REBINDS_TX.format(first=first, second=second)
+    names = {f.parameter_name for f in _findings(source, "JXM001")}
+    assert ("opt_state" in names) is proposed
+    namespace = {"__name__": "prog"}
+    exec(compile(source.replace("@jax.jit", "@functools.partial(jax.jit, static_argnums=0)")
+                 .replace("import jax\n", "import functools\nimport jax\n", 1), "prog.py", "exec"), namespace)
+    assert (namespace["leaves"] > 0) is proposed  # sgd without momentum: no array to donate
