@@ -10,8 +10,8 @@ syntactic ones PositionProvider gives (a test compares them).
 from __future__ import annotations
 
 import bisect
-import itertools
 import contextlib
+import itertools
 import threading
 from dataclasses import dataclass
 
