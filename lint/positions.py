@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import threading
 from dataclasses import dataclass
 
@@ -46,6 +47,12 @@ class _IndexState(CodegenState):
         self.spans: dict[int, tuple[int, int]] = {}
         self.code_spans: dict[int, tuple[int, int]] = {}
         self._stack: list[int] = []
+        self.popped = ""
+
+    def pop_trailing_newline(self) -> None:
+        # PositionProvider's module range still ends after this newline.
+        if self.tokens:
+            self.popped = self.tokens.pop()
 
     def before_codegen(self, node) -> None:
         self._stack.append(len(self.tokens))
@@ -171,6 +178,7 @@ class Positions:
         self._code_spans: dict[int, tuple[int, int]] = {}
         self._tokens: list[str] = []
         self._newline_at: list[int] | None = None
+        self._popped = ""  # the final newline of a module without one, which codegen drops
 
     def _index(self) -> dict[int, tuple[int, int]]:
         # Built on first use: many files parsed turn out to need no position.
@@ -179,20 +187,15 @@ class Positions:
             with _parentheses_without_generators():
                 self._module._codegen(state)
             self._spans, self._tokens, self._code_spans = state.spans, state.tokens, state.code_spans
+            self._popped = state.popped
         return self._spans
 
     def _table(self):
         # Character offset of every token start, and offsets of line starts.
         if self._newline_at is None:
-            offsets = [0] * (len(self._tokens) + 1)
-            text_parts = []
-            total = 0
-            for i, token in enumerate(self._tokens):
-                offsets[i] = total
-                total += len(token)
-                text_parts.append(token)
-            offsets[len(self._tokens)] = total
-            text = "".join(text_parts).replace("\r\n", " \n").replace("\r", "\n")
+            offsets = list(itertools.accumulate(map(len, self._tokens), initial=0))
+            text = "".join(self._tokens) + self._popped
+            text = text.replace("\r\n", " \n").replace("\r", "\n")
             line_starts = [0]
             index = text.find("\n")
             while index != -1:
@@ -210,6 +213,11 @@ class Positions:
 
     def __getitem__(self, node: cst.CSTNode) -> Range:
         start, end = self._index()[id(node)]
+        if node is self._module and self._popped:
+            offsets, line_starts = self._table()
+            offset = offsets[-1] + len(self._popped)
+            line = bisect.bisect_right(line_starts, offset)
+            return Range(self._location(start), Location(line, offset - line_starts[line - 1]))
         return Range(self._location(start), self._location(end))
 
     def __contains__(self, node: cst.CSTNode) -> bool:
