@@ -86,6 +86,7 @@ class Index:
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         self.private_names = {facts.path: facts.private_names for facts in all_facts}
+        self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         for facts in all_facts:
             for scope, why in facts.nested_summaries.items():
                 self.nested[(facts.path, scope)] = why
@@ -925,7 +926,10 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
 
 
 def _note_uncalled(definition: JitDefinition, def_path: str, project: Index, out: Reporter) -> None:
-    """JXM003 for a definition no call of the run reaches (a partial view never says so)."""
+    """JXM003 for a definition no call of the run reaches (a partial view never says so), unless
+    its file hands it to a tracing higher-order function (``lax.scan(step, ...)``): it runs traced."""
+    if len(definition.callee) == 1 and definition.callee[0] in project.traced_callables.get(def_path, ()):
+        return
     around = len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0], definition.scope)
     for p in uncalled_proposals(definition, around):
         out.add("JXM003", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),

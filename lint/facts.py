@@ -160,6 +160,9 @@ class FileFacts:
     # Identifiers with a leading underscore its whole text mentions (relevance.private_names):
     # a private method no other file names is called only where jaxmem sees it.
     private_names: frozenset[str] = frozenset()
+    # Names handed to a tracing higher-order function (``lax.fori_loop(0, n, body_fn, x)``):
+    # such a callable runs traced, where a donation does nothing (JXM003 says nothing of it).
+    traced_callables: set[str] = field(default_factory=set)
 
 
 def module_names_for(path: str) -> tuple[str, ...]:
@@ -913,6 +916,24 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
+_TRACING_HOF_NAMES = frozenset({"fori_loop", "scan", "while_loop", "cond", "switch", "map", "associative_scan",
+                                "vmap", "jit", "pmap", "checkpoint", "remat"})
+TRACING_HOFS = frozenset({f"jax.lax.{name}" for name in ("fori_loop", "scan", "while_loop", "cond", "switch", "map",
+                                                         "associative_scan")}
+                         | {f"jax.{name}" for name in ("vmap", "jit", "pmap", "checkpoint", "remat")})
+
+
+def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
+    """Names ``flow``'s calls hand to a tracing higher-order function (``TRACING_HOFS``)."""
+    found: set[str] = set()
+    for call in flow.call_nodes:
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last in _TRACING_HOF_NAMES and imports.resolve(func) in TRACING_HOFS:
+            found.update(arg.value.value for arg in call.args if isinstance(arg.value, cst.Name))
+    return found
+
+
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
                        lambda call: ctx.key_reads(call, scope))
@@ -950,6 +971,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     module_flow = _flow_builder(ctx).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
+    facts.traced_callables |= _traced_callables(module_flow, imports)
 
     functions = list(_function_scopes(module.body))
     parents = {scopes[1] for _, scopes, _ in functions if len(scopes) > 2}
@@ -969,6 +991,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))
         # a local passed around is that scope's own: another scope's same-named local is not it
+        facts.traced_callables |= _traced_callables(flow, imports)
         local = (params | _assigned_names(flow)) - flow.globals  # not its `global`/`nonlocal` names
         facts.referenced |= {f"{scopes[0]}::{name}" if name in local else name for name in flow.passed}
 

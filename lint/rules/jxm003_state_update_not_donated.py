@@ -35,9 +35,11 @@ RULE = Rule(
     are not read again) or immediate calls (`jax.jit(f)(x)`).
 
     A call jaxmem cannot resolve (through a dict, a property, a parameter
-    of another name) counts as no call. A jitted function only handed to
-    another transform (`jax.lax.scan(step, ...)`, `jax.jit(step)`) runs
-    traced, where donation is a no-op: the note is then useless. A helper
+    of another name) counts as no call. A jitted function handed by name,
+    in its own file, to a tracing transform (`jax.lax.scan(step, ...)`,
+    `lax.fori_loop(0, n, body_fn, x)`, `jax.vmap(step)`) runs traced, where
+    donation is a no-op: it is not reported; handed on in another file, or
+    under another name, the note is useless. A helper
     whose callers keep the argument (`tree_bias_correction(mu, ...)` with
     `mu` kept in the optimizer state) must not donate it: read the callers
     before following the note.

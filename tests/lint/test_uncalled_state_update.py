@@ -204,3 +204,27 @@ def test_nnx_and_equinox_definitions_are_left_to_their_call_sites():
 def test_noqa_on_the_def_line_silences_it(tmp_path):
     silenced = LIBRARY.replace("def train_step(state, batch):", "def train_step(state, batch):  # noqa: JXM003")
     assert _findings({"library.py": silenced}, folder=tmp_path) == []
+
+
+def test_a_body_handed_to_a_jax_loop_runs_traced_and_is_not_reported():
+    # jax-md's notebooks: @jit def body_fn(i, val) handed to lax.fori_loop; qdax's steps to lax.scan
+    source = textwrap.dedent("""\
+        import jax
+        from jax import lax
+
+        @jax.jit
+        def body_fn(i, val):
+            return val * 0.5
+
+        @jax.jit
+        def step(carry, x):
+            return carry + x, x
+
+        def simulate(val, xs):
+            val = lax.fori_loop(0, 10, body_fn, val)
+            return lax.scan(step, val, xs)
+        """)
+    assert _findings({"sim.py": source}) == []
+    # the same definitions with no loop to hand them to are library steps: reported
+    library = source.split("def simulate")[0]
+    assert {f.parameter_name for f in _findings({"sim.py": library})} == {"val", "carry", "x"}
