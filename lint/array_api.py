@@ -231,6 +231,12 @@ TRACING_TRANSFORMS = frozenset(
     "jax." + name for name in ("vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
                                "checkpoint", "remat")
 )
+# Functions that trace the callable handed to them (``lax.fori_loop(0, n, body_fn, x)``):
+# it runs on tracers, where a donation does nothing.
+TRACING_HIGHER_ORDER = frozenset(
+    {"jax.lax." + name for name in ("fori_loop", "scan", "while_loop", "cond", "switch", "map", "associative_scan")}
+    | {"jax." + name for name in ("vmap", "jit", "pmap", "checkpoint", "remat")}
+)
 # Decorators that stage the whole body into a jaxpr whenever the function is
 # called, eagerly too (checked on jax 0.10.2: an array closed over or made in a
 # ``shard_map`` body and passed twice to a donating jit is never deleted).  Not

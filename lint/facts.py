@@ -24,7 +24,8 @@ from jaxmem.lint.definitions import (
     returned_function,
 )
 from jaxmem.lint.array_api import (
-    NEW, READING_WRAPPERS, READS, STAGING_DECORATORS, TRACING_TRANSFORMS, call_effect, saves_synchronously,
+    NEW, READING_WRAPPERS, READS, STAGING_DECORATORS, TRACING_HIGHER_ORDER, TRACING_TRANSFORMS, call_effect,
+    saves_synchronously,
 )
 from jaxmem.lint.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
 from jaxmem.lint.imports import ImportTable
@@ -916,20 +917,16 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
-_TRACING_HOF_NAMES = frozenset({"fori_loop", "scan", "while_loop", "cond", "switch", "map", "associative_scan",
-                                "vmap", "jit", "pmap", "checkpoint", "remat"})
-TRACING_HOFS = frozenset({f"jax.lax.{name}" for name in ("fori_loop", "scan", "while_loop", "cond", "switch", "map",
-                                                         "associative_scan")}
-                         | {f"jax.{name}" for name in ("vmap", "jit", "pmap", "checkpoint", "remat")})
+_TRACING_HOF_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in TRACING_HIGHER_ORDER)
 
 
 def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
-    """Names ``flow``'s calls hand to a tracing higher-order function (``TRACING_HOFS``)."""
+    """Names ``flow``'s calls hand to a tracing higher-order function (``TRACING_HIGHER_ORDER``)."""
     found: set[str] = set()
     for call in flow.call_nodes:
         func = call.func
         last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if last in _TRACING_HOF_NAMES and imports.resolve(func) in TRACING_HOFS:
+        if last in _TRACING_HOF_NAMES and imports.resolve(func) in TRACING_HIGHER_ORDER:
             found.update(arg.value.value for arg in call.args if isinstance(arg.value, cst.Name))
     return found
 
@@ -990,8 +987,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))
-        # a local passed around is that scope's own: another scope's same-named local is not it
         facts.traced_callables |= _traced_callables(flow, imports)
+        # a local passed around is that scope's own: another scope's same-named local is not it
         local = (params | _assigned_names(flow)) - flow.globals  # not its `global`/`nonlocal` names
         facts.referenced |= {f"{scopes[0]}::{name}" if name in local else name for name in flow.passed}
 

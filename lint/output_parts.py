@@ -14,8 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.usefulness import _EMPTY, _Body, _statement, _union
-from jaxmem.lint.walk import small_statements, suite_statements
+from jaxmem.lint.usefulness import interpret
 
 Parts = tuple[frozenset[str], ...]  # per returned part: the parameters it preserves
 
@@ -23,22 +22,11 @@ Parts = tuple[frozenset[str], ...]  # per returned part: the parameters it prese
 def returned_parts(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> Parts | None:
     """Per returned part, the parameters that reach it through shape-preserving
     operations; None when the returns do not all have the same parts."""
-    params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body = _Body(imports, [p.name.value for p in params])
-    if isinstance(function, cst.Lambda):
-        returns = [function.body]
-    else:
-        statements = list(small_statements(suite_statements(function.body), into_scopes=False))
-        top = {id(small) for stmt in suite_statements(function.body)
-               if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body}
-        for _ in range(2):  # as ``output_reach`` does: loops' later assignments reach earlier uses
-            for small in statements:
-                _statement(body, small, replaces=id(small) in top)
-        returns = [small.value for small in statements if isinstance(small, cst.Return)]
+    body, _, returns = interpret(function, imports)
     shapes = [_parts(value) for value in returns]
     if not shapes or any(len(shape) != len(shapes[0]) for shape in shapes):
         return None
-    return tuple(frozenset(_union(*(body.expr(shape[i]) if shape[i] is not None else _EMPTY for shape in shapes))[0])
+    return tuple(frozenset().union(*(body.expr(shape[i])[0] for shape in shapes if shape[i] is not None))
                  for i in range(len(shapes[0])))
 
 

@@ -85,6 +85,9 @@ _MAX_DEPTH = 10  # chains through holding calls take 3 levels per hop
 # schedule-free): it is a library call that may share buffers with its argument.
 _FRESH_METHODS = frozenset({"init", "init_with_output"})
 
+# ``model.apply`` passed along is a function, not the model's arrays.
+_FUNCTION_ATTRIBUTES = frozenset({"apply", "__call__"})
+
 
 def _is_model_init(call: cst.Call, qualified: str | None, method: str | None) -> bool:
     """``model.init(rng, x)``: flax's and haiku's convention, new variables.  Not a
@@ -93,8 +96,6 @@ def _is_model_init(call: cst.Call, qualified: str | None, method: str | None) ->
     receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
     return (method in _FRESH_METHODS and len(call.args) > 1 and qualified is None
             and not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")))
-# ``model.apply`` passed along is a function, not the model's arrays.
-_FUNCTION_ATTRIBUTES = frozenset({"apply", "__call__"})
 
 
 @dataclass(frozen=True)

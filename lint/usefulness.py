@@ -136,12 +136,12 @@ class _Body:
             return _union(*arg_flows)
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
-            receiver = self.expr(call.func.value)
             if method in SHAPE_CHANGING_METHODS:
                 return _EMPTY
             if method in INDEXED_UPDATE_METHODS and _is_indexed_update(call.func.value):
                 # x.at[i].set(v): the result is x's; v is what goes in at i (a slice, or broadcast)
                 return _union(self.expr(call.func.value.value.value), _maybe(_union(*arg_flows)))
+            receiver = self.expr(call.func.value)
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
             return _maybe(_union(receiver, *arg_flows))
@@ -227,23 +227,30 @@ def _is_indexed_update(node) -> bool:
     return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "at"
 
 
-def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> dict[str, str]:
-    """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``."""
+def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> tuple[_Body, _Flow, list]:
+    """Run the data flow over ``function``'s body: ``(the body's names after it, the
+    returned flow, the returned expressions)``."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
     body = _Body(imports, [p.name.value for p in params])
     if isinstance(function, cst.Lambda):
-        returned = body.expr(function.body)
-    else:
-        statements = list(small_statements(suite_statements(function.body), into_scopes=False))
-        # A rebinding at the body's top level replaces a name's value; one inside an
-        # ``if``, loop or ``try`` may not run, so the earlier value may still be there.
-        top = {id(small) for stmt in suite_statements(function.body)
-               if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body}
+        return body, body.expr(function.body), [function.body]
+    statements = list(small_statements(suite_statements(function.body), into_scopes=False))
+    # A rebinding at the body's top level replaces a name's value; one inside an
+    # ``if``, loop or ``try`` may not run, so the earlier value may still be there.
+    top = {id(small) for stmt in suite_statements(function.body)
+           if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body}
+    returned = _EMPTY
+    for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
         returned = _EMPTY
-        for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
-            returned = _EMPTY
-            for small in statements:
-                returned = _union(returned, _statement(body, small, replaces=id(small) in top))
+        for small in statements:
+            returned = _union(returned, _statement(body, small, replaces=id(small) in top))
+    return body, returned, [small.value for small in statements if isinstance(small, cst.Return)]
+
+
+def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> dict[str, str]:
+    """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``."""
+    params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+    body, returned, _ = interpret(function, imports)
     body_node = function.body
     read = {node.value for node in [body_node, *descendants(body_node)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}
