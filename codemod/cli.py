@@ -53,9 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="oldest jax the project supports (default: config jax-version, else the "
                         "lower bound in pyproject.toml/requirements*.txt); from 0.8.1 a bare @jax.jit "
                         "becomes @jax.jit(donate_argnums=...)")
-    parser.add_argument("--verified", metavar="REPORT",
+    parser.add_argument("--verified", metavar="REPORT", action="append",
                         help="apply only donations confirmed by this `jaxmem confirm --out` report (at any "
-                        "confidence) or `jaxmem verify --format json` report")
+                        "confidence) or `jaxmem verify --format json` report; repeat it to combine runs (a "
+                        "donation one run refuted is never applied)")
     add_run_options(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
     return parser
@@ -117,7 +118,7 @@ class _Fixer:
     def run(self) -> int:
         from jaxmem.api import check_paths
         from jaxmem.codemod.project import project_jax_lower_bound
-        from jaxmem.codemod.verified import VerifiedReportError, load_verified
+        from jaxmem.codemod.verified import VerifiedReportError, load_verified_reports
         from jaxmem.config import ConfigError, load_config
         from jaxmem.discovery import DiscoveryError, missing_paths
         from jaxmem.findings import Confidence
@@ -130,7 +131,7 @@ class _Fixer:
             return EXIT_ERROR
         try:
             config = load_config(self.paths, self.args.config)
-            self.verified = load_verified(self.args.verified) if self.args.verified else None
+            self.verified = load_verified_reports(self.args.verified) if self.args.verified else None
         except (ConfigError, VerifiedReportError) as error:
             print(f"jaxmem-fix: {error}", file=sys.stderr)
             return EXIT_ERROR

@@ -119,7 +119,7 @@ def _confirm_outcomes(path: str, document: dict) -> VerifiedDonations:
         outcome = proposal.get("outcome")
         refutations = [r.get("message", "") for r in proposal.get("refutations") or [] if isinstance(r, dict)]
         why = (None if outcome == "confirmed" else
-               f"refuted by the run: {refutations[0]}" if outcome == "refuted" and refutations else
+               f"{_REFUTED_PREFIX}: {refutations[0]}" if outcome == "refuted" and refutations else
                "the run did not observe it (no call made with the donation); run a command that reaches it"
                if outcome == "not observed" else f"the run did not confirm it ({outcome})")
         parameters = confirmations.setdefault((definition_path, line), {})
@@ -127,9 +127,58 @@ def _confirm_outcomes(path: str, document: dict) -> VerifiedDonations:
         if isinstance(proposal.get("parameter_index"), int):
             keys.append(f"#{proposal['parameter_index']}")
         for key in keys:
-            if isinstance(key, str) and parameters.get(key, "?") is not None:
-                parameters[key] = why
+            if isinstance(key, str):
+                parameters[key] = _stronger(parameters.get(key, _UNSEEN), why)
     return VerifiedDonations(confirmations=confirmations)
+
+
+_UNSEEN = "?"
+_REFUTED_PREFIX = "refuted by the run"
+
+
+def _stronger(earlier: str | None, later: str | None) -> str | None:
+    """One verdict from two on the same parameter: a refutation wins, then a confirmation,
+    then the first other reason (each run covers only the paths it took)."""
+    for verdict in (earlier, later):
+        if verdict is not None and verdict.startswith(_REFUTED_PREFIX):
+            return verdict
+    if earlier is None or later is None:
+        return None
+    return later if earlier == _UNSEEN else earlier
+
+
+def _merged(first: VerifiedDonations, second: VerifiedDonations, path: str) -> VerifiedDonations:
+    """Two reports of one kind as one: confirm verdicts by :func:`_stronger`, verify leaves added up."""
+    if first.any_confidence != second.any_confidence:
+        raise VerifiedReportError(f"{path}: a {'confirm' if second.any_confidence else 'verify'} report given "
+                                  f"with {'verify' if second.any_confidence else 'confirm'} reports; pass "
+                                  "--verified with reports of one kind (`jaxmem confirm --out` or `jaxmem verify`)")
+    if first.confirmations is not None:
+        for definition, parameters in second.confirmations.items():
+            merged = first.confirmations.setdefault(definition, {})
+            for key, why in parameters.items():
+                merged[key] = _stronger(merged.get(key, _UNSEEN), why)
+        return first
+    for definition, parameters in second.outcomes.items():
+        merged = first.outcomes.setdefault(definition, {})
+        for key, outcome in parameters.items():
+            total = merged.setdefault(key, _ParameterOutcome())
+            total.leaves += outcome.leaves
+            total.unusable.extend(outcome.unusable)
+    return first
+
+
+def load_verified_reports(paths: list[str]) -> VerifiedDonations:
+    """Read several reports of one kind as one (``--verified`` given more than once).
+
+    Confirm reports: a donation is confirmed when some run confirmed it and
+    no run refuted it.  Verify reports: every donated leaf of the parameter,
+    in every report, must have been reused.  Raises :class:`VerifiedReportError`.
+    """
+    combined = load_verified(paths[0])
+    for path in paths[1:]:
+        combined = _merged(combined, load_verified(path), path)
+    return combined
 
 
 def load_verified(path: str) -> VerifiedDonations:

@@ -223,16 +223,20 @@ def test_confirm_without_a_command_or_with_an_unwritable_report_is_a_usage_error
     assert result.returncode == 2 and "missing/dir/r.json" in result.stderr
 
 
-def _confirm_report(tmp_path, outcome, **extra):
-    from jaxmem.codemod.verified import load_verified
-
+def _write_confirm_report(tmp_path, outcome, name="report.json", **extra):
     proposal = {"definition_path": str(tmp_path / "train.py"), "definition_line": 5, "function": "step",
                 "parameter_name": "state", "parameter_index": 0, "confidence": "medium", "outcome": outcome,
                 "refutations": [{"kind": "read-after", "message": "`state` was read at train.py:9"}]
                 if outcome == "refuted" else []}
-    (tmp_path / "report.json").write_text(json.dumps(
+    (tmp_path / name).write_text(json.dumps(
         {"format": "jaxmem-confirm", "version": 1, "proposals": [proposal], **extra}))
-    return load_verified(str(tmp_path / "report.json"))
+    return str(tmp_path / name)
+
+
+def _confirm_report(tmp_path, outcome, **extra):
+    from jaxmem.codemod.verified import load_verified
+
+    return load_verified(_write_confirm_report(tmp_path, outcome, **extra))
 
 
 def test_verified_reads_confirm_reports(tmp_path):
@@ -246,6 +250,34 @@ def test_verified_reads_confirm_reports(tmp_path):
     assert "did not observe" in _confirm_report(tmp_path, "not observed").why_not_confirmed(path, fix)
     other = DonationFix(definition_line=5, index=1, name="batch")
     assert "no proposal for this parameter" in confirmed.why_not_confirmed(path, other)
+
+
+@pytest.mark.parametrize(("outcomes", "applied"), [
+    (("confirmed", "not observed"), True),  # each run covers the paths it took
+    (("not observed", "confirmed"), True),
+    (("confirmed", "refuted"), False),  # one run that read it after the call is enough to refute
+    (("refuted", "confirmed"), False),
+    (("not observed", "not observed"), False),
+])
+def test_verified_combines_several_confirm_reports(tmp_path, outcomes, applied):
+    from jaxmem.codemod.verified import load_verified_reports
+    from jaxmem.findings import DonationFix
+
+    paths = [_write_confirm_report(tmp_path, outcome, name=f"r{i}.json") for i, outcome in enumerate(outcomes)]
+    why = load_verified_reports(paths).why_not_confirmed(str(tmp_path / "train.py"),
+                                                         DonationFix(definition_line=5, index=0, name="state"))
+    assert (why is None) == applied
+    if "refuted" in outcomes:
+        assert "read at train.py:9" in why
+
+
+def test_verified_refuses_confirm_and_verify_reports_together(tmp_path):
+    from jaxmem.codemod.verified import VerifiedReportError, load_verified_reports
+
+    confirm = _write_confirm_report(tmp_path, "confirmed")
+    (tmp_path / "verify.json").write_text(json.dumps({"format": "jaxmem-verify", "version": 1, "reports": []}))
+    with pytest.raises(VerifiedReportError, match="verify.json: a verify report given with confirm reports"):
+        load_verified_reports([confirm, str(tmp_path / "verify.json")])
 
 
 def test_verified_rejects_a_confirm_report_of_another_version(tmp_path):
@@ -267,3 +299,57 @@ def test_the_programs_own_read_after_donation_refutes_no_proposal(tmp_path):
     assert proposals["params"]["outcome"] == "confirmed"
     assert proposals["opt_state"]["outcome"] == "refuted"
     assert "(the same array, donated twice)" in proposals["opt_state"]["refutations"][0]["message"]
+
+
+def test_verified_with_two_runs_applies_only_what_neither_refuted(tmp_path):
+    """One definition, two programs: a plain loop confirms `params`; a loop whose logger reads
+    the old params after the step refutes it. Given both reports, the fixer leaves it alone."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "lib.py").write_text(textwrap.dedent("""
+        import jax
+
+
+        @jax.jit
+        def step(params, scale):
+            return jax.tree.map(lambda p: p * scale, params)
+    """))
+    (tmp_path / "plain.py").write_text(textwrap.dedent("""
+        import jax.numpy as jnp
+        from lib import step
+
+        params = {"w": jnp.ones((256,))}
+        for _ in range(3):
+            params = step(params, 0.5)
+        print(float(params["w"].sum()))
+    """))
+    logged = (PROGRAMS / "optax_read_after.py").read_text()
+    logged = logged.replace("@jax.jit\ndef step(params, batch):\n    return jax.tree.map(lambda p: p - 0.1 * "
+                            "batch.mean(), params)\n", "from lib import step\n")
+    (tmp_path / "logged.py").write_text(logged.replace("step(params, jnp.ones((2,)))", "step(params, 0.5)"))
+    assert "from lib import step" in (tmp_path / "logged.py").read_text()
+    reports = []
+    for program in ("plain.py", "logged.py"):
+        result = subprocess.run([sys.executable, "-m", "jaxmem.cli", "confirm", "--out", f"{program}.json", "--",
+                                 "python", program], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        (proposal,) = [p for p in json.loads((tmp_path / f"{program}.json").read_text())["proposals"]
+                       if p["function"] == "step"]
+        reports.append(proposal["outcome"])
+    assert reports == ["confirmed", "refuted"]
+
+    def fixed(*reports):
+        (tmp_path / "lib.py").write_text((tmp_path / "lib.py").read_text().replace("@jax.jit(donate_argnums=0)",
+                                                                                   "@jax.jit"))
+        args = [word for report in reports for word in ("--verified", report)]
+        result = subprocess.run([sys.executable, "-m", "jaxmem.codemod.cli", *args, "lib.py"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=300)
+        return result, (tmp_path / "lib.py").read_text()
+
+    result, text = fixed("plain.py.json", "logged.py.json")
+    assert "donate" not in text and "refuted by the run" in result.stdout + result.stderr
+    result, text = fixed("plain.py.json")
+    assert "donate_argnums=0" in text, result.stdout + result.stderr
+    run = subprocess.run([sys.executable, "-c", "import jax.numpy as jnp\nfrom lib import step\n"
+                          "p = {'w': jnp.ones((256,))}\nq = step(p, 0.5)\nprint(p['w'].is_deleted())"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.stdout.strip() == "True", run.stderr
