@@ -146,8 +146,10 @@ def changed_tests(before: str, after: str) -> list[str] | None:
     return sorted(set(names))
 
 
-def run_file(python: Path, root: Path, relative: str, timeout: float, tests: list[str] | None = None) -> tuple[str, str]:
-    """(outcome, last lines of output) of running ``relative`` in ``root`` (only ``tests`` when given)."""
+def run_file(python: Path, root: Path, relative: str, timeout: float, tests: list[str] | None = None, *,
+             wrapper: list[str] = (), extra_path: list[str] = ()) -> tuple[str, str]:
+    """(outcome, last lines of output) of running ``relative`` in ``root`` (only ``tests`` when given),
+    under ``wrapper`` (e.g. ``jaxmem confirm --``) with ``extra_path`` after ``root`` on ``PYTHONPATH``."""
     is_test = relative.endswith("_test.py") or Path(relative).name.startswith("test_")
     # ``-p no:jaxmem``: the run venv sees jaxmem's entry points through .venv's .pth file but
     # cannot import an editable jaxmem, and the plugin is not what is measured here
@@ -155,10 +157,11 @@ def run_file(python: Path, root: Path, relative: str, timeout: float, tests: lis
         if is_test else [str(python), relative]
     if is_test and tests:
         command += ["-k", " or ".join(tests)]
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1",
-               XLA_FLAGS="--xla_force_host_platform_device_count=1")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(root), *extra_path]),
+               PYTHONDONTWRITEBYTECODE="1", XLA_FLAGS="--xla_force_host_platform_device_count=1")
     try:
-        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([*wrapper, *command], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout", ""
     output = done.stdout + done.stderr

@@ -75,11 +75,13 @@ def check(root: Path, *, no_cache: bool = True, shortcuts: bool = True, timeout:
 
 
 def fix(paths: list[str], cwd: Path, *, unsafe: bool = False, no_cache: bool = True,
-        timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run ``jaxmem-fix [--unsafe-fixes] [--no-cache] PATHS`` from ``cwd`` (edits the files)."""
+        timeout: float = 900, verified: list[Path] = ()) -> subprocess.CompletedProcess:
+    """Run ``jaxmem-fix [--unsafe-fixes] [--no-cache] [--verified R ...] PATHS`` from ``cwd`` (edits the files)."""
     command = [str(BIN / "jaxmem-fix"), "--quiet"] + (["--no-cache"] if no_cache else [])
     if unsafe:
         command.append("--unsafe-fixes")
+    for report in verified:
+        command.extend(["--verified", str(report)])
     command.extend(paths)
     env = {k: v for k, v in os.environ.items() if k != "JAXMEM_NO_SHORTCUTS"}
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -94,6 +94,9 @@ def summarize(report: dict) -> dict:
     run = report.get("fix_then_run")
     if run:
         summary["fix_then_run"] = run["summary"]
+    confirmed = report.get("confirm_then_fix")
+    if confirmed:
+        summary["confirm_then_fix"] = confirmed["summary"]
     return summary
 
 
@@ -186,6 +189,12 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
         rows.append(("fix-then-run: ran the same before and after",
                      f"{run['same']['fix']} / {run['same']['unsafe-fix']} of {run['runs']['fix']} / "
                      f"{run['runs']['unsafe-fix']}", "", ""))
+    confirmed = s.get("confirm_then_fix")
+    if confirmed:
+        rows.append(("confirm-then-fix: donations added (default + verified / default)",
+                     f"{confirmed['verified_fix_donations']} / {confirmed['default_fix_donations']}", "", ""))
+        rows.append(("confirm-then-fix: unsafe fixes (runs after the verified fix)",
+                     f"{confirmed['unsafe']} of {confirmed['runs']}", "0", "ok" if not confirmed["unsafe"] else "MISSED"))
     return rows
 
 
@@ -325,6 +334,27 @@ def format_markdown(report: dict) -> str:
             if case.get("verdict") not in (None, "same"):
                 out.append(f"- {case['verdict']}: {case['package']} `{case['path']}` {case['mode']}: "
                            f"{case.get('evidence', '')}")
+    confirmed = report.get("confirm_then_fix")
+    if confirmed:
+        summary = confirmed["summary"]
+        out += ["", "## 4b. Confirm-then-fix", "",
+                "`jaxmem-fix` first; then the tests that exercise proposals, each under `jaxmem confirm`; then "
+                "`jaxmem-fix --verified` with every report; then each test again on the fixed copy.", "",
+                "Proposals by static confidence and run outcome: "
+                + ", ".join(f"{k} {v}" for k, v in summary["proposals"].items()) + ".", "",
+                f"Donation keywords added: {summary['verified_fix_donations']} by the default fix and then the "
+                f"verified fix, {summary['default_fix_donations']} by the default fix alone. Runs after both: "
+                f"{summary['same']} same, {summary['unsafe']} unsafe, {summary['broke']} broke, of {summary['runs']}.",
+                "", "| package | file | under confirm | after the verified fix | verdict |", "|---|---|---|---|---|"]
+        for case in confirmed["cases"]:
+            out.append(f"| {case['package']} | `{case['path']}` | {case['under_confirm']} | {case['after']} | "
+                       f"{case['verdict']} |")
+        out += ["", "| package | definition | parameter | confidence | outcome |", "|---|---|---|---|---|"]
+        for project in confirmed["projects"]:
+            for proposal in project["proposals"]:
+                if proposal["outcome"] != "not observed":
+                    out.append(f"| {project['package']} | `{proposal['definition']}` | `{proposal['parameter']}` | "
+                               f"{proposal['confidence']} | {proposal['outcome']} |")
     if report.get("uncalled_unmodified") is not None:
         out += ["", "## 2d. JXM003 (no call site) on unmodified code", "",
                 "Each JXM003 of `jaxmem check` on the code as published (a donation the authors wrote is "

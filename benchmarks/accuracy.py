@@ -349,6 +349,8 @@ def main(argv=None) -> int:
         return 0
     if args.fix_run_into:
         return fix_run_into(Path(args.fix_run_into), args)
+    if args.confirm_run_into:
+        return confirm_run_into(Path(args.confirm_run_into), args)
     packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
@@ -409,6 +411,22 @@ def fix_run_into(results: Path, args) -> int:
     return 0
 
 
+def confirm_run_into(results: Path, args) -> int:
+    """Run confirm-then-fix (section 4b) and put it into a finished ``accuracy-DATE.json`` (and its ``.md``)."""
+    from _confirm_run import measure_confirm_then_fix
+
+    report = json.loads(results.read_text())
+    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    report["confirm_then_fix"] = measure_confirm_then_fix(packages, timeout=args.run_timeout,
+                                                          budget_s=args.run_budget, log=log, work=WORK)
+    report["confirm_then_fix"]["command"] = " ".join(["python", "benchmarks/accuracy.py", *sys.argv[1:]])
+    print(format_table(report))
+    results.write_text(json.dumps(report, indent=1, default=_json) + "\n")
+    results.with_suffix(".md").write_text(format_markdown(report))
+    log(f"rewrote {results} and its .md with a confirm-then-fix section")
+    return 0
+
+
 def review_only(results: Path) -> int:
     """Apply the newest review to a finished ``accuracy-DATE.json`` and rewrite it and its ``.md``."""
     report = json.loads(results.read_text())
@@ -452,6 +470,9 @@ def _parser() -> argparse.ArgumentParser:
                              "has run this many seconds; 0: no limit (default: 600)")
     parser.add_argument("--fix-run-into", metavar="RESULTS_JSON",
                         help="only run fix-then-run (section 4) and put it into this finished results file")
+    parser.add_argument("--confirm-run-into", metavar="RESULTS_JSON",
+                        help="only run confirm-then-fix (section 4b: the project's tests under `jaxmem confirm`, "
+                             "then `jaxmem-fix --verified`, then the tests again) and put it into this results file")
     parser.add_argument("--review-only", metavar="RESULTS_JSON",
                         help="only apply the newest review file to this finished results file, and rewrite it")
     parser.add_argument("--no-write", action="store_true", help="print the table only; write no results")
