@@ -27,8 +27,8 @@ import sys
 import time
 
 from jaxmem import api
-from jaxmem.lint import positions as P
-from jaxmem.lint.walk import descendants
+from jaxmem.lint.syntax import positions as P
+from jaxmem.lint.syntax.walk import descendants
 
 
 def _instrument(asked: dict, spent: list[float]) -> None:

@@ -40,7 +40,7 @@ import libcst as cst  # noqa: E402
 
 from jaxmem.codemod import add_donations  # noqa: E402
 from jaxmem.findings import DonationFix  # noqa: E402
-from jaxmem.lint.definitions import parse_definitions  # noqa: E402
+from jaxmem.lint.callables.definitions import parse_definitions  # noqa: E402
 
 DONATION_KEYWORDS = {"donate_argnums", "donate_argnames", "donate"}
 EDIT_LAYER_VARIANTS = {

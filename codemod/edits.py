@@ -21,9 +21,9 @@ from jaxmem.codemod.splice import CannotSplice, replace_in_tree, splice
 from jaxmem.codemod.planning import ARGNAMES, ARGNUMS, EQUINOX, SitePlan, parameter_label, plan_site
 from jaxmem.codemod.spelling import partial_spelling, preferred_quote
 from jaxmem.findings import DonationFix
-from jaxmem.lint import constants
-from jaxmem.lint.definitions import DECORATOR, DefinitionSite, find_definitions, parse_definitions
-from jaxmem.lint.positions import Positions
+from jaxmem.lint.callables import constants
+from jaxmem.lint.callables.definitions import DECORATOR, DefinitionSite, find_definitions, parse_definitions
+from jaxmem.lint.syntax.positions import Positions
 
 BOM = "\ufeff"
 # The decorator factory ``@jax.jit(donate_argnums=...)`` exists since jax 0.8.1.

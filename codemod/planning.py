@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jaxmem.findings import DonationFix
-from jaxmem.lint.definitions import DefinitionSite, DonationSpec
-from jaxmem.lint.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, Signature
+from jaxmem.lint.callables.definitions import DefinitionSite, DonationSpec
+from jaxmem.lint.callables.signatures import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, Signature
 
 ARGNUMS = "argnums"
 ARGNAMES = "argnames"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.walk import descendants
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.syntax.walk import descendants
 
 
 @dataclass(frozen=True)

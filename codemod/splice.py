@@ -27,7 +27,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from jaxmem.codemod.imports import add_import, import_block
-from jaxmem.lint.positions import Positions
+from jaxmem.lint.syntax.positions import Positions
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
 

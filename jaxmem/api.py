@@ -116,7 +116,7 @@ def check_paths(
     del raws
 
     from jaxmem.lint import engine
-    from jaxmem.lint.relevance import hints_of, summary_involves_jit, summary_reachable_hints
+    from jaxmem.lint.syntax.relevance import hints_of, summary_involves_jit, summary_reachable_hints
     from jaxmem.summaries import Summaries
 
     if run.context:

@@ -25,7 +25,7 @@ import json
 
 from jaxmem.cache import StaleEntry
 from jaxmem.factcodec import DecodeError, decode, encode
-from jaxmem.lint.facts import CallFacts, FileFacts
+from jaxmem.lint.join.facts import CallFacts, FileFacts
 
 ARGUMENT_FIELDS = ("positional", "keywords")
 _CALL_FIELDS = tuple(f.name for f in dataclasses.fields(CallFacts))
@@ -67,7 +67,7 @@ def materialized(facts: FileFacts) -> FileFacts:
 
 
 class LazyCall(CallFacts):
-    """A :class:`jaxmem.lint.facts.CallFacts` whose ``positional`` and ``keywords``
+    """A :class:`jaxmem.lint.join.facts.CallFacts` whose ``positional`` and ``keywords``
     are decoded from the entry when first read; equal to the call it stands for."""
 
     def __getattr__(self, name: str):

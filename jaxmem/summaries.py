@@ -3,7 +3,7 @@
 What the textual pre-filter needs of a file (does its code mention jit,
 which names does it add to the project's hints, which names can it call,
 which functions of other modules can its analysis read:
-:class:`jaxmem.lint.relevance.TextSummary`) depends on its text alone.  A
+:class:`jaxmem.lint.syntax.relevance.TextSummary`) depends on its text alone.  A
 run reads the summaries of unchanged files from one index in the cache
 folder, so the regular expressions run only on new contents.
 """
@@ -11,7 +11,7 @@ folder, so the regular expressions run only on new contents.
 from __future__ import annotations
 
 from jaxmem.cache import SUMMARIES_FORMAT, FactsCache
-from jaxmem.lint.relevance import TextSummary, summarize
+from jaxmem.lint.syntax.relevance import TextSummary, summarize
 
 
 class Summaries:

@@ -17,11 +17,11 @@ import warnings
 import libcst as cst
 
 from jaxmem.findings import FileReport
-from jaxmem.lint.checks import build_reports
-from jaxmem.lint.definitions import MODULE_SCOPE
-from jaxmem.lint.facts import FileFacts, extract, module_names_for
-from jaxmem.lint.parsing import parse_module
-from jaxmem.lint.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
+from jaxmem.lint.join.checks import build_reports
+from jaxmem.lint.callables.definitions import MODULE_SCOPE
+from jaxmem.lint.join.facts import FileFacts, extract, module_names_for
+from jaxmem.lint.syntax.parsing import parse_module
+from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
     context_selector,
     might_involve_jit,
     private_names,

@@ -62,7 +62,7 @@ class Example:
 @dataclass(frozen=True)
 class Rule:
     """Metadata of one JXM rule.  The analysis that emits it lives in
-    :mod:`jaxmem.lint.checks`; this object is what users and docs see."""
+    :mod:`jaxmem.lint.join.checks`; this object is what users and docs see."""
 
     code: str
     name: str

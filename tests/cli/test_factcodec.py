@@ -38,7 +38,7 @@ def test_dataclasses_and_enums_come_back_equal():
     assert type(_round_trip(finding).confidence) is Confidence
 
 
-@pytest.mark.parametrize("path", ["examples/train.py", "tests/training_programs.py", "lint/flow.py"])
+@pytest.mark.parametrize("path", ["examples/train.py", "tests/training_programs.py", "lint/values/flow.py"])
 def test_real_facts_round_trip(path):
     text = (REPO / path).read_text()
     facts = engine.facts_for_file(path, text, Settings())

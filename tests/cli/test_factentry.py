@@ -9,7 +9,7 @@ import pytest
 
 from jaxmem.cache import FactsCache, StaleEntry, facts_digest
 from jaxmem.lint import engine
-from jaxmem.lint.facts import CallFacts
+from jaxmem.lint.join.facts import CallFacts
 from jaxmem.settings import Settings
 
 from .conftest import MISSED_DONATION

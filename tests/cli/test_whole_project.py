@@ -84,7 +84,7 @@ def test_one_file_alone_never_gets_high_confidence():
 
 
 def test_context_is_what_can_change_the_advice():
-    from jaxmem.lint.relevance import context_selector
+    from jaxmem.lint.syntax.relevance import context_selector
 
     wanted = context_selector({"pkg/lib.py": "import jax\nfrom pkg.util import helper\n\n@jax.jit\ndef step(s):\n    return s\n"})
     assert wanted("pkg/train.py", "from pkg.lib import step\nstate = step(state)\n")  # a call site

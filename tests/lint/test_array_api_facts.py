@@ -1,4 +1,4 @@
-"""Every entry of the library-call table in ``lint/array_api.py`` checked
+"""Every entry of the library-call table in ``lint/values/array_api.py`` checked
 under real JAX: what a call's result holds is tested by buffer identity."""
 
 import copy
@@ -6,8 +6,8 @@ import typing
 
 import pytest
 
-from jaxmem.lint import array_api
-from jaxmem.lint.array_api import HOLDS, NEW, READS, TWICE, call_effect
+from jaxmem.lint.values import array_api
+from jaxmem.lint.values.array_api import HOLDS, NEW, READS, TWICE, call_effect
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

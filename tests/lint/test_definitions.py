@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from jaxmem.lint.definitions import parse_definitions
+from jaxmem.lint.callables.definitions import parse_definitions
 
 HEADER = """
 import functools

@@ -6,11 +6,11 @@ import libcst as cst
 import pytest
 from libcst._nodes.base import CSTNode
 
-from jaxmem.lint import parsing
-from jaxmem.lint.walk import children, descendants
+from jaxmem.lint.syntax import parsing
+from jaxmem.lint.syntax.walk import children, descendants
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted([*ROOT.glob("examples/**/*.py"), *ROOT.glob("lint/*.py")])
+SOURCES = sorted([*ROOT.glob("examples/**/*.py"), *ROOT.glob("lint/**/*.py")])
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))

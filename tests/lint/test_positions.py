@@ -4,7 +4,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import PositionProvider
 
-from jaxmem.lint.positions import Positions
+from jaxmem.lint.syntax.positions import Positions
 
 SOURCES = [
     pytest.param("import jax\n\n@jax.jit\ndef f(x, y):\n    return x + y  # c\n", id="plain"),
@@ -66,7 +66,7 @@ def _assert_same_positions(module: cst.Module) -> int:
 def test_every_syntactic_node_has_a_position():
     module = cst.parse_module("@jax.jit\ndef f(x):\n    return g(x, y=[1, 2])[0].z\n")
     ours = Positions(module)
-    from jaxmem.lint.walk import descendants
+    from jaxmem.lint.syntax.walk import descendants
 
     for node in descendants(module):
         if isinstance(node, (cst.Name, cst.Call, cst.Attribute, cst.Subscript, cst.Decorator, cst.Arg, cst.Return)):
@@ -100,7 +100,7 @@ def test_a_module_without_final_newline_ends_where_libcst_says(source):
 def test_code_offsets_locate_the_nodes_code_in_the_module(source):
     module = cst.parse_module(source)
     ours = Positions(module)
-    from jaxmem.lint.walk import descendants
+    from jaxmem.lint.syntax.walk import descendants
 
     text = module.code
     for node in descendants(module):
@@ -114,7 +114,7 @@ def test_code_offsets_locate_the_nodes_code_in_the_module(source):
 def test_code_is_the_nodes_code(source):
     module = cst.parse_module(source)
     ours = Positions(module)
-    from jaxmem.lint.walk import descendants
+    from jaxmem.lint.syntax.walk import descendants
 
     for node in descendants(module):
         if node in ours:
@@ -125,7 +125,7 @@ def test_code_is_the_nodes_code(source):
 def test_libcst_parenthesize_is_restored_after_indexing():
     from libcst._nodes.expression import _BaseParenthesizedNode
 
-    from jaxmem.lint import positions
+    from jaxmem.lint.syntax import positions
 
     module = cst.parse_module("y = ((a) + f(b, *c))\n")
     ours = Positions(module)

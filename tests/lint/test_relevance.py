@@ -3,7 +3,7 @@
 import textwrap
 
 from jaxmem.lint.engine import analyze_source, facts_for_file, report
-from jaxmem.lint.relevance import might_involve_jit, project_hints, relevant_text
+from jaxmem.lint.syntax.relevance import might_involve_jit, project_hints, relevant_text
 from jaxmem.findings import Confidence
 from jaxmem.settings import Settings
 

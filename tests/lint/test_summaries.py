@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jaxmem.cache import FactsCache
-from jaxmem.lint.relevance import (
+from jaxmem.lint.syntax.relevance import (
     hints_of,
     might_involve_jit,
     project_hints,

@@ -396,8 +396,8 @@ def test_a_local_of_another_scope_with_the_same_name_is_not_the_jitted_one():
 def test_an_indexed_update_preserves_the_array_not_the_value_written():
     import libcst as cst
 
-    from jaxmem.lint.imports import ImportTable
-    from jaxmem.lint.usefulness import MAYBE, PRESERVED, output_reach
+    from jaxmem.lint.callables.imports import ImportTable
+    from jaxmem.lint.values.usefulness import MAYBE, PRESERVED, output_reach
 
     module = cst.parse_module("import jax\n\ndef append(buffer, item, i):\n    return buffer.at[i].set(item)\n")
     reach = output_reach(module.body[1], ImportTable.from_module(module))

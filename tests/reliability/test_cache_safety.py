@@ -56,7 +56,7 @@ def _warm(project):
 
 def _with_path(values, path):
     """FileFacts' encoded field values with another ``path``."""
-    from jaxmem.lint.facts import FileFacts
+    from jaxmem.lint.join.facts import FileFacts
 
     names = [f.name for f in dataclasses.fields(FileFacts)]
     assert values[names.index("path")].endswith("train.py")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from jaxmem.lint.positions import Positions
+from jaxmem.lint.syntax.positions import Positions
 
 from .conftest import write
 

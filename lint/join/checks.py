@@ -8,7 +8,7 @@ definition it reaches, then
 * for the others, decides whether every call site leaves the argument
   dead, and proposes the donation (JXM001) or notes it (JXM002);
 * for definitions no call reaches (library code), notes the parameters an
-  output updates (JXM003, :mod:`jaxmem.lint.uncalled`);
+  output updates (JXM003, :mod:`jaxmem.lint.join.uncalled`);
 * reports invalid specs (JXM103), ``jax_debug_nans`` (JXM107) and parse
   errors (JXM900).
 """
@@ -21,19 +21,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
-from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition, with_unused_kept
-from jaxmem.lint.donate_modes import ParamState, choose_mode, covered, first_blocker
-from jaxmem.lint.imports import nearest_modules
-from jaxmem.lint.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
-from jaxmem.lint.jit_api import EQX_FILTER_JIT, donation_option
-from jaxmem.lint.provenance import (
+from jaxmem.lint.callables.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition, with_unused_kept
+from jaxmem.lint.callables.donate_modes import ParamState, choose_mode, covered, first_blocker
+from jaxmem.lint.callables.imports import nearest_modules
+from jaxmem.lint.join.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
+from jaxmem.lint.callables.jit_api import EQX_FILTER_JIT, donation_option
+from jaxmem.lint.values.provenance import (
     CALL, DERIVED, HOST, MODULE_HELD, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin,
 )
-from jaxmem.lint.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR, UNUSED, UNUSED_KEPT
-from jaxmem.lint.refs import overlaps, render
+from jaxmem.lint.values.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR, UNUSED, UNUSED_KEPT
+from jaxmem.lint.values.refs import overlaps, render
 from jaxmem.lint.rules import RULES
-from jaxmem.lint.uncalled import called_definitions, uncalled_proposals
-from jaxmem.lint.signatures import (
+from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
+from jaxmem.lint.callables.signatures import (
     KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments,
 )
 from jaxmem.settings import Settings

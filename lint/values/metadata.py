@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxmem.lint.array_api import TREE_MAPS
-from jaxmem.lint.refs import RefKey, ref_key
+from jaxmem.lint.values.array_api import TREE_MAPS
+from jaxmem.lint.values.refs import RefKey, ref_key
 
 # Attributes answered from the array's abstract value, never from its buffer.
 METADATA_ATTRIBUTES = frozenset(

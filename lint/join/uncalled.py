@@ -6,10 +6,10 @@ builds and jits a ``train_step`` (or a sampler's step), and its users call
 it.  For such a definition jaxmem cannot prove anything about the callers,
 but it can still say that donating would pay: the body returns an update of
 the parameter (an output built from it by shape- and dtype-preserving
-operations, :mod:`jaxmem.lint.usefulness`), so an output can take its
+operations, :mod:`jaxmem.lint.values.usefulness`), so an output can take its
 buffers.  The proposal is low confidence and never applied by ``jaxmem-fix``.
 
-Plain data out: the join (:mod:`jaxmem.lint.checks`) turns each
+Plain data out: the join (:mod:`jaxmem.lint.join.checks`) turns each
 :class:`UncalledProposal` into a finding.
 """
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jaxmem.lint.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
-from jaxmem.lint.jit_api import EQX_FILTER_JIT, donation_option
-from jaxmem.lint.signatures import KEYWORD_ONLY
-from jaxmem.lint.usefulness import PRESERVED
+from jaxmem.lint.callables.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition
+from jaxmem.lint.callables.jit_api import EQX_FILTER_JIT, donation_option
+from jaxmem.lint.callables.signatures import KEYWORD_ONLY
+from jaxmem.lint.values.usefulness import PRESERVED
 
 # The output verdicts that say an output is built from the parameter.  Only
 # ``preserved``: with no call site, the usefulness of the body is the whole

@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxmem.lint import constants
-from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.positions import Positions
-from jaxmem.lint.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
-from jaxmem.lint.refs import RefKey, ident, literal_part, ref_key, render
-from jaxmem.lint.output_parts import returned_parts
-from jaxmem.lint.signatures import Signature
-from jaxmem.lint.usefulness import UNUSED, UNUSED_KEPT, output_reach
-from jaxmem.lint.walk import blocks_of, small_statements, suite_statements
+from jaxmem.lint.callables import constants
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.syntax.positions import Positions
+from jaxmem.lint.callables.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
+from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
+from jaxmem.lint.values.output_parts import returned_parts
+from jaxmem.lint.callables.signatures import Signature
+from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
+from jaxmem.lint.syntax.walk import blocks_of, small_statements, suite_statements
 
 MODULE_SCOPE = "<module>"
 
@@ -86,10 +86,10 @@ class JitDefinition:
     wrapped_qualname: str | None = None
     problems: tuple[str, ...] = ()
     # Parameter name -> whether an output can take its buffers (see
-    # :mod:`jaxmem.lint.usefulness`); None when the body is not visible.
+    # :mod:`jaxmem.lint.values.usefulness`); None when the body is not visible.
     outputs: tuple[tuple[str, str], ...] | None = None
     keeps_unused: bool = False  # keep_unused=True: an unread argument stays an argument
-    # Per returned part, the parameters that reach it (see :mod:`jaxmem.lint.output_parts`):
+    # Per returned part, the parameters that reach it (see :mod:`jaxmem.lint.values.output_parts`):
     # two donated parameters that reach only shared parts compete for one buffer.
     output_parts: tuple[frozenset[str], ...] | None = None
 
@@ -678,7 +678,7 @@ def find_definitions(
 ) -> list[DefinitionSite]:
     """Every jitted callable in ``module``.
 
-    ``positions`` maps nodes to source ranges (:class:`jaxmem.lint.positions.Positions`).
+    ``positions`` maps nodes to source ranges (:class:`jaxmem.lint.syntax.positions.Positions`).
     """
     imports = imports or ImportTable.from_module(module)
     finder = DefinitionFinder(

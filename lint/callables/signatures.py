@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.refs import ident
+from jaxmem.lint.values.refs import ident
 
 POSITIONAL_ONLY = "positional_only"
 POSITIONAL = "positional"

@@ -6,15 +6,15 @@ JAX gives each output buffer to at most one donated input: in
 "Some donated buffers were not usable"; checked on jax 0.10.2).  A read after
 donation certainly raises only when the parameter has a returned part of its
 own.  The parts are the elements of returned tuple, list and dict literals
-(nested ones flattened); the data flow is :mod:`jaxmem.lint.usefulness`'s.
+(nested ones flattened); the data flow is :mod:`jaxmem.lint.values.usefulness`'s.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.usefulness import interpret
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.values.usefulness import interpret
 
 Parts = tuple[frozenset[str], ...]  # per returned part: the parameters it preserves
 

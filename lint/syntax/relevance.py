@@ -115,7 +115,7 @@ def code_without_docs(text: str) -> str:
 
 
 def _is_project_module(module: str) -> bool:
-    from jaxmem.lint.facts import LIBRARY_ROOTS
+    from jaxmem.lint.join.facts import LIBRARY_ROOTS
 
     return module.startswith(".") or module.split(".")[0] not in LIBRARY_ROOTS
 
@@ -448,7 +448,7 @@ def context_selector(requested: dict[str, str]):
     call, so a partial run (pre-commit's staged files) reads it, tests it
     with one regular expression, and analyses nothing of it.
     """
-    from jaxmem.lint.facts import module_names_for
+    from jaxmem.lint.join.facts import module_names_for
 
     names: set[str] = set()
     modules: set[str] = set()

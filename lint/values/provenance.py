@@ -4,14 +4,14 @@ Donating an argument deletes every buffer of it.  That is safe only when
 no other live value shares those buffers.  This module classifies each
 assignment that can reach a call's argument (flow-insensitively: every
 write of the name in the scope counts, an over-approximation) into plain
-:class:`Origin` records; :mod:`jaxmem.lint.checks` turns them into
+:class:`Origin` records; :mod:`jaxmem.lint.join.checks` turns them into
 confidence once every file's definitions are known (a call's result is
 fresh when the callee is jitted, which may be decided in another file).
 
 Kinds:
 
 * ``fresh``: new buffers nothing else holds: known array constructors
-  (:mod:`jaxmem.lint.array_api`), arithmetic, ``x += ...``, a literal
+  (:mod:`jaxmem.lint.values.array_api`), arithmetic, ``x += ...``, a literal
   container of fresh parts none of which appears twice;
 * ``host``: host NumPy data: jit copies it, donation frees nothing;
 * ``no_arrays``: Python values with no device array (``0.0``, ``{"loss": 0.0}``,
@@ -24,7 +24,7 @@ Kinds:
   ``TrainState.create(params=p)``), which may share their buffers:
   ``shared_with`` lists those that are still read after the donating call
   or belong to the caller; a call that holds its arguments as they are
-  (the table in :mod:`jaxmem.lint.array_api`, dataclass constructors) also
+  (the table in :mod:`jaxmem.lint.values.array_api`, dataclass constructors) also
   brings the origins of what it holds;
 * ``unknown``: anything else (a loop variable, an attribute, a parameter,
   a ``with`` target, one tree held twice): nothing proves the buffers are
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.array_api import (
+from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     OPTAX_NO_STATE,
     ARRAY_FREE_TYPES,
@@ -65,9 +65,9 @@ from jaxmem.lint.array_api import (
     is_host_producer,
     is_view_of_arguments,
 )
-from jaxmem.lint.flow import WRITE, Flow, Point
-from jaxmem.lint.refs import RefKey, literal_part, overlaps, ref_key, render
-from jaxmem.lint.walk import children
+from jaxmem.lint.values.flow import WRITE, Flow, Point
+from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
+from jaxmem.lint.syntax.walk import children
 
 FRESH = "fresh"
 HOST = "host"
@@ -785,7 +785,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
 
     Flow-insensitive over the body (a name holds the union of what all its
     assignments hold), through literal containers, constructor-like calls and
-    the holding calls of :mod:`jaxmem.lint.array_api`.  An unknown call may
+    the holding calls of :mod:`jaxmem.lint.values.array_api`.  An unknown call may
     return any of its arguments (a "maybe" hold: it counts for ``returned``,
     not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
     ``summary_of(name)`` gives the summaries of the file's other top-level
@@ -796,7 +796,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     file's module-level variables and imported names: a result that may hold one
     (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
     ``returned``, so no caller takes it for new memory."""
-    from jaxmem.lint.walk import descendants, small_statements, suite_statements
+    from jaxmem.lint.syntax.walk import descendants, small_statements, suite_statements
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -971,8 +971,8 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     yields, declares ``global``/``nonlocal``, defines a closure, or makes a
     lambda over its locals that is not handed straight to a library call
     (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped)."""
-    from jaxmem.lint.flow import CONTAINER_METHODS, free_names
-    from jaxmem.lint.walk import descendants, statements, suite_statements
+    from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
+    from jaxmem.lint.syntax.walk import descendants, statements, suite_statements
 
     if summarize_function(function, None, certain_only=True).returned:
         return True
@@ -1022,8 +1022,8 @@ def _library_root(func) -> bool:
 
 def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
     """Whether a local named in ``names`` is returned, stored, yielded or captured."""
-    from jaxmem.lint.flow import free_names
-    from jaxmem.lint.walk import descendants
+    from jaxmem.lint.values.flow import free_names
+    from jaxmem.lint.syntax.walk import descendants
 
     for node in descendants(function.body):
         value = None

@@ -7,7 +7,7 @@ dtype-preserving operations (arithmetic, ``tree_map`` over it,
 ``optax.apply_updates``, ``.replace(...)``, ``.apply_gradients(...)``,
 attribute or key access into the pytree) most likely has an output to
 land in.  One that reaches no output, or reaches it only through
-shape-changing operations (:mod:`jaxmem.lint.array_api`), has none.
+shape-changing operations (:mod:`jaxmem.lint.values.array_api`), has none.
 
 Per parameter the verdict is one of:
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxmem.lint.array_api import (
+from jaxmem.lint.values.array_api import (
     CARRY_KEYWORDS,
     CARRY_PRESERVING,
     INDEXED_UPDATE_METHODS,
@@ -49,8 +49,8 @@ from jaxmem.lint.array_api import (
     TREE_MAPS,
     is_constructor_like,
 )
-from jaxmem.lint.imports import ImportTable
-from jaxmem.lint.walk import children, descendants, small_statements, suite_statements
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.syntax.walk import children, descendants, small_statements, suite_statements
 
 PRESERVED = "preserved"
 MAYBE = "maybe"

@@ -11,7 +11,7 @@ from typing import Callable, TypeVar
 
 import libcst as cst
 
-from jaxmem.lint.walk import small_statements
+from jaxmem.lint.syntax.walk import small_statements
 
 
 def _dotted(expr: cst.BaseExpression) -> str | None:
