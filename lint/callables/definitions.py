@@ -1,5 +1,11 @@
 """Find jitted callables in one module, in every decorator and wrapper form.
 
+Reading a single jit expression is :mod:`jit_calls`' job and normalising its
+donation keywords :mod:`specs`'; this module walks the scopes and records one
+definition per form: decorators (``_visit_function``), wrapping assignments
+and containers of jits (``_visit_value``), factories that return a jit or a
+nested function, and jits called where they are made (``immediate``).
+
 Produces ``DefinitionSite`` objects (with the libcst nodes, for the codemod)
 whose ``definition`` is a plain, picklable ``JitDefinition`` (for the rules).
 Resolution goes through the module's imports, so ``import jax as j``,
@@ -12,15 +18,20 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxmem.lint.callables import constants
 from jaxmem.lint.callables.imports import ImportTable
-from jaxmem.lint.syntax.positions import Positions
-from jaxmem.lint.callables.jit_api import EQX_MODES, PARTIAL_NAMES, Transform, transform_for
-from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
-from jaxmem.lint.values.output_parts import returned_parts
+from jaxmem.lint.callables.jit_api import Transform
+from jaxmem.lint.callables.jit_calls import JitCallReader
 from jaxmem.lint.callables.signatures import Signature
-from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
+from jaxmem.lint.callables.specs import DonationSpec, read_spec
+from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.walk import blocks_of, small_statements, suite_statements
+from jaxmem.lint.values.output_parts import returned_parts
+from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
+from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
+
+__all__ = ["DECORATOR", "DECORATOR_CALL", "DECORATOR_PARTIAL", "IMMEDIATE", "MODULE_SCOPE", "WRAP_CALL",
+           "DefinitionFinder", "DefinitionSite", "DonationSpec", "JitDefinition", "find_definitions",
+           "parse_definitions", "returned_function", "with_unused_kept"]
 
 MODULE_SCOPE = "<module>"
 
@@ -30,38 +41,6 @@ DECORATOR_CALL = "decorator_call"  # @jax.jit(donate_argnums=0)
 DECORATOR_PARTIAL = "decorator_partial"  # @partial(jax.jit, donate_argnums=0)
 WRAP_CALL = "call"  # step = jax.jit(fn, donate_argnums=0)
 IMMEDIATE = "immediate"  # jax.jit(fn, donate_argnums=0)(x): defined and called at once (never fixed)
-
-
-@dataclass(frozen=True)
-class DonationSpec:
-    """A definition's declared donation, normalised to its signature.
-
-    ``indices``/``names`` are the parameters donated when passed by position
-    or by keyword; None means the spec is not a constant we can evaluate.
-    ``argnums_given``/``argnames_given`` say which options the code spells
-    out (giving both switches off JAX's inference from the signature).
-    """
-
-    indices: frozenset[int] | None = frozenset()
-    names: frozenset[str] | None = frozenset()
-    argnums: tuple[int, ...] | None = ()
-    argnames: tuple[str, ...] | None = ()
-    argnums_given: bool = False
-    argnames_given: bool = False
-    static_indices: frozenset[int] | None = frozenset()
-    static_names: frozenset[str] | None = frozenset()
-    mode: str | None = None
-    unknown_reason: str | None = None
-
-    @property
-    def known(self) -> bool:
-        return self.indices is not None and self.names is not None
-
-    def donates_index(self, index: int) -> bool:
-        return bool(self.indices) and index in self.indices
-
-    def donates_name(self, name: str) -> bool:
-        return bool(self.names) and name in self.names
 
 
 @dataclass(frozen=True)
@@ -154,15 +133,6 @@ def _body_of(node) -> list:
     return suite_statements(node.body)
 
 
-def _keyword(call: cst.Call, name: str | None) -> cst.Arg | None:
-    if name is None:
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
 class DefinitionFinder:
     """Walks one module and collects its jitted callables."""
 
@@ -178,142 +148,11 @@ class DefinitionFinder:
         self.module = module
         self.positions = positions
         self.imports = imports
-        self.extra_wrappers = tuple(extra_wrappers)
+        self.calls = JitCallReader(imports, extra_wrappers)
         self.public_module = public_module
         self.sites: list[DefinitionSite] = []
         self.module_functions = _functions_in(module.body)
         self.factories: dict[str, DefinitionSite] = {}
-        self.wrappers: dict[str, Transform] = {}
-
-    # -- resolution helpers ------------------------------------------------
-
-    def transform_of(self, expr: cst.BaseExpression) -> Transform | None:
-        """The transform ``expr`` names (``jax.jit``, ``nnx.jit``, a wrapper...)."""
-        qualified = self.imports.resolve(expr)
-        found = transform_for(qualified, self.extra_wrappers)
-        if found is not None:
-            return found
-        if isinstance(expr, cst.Name):
-            if expr.value in self.wrappers:
-                return self.wrappers[expr.value]
-            return transform_for(expr.value, self.extra_wrappers)
-        return None
-
-    def is_partial(self, expr: cst.BaseExpression) -> bool:
-        return self.imports.resolve(expr) in PARTIAL_NAMES
-
-    def jit_call(self, expr: cst.BaseExpression) -> tuple[Transform, cst.Call, cst.BaseExpression | None] | None:
-        """``(transform, options_call, wrapped_fn)`` when ``expr`` jits a function.
-
-        Understands ``jax.jit(f, ...)``, ``jax.jit(...)`` (a decorator
-        factory: wrapped None) and ``partial(jax.jit, ...)``.
-        """
-        if not isinstance(expr, cst.Call):
-            return None
-        transform = self.transform_of(expr.func)
-        if transform is not None:
-            first = expr.args[0] if expr.args and expr.args[0].keyword is None and not expr.args[0].star else None
-            return transform, expr, first.value if first is not None else None
-        if self.is_partial(expr.func) and expr.args and expr.args[0].keyword is None:
-            transform = self.transform_of(expr.args[0].value)
-            if transform is not None:
-                return transform, expr, None
-        # jax.jit(...)(f): decorator factory applied in a call
-        if isinstance(expr.func, cst.Call) and expr.args and expr.args[0].keyword is None:
-            inner = self.jit_call(expr.func)
-            if inner is not None and inner[2] is None:
-                return inner[0], inner[1], expr.args[0].value
-        return None
-
-    # -- spec --------------------------------------------------------------
-
-    def spec_of(
-        self, transform: Transform, options: cst.Call | None, signature: Signature | None, env
-    ) -> tuple[DonationSpec, tuple[str, ...]]:
-        """Normalise ``options``' donation keywords against ``signature``."""
-        problems: list[str] = []
-        if options is not None and any(arg.star == "**" for arg in options.args):
-            return DonationSpec(None, None, None, None, unknown_reason="options passed through **kwargs"), ()
-
-        def value_of(kw):
-            arg = _keyword(options, kw) if options is not None else None
-            if arg is None:
-                return None, False
-            return constants.evaluate(arg.value, env), True
-
-        argnums_raw, argnums_given = value_of(transform.argnums_kw)
-        argnames_raw, argnames_given = value_of(transform.argnames_kw)
-        static_nums_raw, _ = value_of(transform.static_argnums_kw)
-        static_names_raw, _ = value_of(transform.static_argnames_kw)
-        mode_raw, mode_given = value_of(transform.mode_kw)
-
-        argnums = () if not argnums_given else constants.as_int_tuple(argnums_raw)
-        argnames = () if not argnames_given else constants.as_str_tuple(argnames_raw)
-        static_nums = () if static_nums_raw is None else constants.as_int_tuple(static_nums_raw)
-        static_names = () if static_names_raw is None else constants.as_str_tuple(static_names_raw)
-        positional = signature.positional if signature is not None else None
-
-        def normal(i: int) -> int:
-            if i < 0 and positional is not None:
-                return i + len(positional)
-            return i
-
-        if argnums is None or argnames is None:
-            which = transform.argnums_kw if argnums is None else transform.argnames_kw
-            return (
-                DonationSpec(
-                    None, None, argnums, argnames, argnums_given, argnames_given,
-                    unknown_reason=f"`{which}` is not a constant",
-                ),
-                (),
-            )
-        static_indices = None if static_nums is None else frozenset(normal(i) for i in static_nums)
-        static_names_set = None if static_names is None else frozenset(static_names)
-
-        indices: set[int] = {normal(i) for i in argnums}
-        names: set[str] = set(argnames)
-        mode = None
-        if transform.mode_kw is not None and mode_given:
-            mode = mode_raw if isinstance(mode_raw, str) else None
-            normalized = EQX_MODES.get(mode) if mode is not None else None
-            if normalized is None:
-                return DonationSpec(None, None, (), (), unknown_reason=f"`{transform.mode_kw}` is not a known constant"), ()
-            if signature is not None and normalized != "none":
-                skip = 1 if normalized == "all-except-first" else 0
-                indices = set(range(skip, len(signature.positional)))
-                names = {p.name for p in signature.params[skip:] if p.kind in ("positional", "keyword_only")}
-            elif signature is None and normalized != "none":
-                return DonationSpec(None, None, (), (), mode=mode, unknown_reason="signature unknown"), ()
-        elif signature is not None and transform.donates_keywords:
-            # JAX infers the other half from the signature unless both are given.
-            if argnums_given and not argnames_given:
-                names |= {n for i in indices if (n := signature.name_at(i)) is not None}
-            elif argnames_given and not argnums_given:
-                indices |= {i for n in names if (i := signature.index_of(n)) is not None}
-        if not transform.donates_keywords:
-            names = set()
-
-        if signature is not None:
-            for i in sorted(normal(i) for i in argnums):
-                if (i >= len(signature.positional) or i < 0) and not signature.has_var_positional:
-                    problems.append(
-                        f"`{transform.argnums_kw}` index {i} is out of range: "
-                        f"the function takes {len(signature.positional)} positional parameter(s)"
-                    )
-            for n in argnames:
-                if signature.by_name(n) is None and not signature.has_var_keyword:
-                    problems.append(f"`{transform.argnames_kw}` names `{n}`, which is not a parameter")
-        if static_indices:
-            for i in sorted(indices & static_indices):
-                problems.append(f"parameter {i} is both donated and static")
-        if static_names_set:
-            for n in sorted(names & static_names_set):
-                problems.append(f"parameter `{n}` is both donated and static")
-        spec = DonationSpec(
-            frozenset(indices), frozenset(names), argnums, argnames, argnums_given, argnames_given,
-            static_indices, static_names_set, mode,
-        )
-        return spec, tuple(problems)
 
     # -- wrapped function --------------------------------------------------
 
@@ -344,7 +183,7 @@ class DefinitionFinder:
                 )
                 return (sig if is_static else sig.drop_leading(1)), expr.attr.value, node, None
             return None, expr.attr.value, None, self.imports.resolve(expr)
-        if isinstance(expr, cst.Call) and self.is_partial(expr.func) and expr.args:
+        if isinstance(expr, cst.Call) and self.calls.is_partial(expr.func) and expr.args:
             inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
             bound = [a for a in expr.args[1:] if a.keyword is None and not a.star]
             keywords = frozenset(a.keyword.value for a in expr.args[1:] if a.keyword is not None)
@@ -355,7 +194,7 @@ class DefinitionFinder:
 
     def immediate(self, expr: cst.Call, scope_name: str) -> DefinitionSite | None:
         """``jax.jit(f, donate_argnums=0)`` called where it is made, in scope ``scope_name``."""
-        found = self.jit_call(expr)
+        found = self.calls.jit_call(expr)
         if found is None or found[2] is None:
             return None
         transform, options, wrapped_expr = found
@@ -401,29 +240,12 @@ class DefinitionFinder:
 
     def run(self) -> list[DefinitionSite]:
         """Collect every definition site in the module."""
-        self._find_wrappers(self.module.body)
+        self.calls.find_project_wrappers(self.module.body)
         root = _Scope(MODULE_SCOPE, "module", self.module)
         root.functions = _functions_in(self.module.body)
         root.constants = _single_assignments(self.module.body)
         self._walk_body(self.module.body, [root])
         return self.sites
-
-    def _find_wrappers(self, body) -> None:
-        """Project wrappers: ``def my_jit(fn, donate_argnums=()): return jax.jit(fn, donate_argnums=...)``."""
-        for stmt in body:
-            if not isinstance(stmt, cst.FunctionDef):
-                continue
-            sig = Signature.of(stmt)
-            if not sig.positional or sig.by_name("donate_argnums") is None and not sig.has_var_keyword:
-                continue
-            forwarded = _forwards_donation(self, stmt, sig.positional[0].name)
-            if forwarded is not None:
-                self.wrappers[stmt.name.value] = Transform(
-                    stmt.name.value,
-                    argnums_kw="donate_argnums",
-                    argnames_kw="donate_argnames" if sig.by_name("donate_argnames") or sig.has_var_keyword else None,
-                    donates_keywords=forwarded.donates_keywords,
-                )
 
     def _walk_body(self, body, scopes: list[_Scope]) -> None:
         for stmt in body:
@@ -504,7 +326,7 @@ class DefinitionFinder:
     ) -> DefinitionSite:
         """Record a definition visible from ``scopes``; its spec's constants
         resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
-        spec, problems = self.spec_of(transform, options, signature, self._env(env_scopes or scopes))
+        spec, problems = read_spec(transform, options, signature, self._env(env_scopes or scopes))
         pos = self._position(jit_node)
         visible = self._visible_scope(scopes, callee)
         if callee[0] == "cls":
@@ -544,15 +366,15 @@ class DefinitionFinder:
         is_static = "staticmethod" in decorator_names
         for decorator in node.decorators:
             expr = decorator.decorator
-            transform = self.transform_of(expr)
+            transform = self.calls.transform_of(expr)
             if transform is not None:
                 form, options = DECORATOR, None
             else:
-                found = self.jit_call(expr)
+                found = self.calls.jit_call(expr)
                 if found is None or found[2] is not None:
                     continue
                 transform, options, _ = found
-                form = DECORATOR_PARTIAL if self.is_partial(expr.func) else DECORATOR_CALL
+                form = DECORATOR_PARTIAL if self.calls.is_partial(expr.func) else DECORATOR_CALL
             signature = Signature.of(node)
             callee: RefKey = ("self", ident(node.name.value)) if in_class else (ident(node.name.value),)
             self._add(
@@ -570,7 +392,7 @@ class DefinitionFinder:
             )
             return
         # Factories: def make_step(...): ... return jax.jit(step, ...)
-        returned_call, returned_found = _returned_jit(self, node)
+        returned_call, returned_found = self.calls.returned_jit(node)
         if returned_call is not None:
             inner_scope = _Scope(self._scope_name(scopes, node.name.value), "function", node)
             inner_scope.functions = _functions_in(_body_of(node))
@@ -611,7 +433,7 @@ class DefinitionFinder:
             self._visit_value(key, value.body, scopes)
             self._visit_value(key, value.orelse, scopes)
             return
-        found = self.jit_call(value)
+        found = self.calls.jit_call(value)
         if found is not None:
             transform, options, wrapped_expr = found
             if wrapped_expr is None:
@@ -641,30 +463,6 @@ def returned_function(function: cst.FunctionDef) -> cst.FunctionDef | cst.Lambda
                 return small.value
             if isinstance(small.value, cst.Name) and small.value.value in nested:
                 return nested[small.value.value]
-    return None
-
-
-def _returned_jit(finder: "DefinitionFinder", function: cst.FunctionDef):
-    """``(return_value, (transform, options, wrapped))`` for the first
-    ``return jax.jit(f, ...)`` directly in ``function`` (not in nested defs)."""
-    for small in small_statements(_body_of(function), into_scopes=False):
-        if isinstance(small, cst.Return) and small.value is not None:
-            found = finder.jit_call(small.value)
-            if found is not None and found[2] is not None:
-                return small.value, found
-    return None, None
-
-
-def _forwards_donation(finder: "DefinitionFinder", function: cst.FunctionDef, param: str) -> Transform | None:
-    """The transform when ``function`` returns a jit of its parameter ``param``
-    that forwards ``donate_argnums`` (a project wrapper)."""
-    value, found = _returned_jit(finder, function)
-    if found is None:
-        return None
-    transform, options, wrapped = found
-    if isinstance(wrapped, cst.Name) and wrapped.value == param:
-        if _keyword(options, "donate_argnums") is not None or any(a.star == "**" for a in options.args):
-            return transform
     return None
 
 

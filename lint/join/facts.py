@@ -276,7 +276,7 @@ class _Context:
         table (``hk.experimental.tabulate(step)``), or None: it is not passed around."""
         if self.imports.resolve(call.func) in READING_WRAPPERS and call.args and call.args[0].keyword is None:
             return call.args[0].value
-        found = self.finder.jit_call(call)
+        found = self.finder.calls.jit_call(call)
         return found[2] if found is not None else None
 
     def written_argument(self, call: cst.Call):

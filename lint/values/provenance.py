@@ -449,7 +449,7 @@ class Provenance:
         returns new buffers (jax 0.10.2, also for outputs that pass an input through)."""
         if not isinstance(call.func, cst.Call):
             return False
-        found = self.ctx.finder.jit_call(call.func)
+        found = self.ctx.finder.calls.jit_call(call.func)
         return found is not None and found[2] is not None and found[0].name in _NEW_RESULT_TRANSFORMS
 
     def _inits_from_key(self, call: cst.Call, after: Point | None, depth: int) -> bool:
