@@ -14,13 +14,22 @@ import sys
 import traceback
 
 
+# jaxmem is imported before pytest starts, so pytest's assertion rewriter warns that it cannot
+# rewrite jaxmem's modules (the pytest11 entry point, the confirm plugin); a project whose pytest
+# config turns warnings into errors (flax: filterwarnings = ["error"]) would then not start at all.
+# A command-line filter outranks the config's; it matches only that warning about jaxmem.
+_PYTEST_REWRITE_NOTE = ("-W", "ignore:Module already imported so cannot be rewritten; jaxmem"
+                              ":pytest.PytestAssertRewriteWarning")
+
+
 def run_program(target: list[str]) -> int:
     """Run ``script.py ARGS`` or ``-m module ARGS`` as ``__main__``; return its exit code."""
     if target[0] == "-m":
         if len(target) < 2:
             print("jaxmem: '-m' needs a module name", file=sys.stderr)
             return 2
-        sys.argv = [target[1], *target[2:]]
+        notes = _PYTEST_REWRITE_NOTE if target[1] in ("pytest", "py.test") else ()
+        sys.argv = [target[1], *notes, *target[2:]]
         runner = lambda: runpy.run_module(target[1], run_name="__main__", alter_sys=True)
         sys.path.insert(0, os.getcwd())
     else:

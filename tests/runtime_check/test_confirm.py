@@ -193,6 +193,21 @@ def test_confirm_under_pytest(tmp_path):
     assert result.returncode == 0 and report["runs"] == 2
 
 
+def test_confirm_under_pytest_whose_config_makes_warnings_errors(tmp_path):
+    """flax's pytest config says filterwarnings = ["error"]; pytest's note that it cannot rewrite
+    jaxmem's already imported modules must not stop the user's tests from starting."""
+    project = _project(tmp_path, "optax_read_after.py")
+    (project / "pyproject.toml").write_text("[project]\nname = 'user'\n\n[tool.pytest.ini_options]\n"
+                                            "filterwarnings = ['error']\n")
+    (project / "test_user.py").write_text(
+        "import runpy\n\ndef test_main():\n    runpy.run_path('optax_read_after.py')\n")
+    result, report = _confirm(project, "pytest", "-q", "-p", "no:cacheprovider", "test_user.py")
+    assert "PytestAssertRewriteWarning" not in result.stdout + result.stderr
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted" and proposal["calls"] > 0
+    assert result.returncode == 0 and "1 passed" in result.stdout
+
+
 def test_equinox_step_confirmed_with_the_matching_donate_mode(tmp_path):
     pytest.importorskip("equinox")
     project = _project(tmp_path, "eqx_all.py")
