@@ -70,7 +70,7 @@ def plan_site(site: DefinitionSite, fixes: list[DonationFix], *, style: str) -> 
         return _refuse_all(
             plan, fixes, "its options are passed through `**kwargs`; add the donation where they are built"
         )
-    if site.transform.mode_kw is not None:
+    if site.transform.mode_kw is not None or site.transform.flags_kw is not None:
         return _plan_mode(plan, fixes)
     if not spec.known:
         why = spec.unknown_reason or "its donation spec is not a constant"
@@ -213,7 +213,8 @@ def _plan_mode(plan: SitePlan, fixes: list[DonationFix]) -> SitePlan:
     if transform.name != EQUINOX:
         return _refuse_all(
             plan, fixes,
-            f"`{transform.name}` takes `{transform.mode_kw}=`, which jaxmem-fix does not write; add it by hand",
+            f"`{transform.name}` takes `{transform.mode_kw or transform.flags_kw}=`, which jaxmem-fix does not "
+            "write; add it by hand",
         )
     spec = site.definition.spec
     signature = site.definition.signature

@@ -21,6 +21,8 @@ class Transform:
     static_argnums_kw: str | None = "static_argnums"
     static_argnames_kw: str | None = "static_argnames"
     mode_kw: str | None = None  # equinox: donate="all" | ...
+    flags_kw: str | None = None  # haliax: donate_args=(True, False), one flag per positional argument
+    flag_names_kw: str | None = None  # haliax: donate_kwargs={"name": True}, for keyword-passed arguments
     donates_keywords: bool = True
     keeps_module_args: bool = False  # flax nnx writes Module outputs back
 
@@ -47,23 +49,32 @@ EQX_FILTER_JIT = Transform(
     static_argnames_kw=None,
     mode_kw="donate",
 )
+# haliax 1.3 (partitioning.py, ``_NamedJitWrapper.__call__``; run on 1.4.dev453 with jax 0.10.2):
+# ``donate_args=True`` donates every positionally passed argument, a tuple gives one flag per
+# position (missing ones False), ``donate_kwargs`` a dict of flags for keyword-passed arguments;
+# an argument passed by keyword is never donated by ``donate_args``.
 HALIAX_NAMED_JIT = Transform(
-    "haliax.named_jit", argnums_kw=None, argnames_kw=None, mode_kw="donate_args"
+    "haliax.named_jit", argnums_kw=None, argnames_kw=None, static_argnums_kw=None, static_argnames_kw=None,
+    flags_kw="donate_args", flag_names_kw="donate_kwargs",
 )
 PENZAI_VARIABLE_JIT = Transform("penzai.variable_jit")
 
 
-def donation_option(transform: str, index: int | None, name: str, positional: int | None) -> tuple[str, bool]:
+def donation_option(transform: str, index: int | None, name: str, positional: int | None,
+                    donated: tuple[frozenset[int], frozenset[str]] = (frozenset(), frozenset())) -> tuple[str, bool]:
     """How ``transform`` (a :class:`Transform` name) spells donating one parameter,
     and whether jaxmem-fix writes it.  ``index`` is None for a keyword-only
     parameter; ``positional`` counts the positional parameters, when known.
     haliax's ``named_jit`` takes a pytree of flags, one per argument
-    (``donate_args=(True, False)``), which the fixer does not write."""
+    (``donate_args=(True, False)``), which the fixer does not write; the flags
+    keep what the definition already ``donated`` (positions, keyword names)."""
     if transform == HALIAX_NAMED_JIT.name:
+        indices, names = donated
         if index is None:
-            return f"donate_kwargs={{'{name}': True}}", False
+            entries = ", ".join(f"'{n}': True" for n in sorted({*names, name}))
+            return f"donate_kwargs={{{entries}}}", False
         count = max(positional or 0, index + 1)
-        flags = ", ".join("True" if i == index else "False" for i in range(count))
+        flags = ", ".join("True" if i == index or i in indices else "False" for i in range(count))
         return f"donate_args=({flags}{',' if count == 1 else ''})", False
     if index is None:
         return f"donate_argnames=('{name}',)", True

@@ -66,6 +66,8 @@ def read_spec(
     problems: list[str] = []
     if options is not None and any(arg.star == "**" for arg in options.args):
         return DonationSpec(None, None, None, None, unknown_reason="options passed through **kwargs"), ()
+    if transform.flags_kw is not None:
+        return read_flags(transform, options, signature, env), ()
 
     def value_of(kw):
         arg = keyword_arg(options, kw) if options is not None else None
@@ -146,3 +148,52 @@ def read_spec(
         static_indices, static_names_set, mode,
     )
     return spec, tuple(problems)
+
+
+def read_flags(transform: Transform, options: cst.Call | None, signature: Signature | None, env) -> DonationSpec:
+    """haliax's ``donate_args``/``donate_kwargs`` (see ``HALIAX_NAMED_JIT``) as a spec: donated
+    positions from the flags, donated keyword-passed names from the dict; unknown when a flag is
+    not a constant bool (a nested pytree of flags, a function) or ``True`` meets an unseen signature."""
+    given = {kw: keyword_arg(options, kw) if options is not None else None
+             for kw in (transform.flags_kw, transform.flag_names_kw)}
+    flags_arg, names_arg = given[transform.flags_kw], given[transform.flag_names_kw]
+    indices: set[int] = set()
+    if flags_arg is not None:
+        flags = constants.evaluate(flags_arg.value, env)
+        if flags is True:
+            if signature is None or signature.has_var_positional:
+                return DonationSpec(None, None, None, None,
+                                    unknown_reason=f"`{transform.flags_kw}=True` with the signature unknown")
+            flags = (True,) * len(signature.positional)
+        if flags is None or flags is False:
+            flags = ()
+        if not isinstance(flags, (tuple, list)) or not all(isinstance(f, bool) for f in flags):
+            return DonationSpec(None, None, None, None,
+                                unknown_reason=f"`{transform.flags_kw}` is not a constant bool or tuple of bools")
+        indices = {i for i, flag in enumerate(flags) if flag}
+    names: set[str] = set()
+    if names_arg is not None:
+        entries = _constant_flag_dict(names_arg.value, env)
+        if entries is None:
+            return DonationSpec(None, None, None, None,
+                                unknown_reason=f"`{transform.flag_names_kw}` is not a constant dict of bools")
+        names = {name for name, flag in entries.items() if flag}
+    return DonationSpec(frozenset(indices), frozenset(names), tuple(sorted(indices)), tuple(sorted(names)),
+                        flags_arg is not None, names_arg is not None, frozenset(), frozenset())
+
+
+def _constant_flag_dict(expr: cst.BaseExpression, env) -> dict[str, bool] | None:
+    """``{"name": True, ...}`` (or None) as a dict; None when it is anything else."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return {}
+    if not isinstance(expr, cst.Dict):
+        return None
+    entries = {}
+    for element in expr.elements:
+        if not isinstance(element, cst.DictElement):
+            return None
+        key, flag = constants.evaluate(element.key, env), constants.evaluate(element.value, env)
+        if not isinstance(key, str) or not isinstance(flag, bool):
+            return None
+        entries[key] = flag
+    return entries

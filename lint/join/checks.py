@@ -738,7 +738,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         why = f": {doubts[0]}" if doubts and confidence is not Confidence.HIGH else ""
         rebound = any(v.rebound for _, v in verdicts)
         spelled, fixable = donation_option(definition.transform, index, name,
-                                           len(sig.positional) if sig is not None else None)
+                                           len(sig.positional) if sig is not None else None,
+                                           (spec.indices or frozenset(), spec.names or frozenset()))
         span = _span(definition.line, definition.col, definition.end_line, definition.end_col)
         param_name = name if sig is not None else None  # "argument 0": no name to spell in argnames
         if rebound:

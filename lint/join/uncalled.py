@@ -95,7 +95,9 @@ def _candidates(definition: JitDefinition) -> list[tuple[int | None, str]]:
 def _spelled(definition: JitDefinition, index: int | None, name: str) -> str:
     """The donation option that donates this one parameter, as the transform spells it."""
     positional = len(definition.signature.positional) if definition.signature is not None else None
-    return donation_option(definition.transform, index, name, positional)[0]
+    spec = definition.spec
+    return donation_option(definition.transform, index, name, positional,
+                           (spec.indices or frozenset(), spec.names or frozenset()))[0]
 
 
 def _message(definition: JitDefinition, name: str, spelled: str) -> str:

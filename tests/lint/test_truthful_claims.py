@@ -604,6 +604,69 @@ def test_named_jit_advice_is_spelled_as_haliax_takes_it_and_not_marked_fixable()
     assert finding.fix is None  # jaxmem-fix does not write donate_args: the finding must not say it does
 
 
+# haliax's flags, read as haliax 1.3 reads them (checked by running haliax 1.4.dev453 on jax 0.10.2,
+# which tests cannot install: haliax 1.3 does not import on jax 0.10.2, the dev build needs aqtp):
+# donate_args=(True, False) deleted the first argument and reading it raised "Array has been
+# deleted"; donate_args=True deleted both positional arguments and not one passed by keyword;
+# donate_kwargs={"other": True} deleted only the keyword-passed `other`.
+HALIAX_READS = """
+import haliax as hax
+import jax.numpy as jnp
+
+@hax.named_jit({options})
+def step(state, other):
+    return state * 2, other + 1
+
+def main():
+    state, other = jnp.ones(8), jnp.ones(8)
+    old_state, old_other = state, other
+    state, other = step({call})
+    print(old_state, old_other)
+    return state, other
+"""
+
+
+@pytest.mark.parametrize(("options", "call", "read"), [
+    ("donate_args=(True, False)", "state, other", {"state"}),
+    ("donate_args=(True,)", "state, other", {"state"}),  # missing flags are False
+    ("donate_args=True", "state, other", {"state", "other"}),
+    ("donate_args=True", "state, other=other", {"state"}),  # donate_args never covers a keyword-passed one
+    ('donate_kwargs={"other": True}', "state, other=other", {"other"}),
+    ('donate_kwargs={"other": True}', "state, other", set()),
+    ("donate_args=(False, False)", "state, other", set()),
+])
+def test_named_jit_donate_args_and_kwargs_are_read_as_haliax_applies_them(options, call, read):
+    source = HALIAX_READS.format(options=options, call=call)
+    reported = {f.message.split("`")[3] for f in _findings(source, "JXM101")}
+    assert reported == read
+
+
+def test_named_jit_advice_keeps_the_flags_already_given():
+    source = textwrap.dedent(
+        """
+        import haliax as hax
+        import jax.numpy as jnp
+
+        @hax.named_jit(donate_args=(False, True))
+        def step(state, buffer):
+            return state * 2, buffer + 1
+
+        def train():
+            state, buffer = jnp.zeros(3), jnp.zeros(3)
+            for _ in range(3):
+                state, buffer = step(state, buffer)
+            return state, buffer
+        """
+    )
+    (finding,) = _findings(source, "JXM001")
+    assert "add donate_args=(True, True) to reuse its memory" in finding.message and finding.fix is None
+
+
+def test_named_jit_flags_that_are_not_constants_are_not_analysed():
+    source = HALIAX_READS.format(options="donate_args=flags", call="state, other")
+    assert _findings(source, "JXM101") == [] and _findings(source, "JXM001") == []
+
+
 NOTEBOOK_REBINDS_TX = """\
 import jax
 import jax.numpy as jnp
