@@ -33,21 +33,20 @@ from collections import Counter
 from pathlib import Path
 
 import _jaxmem_cli as jaxmem
-from _corpus import CACHE, project_dir
+from _corpus import project_dir
 from _fix_run import VENVS, _copy, changed_tests, project_venv, run_file, runnable_files
 from _scoring import fix_verdict
 
-JAXMEM_SITE = CACHE / "jaxmem-site"  # this checkout's jaxmem, installed for the run venvs
-
-
-def install_jaxmem(log) -> Path:
-    """This checkout's jaxmem (not editable) in a folder the run venvs put on ``PYTHONPATH``."""
-    if JAXMEM_SITE.exists():
-        shutil.rmtree(JAXMEM_SITE)
+def install_jaxmem(work: Path, log) -> Path:
+    """This checkout's jaxmem (not editable) in a folder of ``work`` the run venvs put on ``PYTHONPATH``
+    (one per work folder, so runs with different ``TMPDIR``s do not share it)."""
+    site = work / "jaxmem-site"
+    if site.exists():
+        shutil.rmtree(site)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
-                    "--target", str(JAXMEM_SITE), str(jaxmem.REPO)], check=True, capture_output=True, text=True)
-    log(f"jaxmem installed for the run venvs in {JAXMEM_SITE}")
-    return JAXMEM_SITE
+                    "--target", str(site), str(jaxmem.REPO)], check=True, capture_output=True, text=True)
+    log(f"jaxmem installed for the run venvs in {site}")
+    return site
 
 
 def module_tests(root: Path, relative: str, runnable: set[str]) -> list[str]:
@@ -68,11 +67,12 @@ def _selection(source: Path, relative: str, unsafe_copy: Path) -> list[str] | No
 
 
 def _confirm(python: Path, root: Path, relative: str, tests: list[str] | None, report: Path,
-             timeout: float) -> tuple[str, str]:
-    """Run ``relative`` under ``jaxmem confirm --out report`` (the command's own outcome)."""
+             timeout: float, site: Path) -> tuple[str, str]:
+    """Run ``relative`` under ``jaxmem confirm --out report`` (the command's own outcome), with the
+    jaxmem installed in ``site``."""
     return run_file(python, root, relative, timeout, tests,
                     wrapper=[str(python), "-m", "jaxmem.cli", "confirm", "--out", str(report), "--"],
-                    extra_path=[str(JAXMEM_SITE)])
+                    extra_path=[str(site)])
 
 
 def _proposals(report: Path) -> list[dict]:
@@ -110,7 +110,7 @@ def _added_donations(before: Path, after: Path, files: list[str]) -> int:
 def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, work: Path) -> dict:
     """Steps 1-4 over the sdists of ``packages`` that have a run venv; no run starts after ``budget_s``."""
     started = time.perf_counter()
-    install_jaxmem(log)
+    site = install_jaxmem(work, log)
     projects, cases = [], []
     for name, version, kind in packages:
         label = f"{name}-{version}"
@@ -146,7 +146,7 @@ def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, 
             report = work / f"{label}-confirm-{index}.json"
             report.unlink(missing_ok=True)
             log(f"{label}: confirm -- {relative}{' -k ' + ' or '.join(tests) if tests else ''}")
-            confirmed_run, _ = _confirm(python, watched, relative, tests, report, 3 * timeout)
+            confirmed_run, _ = _confirm(python, watched, relative, tests, report, 3 * timeout, site)
             runs.append((relative, tests, confirmed_run))
             if report.exists():
                 reports.append(report)
