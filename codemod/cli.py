@@ -95,6 +95,7 @@ class _Fixer:
         self.changed_files = 0
         self.edit_count = 0
         self.refused_count = 0
+        self.below_threshold = 0  # proposals not applied for their confidence alone
         self._project_style = None
 
     # -- output --------------------------------------------------------------
@@ -191,8 +192,10 @@ class _Fixer:
                 why = self.verified.why_not_confirmed(path, finding.fix) if self.verified is not None else None
                 by_run = self.verified is not None and self.verified.any_confidence  # confirm: any confidence
                 if finding.confidence.rank < self.threshold.rank and not by_run:
+                    self.below_threshold += 1
                     self.say(f"{where}: not donating {parameter}: {finding.confidence.value} confidence "
-                             "(the value may be read by code jaxmem cannot see); apply with --unsafe-fixes")
+                             "(the value may be read by code jaxmem cannot see); confirm it with a run "
+                             "(`jaxmem confirm`) or apply with --unsafe-fixes")
                     continue
                 if why is not None:
                     self.say(f"{where}: not donating {parameter}: {why}")
@@ -288,11 +291,15 @@ class _Fixer:
                 sys.stdout.write(unified_diff(path, source.text, result.source))
 
     def summary(self) -> None:
-        if not (self.edit_count or self.refused_count):
+        if not (self.edit_count or self.refused_count or self.below_threshold):
             return
         verb = "would add" if (self.args.diff or self.args.check) else "added"
         self.say(f"jaxmem-fix: {verb} {self.edit_count} donation(s) in {self.changed_files} file(s); "
                  f"{self.refused_count} left alone")
+        if self.below_threshold:
+            self.say(f"jaxmem-fix: {self.below_threshold} more below {self.threshold.value} confidence; let your own "
+                     "run settle them: `jaxmem confirm --out confirm.json -- pytest` (or `-- python train.py`), "
+                     "then `jaxmem-fix --verified confirm.json` applies what the run confirmed")
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

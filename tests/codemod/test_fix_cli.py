@@ -169,6 +169,8 @@ def test_medium_confidence_needs_unsafe_fixes(project):
     assert safe.returncode == 0
     assert (project / "train.py").read_text() == CALLER_OWNED
     assert "apply with --unsafe-fixes" in safe.stdout.decode()
+    assert "1 more below high confidence" in safe.stdout.decode()
+    assert "`jaxmem confirm --out confirm.json -- pytest`" in safe.stdout.decode()
 
     unsafe = fix("--unsafe-fixes", "train.py", cwd=project)
     assert unsafe.returncode == 1
