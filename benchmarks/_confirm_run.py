@@ -169,8 +169,23 @@ def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, 
         })
         log(f"{label}: {len(runs)} runs under confirm; with the verified fix {len(verified_changed)} files "
             f"changed (by the default fix alone {len(default_changed)})")
+    return {"summary": _summary(projects, cases), "projects": projects, "cases": cases,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def merged_section(earlier: dict | None, fresh: dict) -> dict:
+    """``fresh``, plus the projects and runs of ``earlier`` for packages ``fresh`` did not measure."""
+    if not earlier:
+        return fresh
+    measured = {project["package"] for project in fresh["projects"]}
+    projects = [p for p in earlier["projects"] if p["package"] not in measured] + fresh["projects"]
+    cases = [c for c in earlier["cases"] if c["package"] not in measured] + fresh["cases"]
+    return {**fresh, "summary": _summary(projects, cases), "projects": projects, "cases": cases}
+
+
+def _summary(projects: list[dict], cases: list[dict]) -> dict:
     outcomes = Counter((p["confidence"], p["outcome"]) for project in projects for p in project["proposals"])
-    summary = {
+    return {
         "runs": len(cases),
         "proposals": {f"{confidence} {outcome}": n for (confidence, outcome), n in sorted(outcomes.items())},
         "default_fix_donations": sum(p["default_fix_donations"] for p in projects),
@@ -179,5 +194,3 @@ def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, 
         "unsafe": len([c for c in cases if c["verdict"] == "unsafe"]),
         "broke": len([c for c in cases if c["verdict"] == "broke"]),
     }
-    return {"summary": summary, "projects": projects, "cases": cases,
-            "seconds": round(time.perf_counter() - started, 1)}

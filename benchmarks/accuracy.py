@@ -45,7 +45,7 @@ from _corpus import project_dir
 from _donations import find_donations, inject_reads, injection_sites, line_map, strip_donations
 from _report import format_comparison, format_exactness, format_markdown, format_table
 from _scoring import (
-    confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported, ratio,
+    confidence_doubts, donated_parameters, donation_status, fixed_point_changes, injected_read_reported,
     recovered_by, refusal_of, restored_in, shortcut_differences, uncalled_proposals,
 )
 
@@ -397,33 +397,38 @@ def fix_run_into(results: Path, args) -> int:
     """Run section 4 alone and put it into a finished ``accuracy-DATE.json`` (and its ``.md``)."""
     from _fix_run import measure_fix_then_run
 
-    report = json.loads(results.read_text())
-    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
-    started = time.perf_counter()
-    report["fix_then_run"] = measure_fix_then_run(packages, max_runs=args.max_runs, timeout=args.run_timeout,
-                                                  budget_s=args.run_budget, log=log, work=WORK)
-    report["fix_then_run"]["seconds"] = round(time.perf_counter() - started, 1)
-    report["fix_then_run"]["command"] = " ".join(["python", "benchmarks/accuracy.py", *sys.argv[1:]])
-    print(format_table(report))
-    results.write_text(json.dumps(report, indent=1, default=_json) + "\n")
-    results.with_suffix(".md").write_text(format_markdown(report))
-    log(f"rewrote {results} and its .md with a new fix-then-run section")
-    return 0
+    def measure(packages, report):
+        return measure_fix_then_run(packages, max_runs=args.max_runs, timeout=args.run_timeout,
+                                    budget_s=args.run_budget, log=log, work=WORK)
+
+    return _section_into(results, "fix_then_run", measure, args)
 
 
 def confirm_run_into(results: Path, args) -> int:
-    """Run confirm-then-fix (section 4b) and put it into a finished ``accuracy-DATE.json`` (and its ``.md``)."""
-    from _confirm_run import measure_confirm_then_fix
+    """Run confirm-then-fix (section 4b) and put it into a finished ``accuracy-DATE.json`` (and its ``.md``);
+    packages measured before and not now keep their rows."""
+    from _confirm_run import measure_confirm_then_fix, merged_section
 
+    def measure(packages, report):
+        fresh = measure_confirm_then_fix(packages, timeout=args.run_timeout, budget_s=args.run_budget, log=log,
+                                         work=WORK)
+        return merged_section(report.get("confirm_then_fix"), fresh)
+
+    return _section_into(results, "confirm_then_fix", measure, args)
+
+
+def _section_into(results: Path, key: str, measure, args) -> int:
+    """Put ``measure(packages, report)`` into ``results`` under ``key``; rewrite it and its ``.md``."""
     report = json.loads(results.read_text())
     packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
-    report["confirm_then_fix"] = measure_confirm_then_fix(packages, timeout=args.run_timeout,
-                                                          budget_s=args.run_budget, log=log, work=WORK)
-    report["confirm_then_fix"]["command"] = " ".join(["python", "benchmarks/accuracy.py", *sys.argv[1:]])
+    started = time.perf_counter()
+    report[key] = measure(packages, report)
+    report[key]["seconds"] = round(time.perf_counter() - started, 1)
+    report[key]["command"] = " ".join(["python", "benchmarks/accuracy.py", *sys.argv[1:]])
     print(format_table(report))
     results.write_text(json.dumps(report, indent=1, default=_json) + "\n")
     results.with_suffix(".md").write_text(format_markdown(report))
-    log(f"rewrote {results} and its .md with a confirm-then-fix section")
+    log(f"rewrote {results} and its .md with a new {key} section")
     return 0
 
 
