@@ -349,7 +349,8 @@ def _print_summary(findings, file_count: int, skipped: int = 0) -> None:
     if safe:
         fixes.append(f"{safe} fixable with jaxmem-fix")
     if unsafe:
-        fixes.append(f"{unsafe} more with jaxmem-fix --unsafe-fixes")
+        fixes.append(f"{unsafe} {'more' if safe else 'fixable'} once your run confirms them (jaxmem confirm, "
+                     "then jaxmem-fix --verified) or with --unsafe-fixes")
     sys.stderr.write(
         f"jaxmem: {len(findings)} finding(s) in {file_count} file(s)"
         + "".join(", " + part for part in fixes) + (f"; {note}" if note else "") + ".\n"
