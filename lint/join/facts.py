@@ -571,6 +571,8 @@ class FactExtractor:
             return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
+        if origins and (beside := self.provenance.passed_beside(value, call, point)) is not None:
+            origins += (beside,)
         callers = None
         if owner == PARAM and _holds_entry_value(flow, key[0], call):
             callers = self.callers_of(key[0])

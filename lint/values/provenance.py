@@ -427,11 +427,32 @@ class Provenance:
         tx = tx or positional[1:2]
         return bool(tx) and self.is_new_state_optimizer(tx[0])
 
+    def passed_beside(self, value, call: cst.Call, at_call: Point) -> Origin | None:
+        """Why ``value`` (an argument of ``call``) may share arrays with another argument of the same
+        call, if it may: jax rejects donating a buffer that the call also receives otherwise ("Attempt
+        to donate a buffer which is also used by the same call"), so such a donation is never proved.
+        ``state = State(0, params); step(params, state)``: ``state`` holds ``params`` itself."""
+        # This call's own earlier results (``a, b = step(a, b)`` in a loop) are left out: the outputs of
+        # a jitted call are new buffers, one per output.
+        mine = self._may_contain(value, skip_origin=call, at_call=at_call)
+        for arg in call.args:
+            if arg.value is value or self.array_free(arg.value):
+                continue
+            theirs = self._may_contain(arg.value, skip_origin=call, at_call=at_call)
+            if any(overlaps(a, b) for a in mine for b in theirs):
+                line = self.ctx.positions[call].start.line
+                return Origin(UNKNOWN, line, f"`{self.ctx.text(value)}` may share arrays with `{self.ctx.text(arg.value)}`, "
+                                             "which the same call also receives (jax rejects donating a buffer "
+                                             "another argument of the call holds)")
+        return None
+
     def _makes_new_memory(self, call: cst.Call) -> bool:
         """Whether ``call``'s result is known to be new buffers only."""
         qualified = self.ctx.imports.resolve(call.func)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if is_fresh_constructor(qualified) or is_host_producer(qualified) or is_prng_producer(qualified):
+            return True
+        if self._immediate_jit(call):
             return True
         if call_effect(qualified, method if qualified is None else None) == NEW:
             return True
