@@ -7,7 +7,8 @@ with a proposal is replaced by a stand-in (see :mod:`jit_patch`) that, per
 call and per proposed parameter still active:
 
 1. **held elsewhere** - before the call: the same array twice among the
-   donated leaves (every call), or a leaf/inner node referenced from outside
+   donated leaves or also in another argument (every call; both sides are
+   refuted, as jax rejects either donation alone), or a leaf/inner node referenced from outside
    the argument (a heap scan, on the calls :data:`SCAN_POLICY` says).  A refuted proposal is
    not donated in that call nor later: the call runs as the user wrote it.
 2. **reused** - on the first donating call of each definition and donation:
@@ -38,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from jaxmem.runtime_check.holders import (
-    first_user_site, frame_variables, outside_holders, own_nodes, repeated_leaves,
+    first_user_site, frame_variables, outside_holders, own_nodes, refers_to_itself, repeated_leaves,
 )
 from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
 
@@ -87,6 +88,13 @@ class ProposalWatch:
         """Add a note once."""
         if text not in self.notes and len(self.notes) < _MAX_NOTES:
             self.notes.append(text)
+
+
+def _flatten(value):
+    """``(leaves, treedef)`` of ``value``."""
+    import jax
+
+    return jax.tree_util.tree_flatten(value)
 
 
 def proposal_key(path: str, line: int, name: str | None, index: int | None) -> str:
@@ -161,6 +169,11 @@ class Confirmer:
         count = self.calls_per_definition[key] = self.calls_per_definition.get(key, 0) + 1
         site = (caller.f_code.co_filename, caller.f_lineno)
         labels = self._labels(transformed, definition, args, kwargs)
+        for watch, label in labels:
+            if watch.active and refers_to_itself(_value(args, kwargs, label)):
+                watch.refute("check-failed", f"`{watch.label}` refers to itself (an nnx object reachable from "
+                             "its own attributes): jax cannot flatten it, so jaxmem cannot watch its donation",
+                             call=_site_text((caller.f_code.co_filename, caller.f_lineno)))
         watched = [(watch, label) for watch, label in labels if watch.active]
         for watch, _ in labels:
             watch.calls += 1
@@ -173,10 +186,20 @@ class Confirmer:
                     watch.refute("check-failed", f"jaxmem could not check the arguments: {type(error).__name__}: "
                                  f"{error}", call=_site_text(site))
             watched = [(watch, label) for watch, label in watched if watch.active]
+        # The donated leaves, taken before the call: after it the value may no longer flatten
+        # (an nnx graph update that made a Module refer to itself recurses without end).
+        flat = {}
+        for watch, label in watched:
+            try:
+                flat[id(watch)] = _flatten(_value(args, kwargs, label))
+            except Exception as error:  # noqa: BLE001 - RecursionError included; the program must go on
+                watch.refute("check-failed", f"jaxmem could not walk `{watch.label}`: {type(error).__name__}",
+                             call=_site_text(site))
+        watched = [(watch, label) for watch, label in watched if watch.active]
         function = self._variant(transformed, definition, watched, args, kwargs) if watched else transformed
         if watched and function is not transformed:
             self._check_reuse(key, function, watched, args, kwargs, site)
-        donated = [(watch, label, _value(args, kwargs, label)) for watch, label in watched if watch.active]
+        donated = [(watch, label, flat[id(watch)]) for watch, label in watched if watch.active]
         try:
             result = function(*args, **kwargs)
         except (RuntimeError, ValueError) as error:
@@ -223,17 +246,19 @@ class Confirmer:
             leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
             donated.append((text(label), leaves, lambda name=text(label), v=value: _leaf_names(name, v)))
             owners[text(label)] = watch
+        # Every call, not only scanned ones: jax rejects a donated buffer passed undonated beside it.
+        # The definition's own donations count as donated: a shared array is then donated twice.
         others = []
-        if scan:
-            declared = {text(label) for label in _declared_labels(transformed, definition, args, kwargs)}
-            for label in [*range(len(args)), *kwargs]:
-                name = text(label)
-                if name in owners or name in declared:
-                    continue
-                value = _value(args, kwargs, label)
-                leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
-                if leaves:
-                    others.append((name, leaves, lambda name=name, v=value: _leaf_names(name, v)))
+        declared = {text(label) for label in _declared_labels(transformed, definition, args, kwargs)}
+        for label in [*range(len(args)), *kwargs]:
+            name = text(label)
+            if name in owners:
+                continue
+            value = _value(args, kwargs, label)
+            leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
+            if leaves:
+                (donated if name in declared else others).append(
+                    (name, leaves, lambda name=name, v=value: _leaf_names(name, v)))
         for holder in repeated_leaves(donated, others):
             self._refute_holder(owners, holder, site)
         if not scan:
@@ -342,11 +367,9 @@ class Confirmer:
 
     # -- read after ------------------------------------------------------------
 
-    def _remember(self, watch, site, label, value) -> None:
-        import jax
-
+    def _remember(self, watch, site, label, flattened) -> None:
         record = None
-        leaves, treedef = jax.tree_util.tree_flatten(value)
+        leaves, treedef = flattened
         array_type, events = self._array_type, self.events
         for index, leaf in enumerate(leaves):
             if isinstance(leaf, array_type) and leaf.is_deleted():

@@ -57,8 +57,12 @@ def repeated_leaves(donated: list[tuple[str, list, list]], others: list[tuple[st
     names = {label: names for label, _, names in [*donated, *others]}
     name_of = lambda label, index: _resolve(names[label])[index]
     for (label, index), (first_label, first_index) in repeats:
+        # Both sides: donating either one alone passes the array undonated beside it, which jax
+        # rejects as well ("donate a buffer which is also used by the same call").
         found.append(Holder(name_of(first_label, first_index),
                             f"`{name_of(label, index)}` (the same array, donated twice)", True))
+        found.append(Holder(name_of(label, index),
+                            f"`{name_of(first_label, first_index)}` (the same array, donated twice)", True))
     for label, leaves, _ in others:
         for index, leaf in enumerate(leaves):
             first = seen.get(id(leaf))
@@ -101,6 +105,45 @@ def own_nodes(value, is_leaf) -> tuple[list[tuple[object, str]], set[int]]:
                     ids.add(id(attribute))
         stack.extend((child, path + jax.tree_util.keystr(key)) for key, child in children)
     return nodes, ids
+
+
+def refers_to_itself(value) -> bool:
+    """Whether an nnx object in ``value`` reaches itself through its attributes (``m.ref = m``, which
+    nnx's graph transforms allow).  jax's pytree flattening recurses without end on such a value,
+    and a RecursionError raised inside it leaves the interpreter unable to recover, so jaxmem
+    must not flatten it at all.  Plain pytrees are not walked (they cannot be cyclic and flatten)."""
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is None:
+        return False
+    is_node = nnx.graph.is_graph_node
+    tops = [value] if is_node(value) else [v for v in _items(value) if is_node(v)] \
+        if type(value) in (dict, list, tuple) else []
+    on_path, done = set(), set()
+    for top in tops:
+        stack = [(top, iter(_attributes(top)))]
+        on_path.add(id(top))
+        while stack:
+            node, children = stack[-1]
+            child = next(children, stack)  # the stack itself marks the end
+            if child is stack:
+                on_path.discard(id(node))
+                done.add(id(node))
+                stack.pop()
+                continue
+            if id(child) in on_path:
+                return True
+            if id(child) in done or not (is_node(child) or type(child) in (dict, list, tuple)):
+                continue
+            on_path.add(id(child))
+            stack.append((child, iter(_attributes(child))))
+    return False
+
+
+def _attributes(node):
+    """What an nnx node or a plain container refers to (its attribute values, its items)."""
+    if type(node) in (dict, list, tuple):
+        return list(_items(node))
+    return list(getattr(node, "__dict__", {}).values())
 
 
 def _shared_atom(value) -> bool:

@@ -208,6 +208,24 @@ def test_confirm_under_pytest_whose_config_makes_warnings_errors(tmp_path):
     assert result.returncode == 0 and "1 passed" in result.stdout
 
 
+def test_one_array_in_two_arguments_refutes_both_and_the_program_runs(tmp_path):
+    project = _project(tmp_path, "shared_cache.py")
+    result, report = _confirm(project, "python", "shared_cache.py")
+    assert result.returncode == 0, result.stderr
+    assert "final" in result.stdout and report["runs"] == 1
+    proposals = _by_parameter(report, "step")
+    assert {p["outcome"] for p in proposals.values()} == {"refuted"}, proposals
+    assert all("the same array" in p["refutations"][0]["message"] for p in proposals.values())
+
+
+def test_an_argument_that_stops_flattening_after_the_call_does_not_break_the_program(tmp_path):
+    project = _project(tmp_path, "nnx_self_reference.py")
+    result, report = _confirm(project, "python", "nnx_self_reference.py")
+    assert result.returncode == 0, result.stderr
+    assert "calls 2" in result.stdout  # what flax's test checks: the second call retraced, the third did not
+    assert report["exit_status"] == 0
+
+
 def test_equinox_step_confirmed_with_the_matching_donate_mode(tmp_path):
     pytest.importorskip("equinox")
     project = _project(tmp_path, "eqx_all.py")
