@@ -358,8 +358,10 @@ class Provenance:
 
     @staticmethod
     def _returned_args(call: cst.Call, summary: FunctionSummary, signature) -> list:
-        """The arguments of ``call`` whose arrays its result may hold, by the callee's summary."""
-        if summary.twice or any(arg.star for arg in call.args):
+        """The arguments of ``call`` whose arrays its result may hold, by the callee's summary
+        (a result that holds one of its own new arrays twice, ``twice``, holds no argument for that:
+        the origin's own check reports it)."""
+        if any(arg.star for arg in call.args):
             return [arg.value for arg in call.args]
         out = []
         for i, arg in enumerate(call.args):

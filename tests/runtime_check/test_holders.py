@@ -76,8 +76,9 @@ def test_repeated_leaves_name_both_paths():
     state = {"params": {"k": kernel}, "ema": {"k": kernel}}
     leaves = jax.tree_util.tree_leaves(state)
     names = lambda: [f"state{jax.tree_util.keystr(p)}" for p, _ in jax.tree_util.tree_flatten_with_path(state)[0]]
-    (holder,) = repeated_leaves([("state", leaves, names)], [])
-    assert {holder.held, holder.holder.split("`")[1]} == {"state['ema']['k']", "state['params']['k']"}
+    first, second = repeated_leaves([("state", leaves, names)], [])  # both sides: neither can be donated alone
+    assert {first.held, first.holder.split("`")[1]} == {"state['ema']['k']", "state['params']['k']"}
+    assert (second.held, second.holder.split("`")[1]) == (first.holder.split("`")[1], first.held)
     (passed,) = repeated_leaves([("a", [kernel], ["a"])], [("b", [kernel], ["b"])])
     assert "passed undonated in the same call" in passed.holder
 
