@@ -49,7 +49,7 @@ def install_jaxmem(work: Path, log) -> Path:
     return site
 
 
-def module_tests(root: Path, relative: str, runnable: set[str]) -> list[str]:
+def module_tests(relative: str, runnable: set[str]) -> list[str]:
     """The runnable tests named after the module ``relative``: beside it, or in a ``tests`` folder."""
     path = Path(relative)
     names = {f"{path.stem}_test.py", f"test_{path.stem}.py"}
@@ -128,7 +128,7 @@ def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, 
         runnable = set(runnable_files(source))
         chosen = {f: _selection(source, f, unsafe_copy) for f in changed if f in runnable}
         for library in (f for f in changed if f not in runnable):
-            for test in module_tests(source, library, runnable):
+            for test in module_tests(library, runnable):
                 chosen.setdefault(test, None)
         before_copy = _copy(source, work / f"{label}-confirm-before")
         watched = _copy(source, work / f"{label}-confirm")

@@ -17,8 +17,8 @@ import warnings
 import libcst as cst
 
 from jaxmem.findings import FileReport
-from jaxmem.lint.join.checks import build_reports
 from jaxmem.lint.callables.definitions import MODULE_SCOPE
+from jaxmem.lint.join.checks import build_reports
 from jaxmem.lint.join.facts import FileFacts, extract, module_names_for
 from jaxmem.lint.syntax.parsing import parse_module
 from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
@@ -30,6 +30,7 @@ from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachab
     relevant_text,
 )
 from jaxmem.settings import Settings
+
 
 def _is_package_module(path: str) -> bool:
     folder = os.path.dirname(os.path.abspath(path))

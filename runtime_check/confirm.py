@@ -169,33 +169,34 @@ class Confirmer:
         count = self.calls_per_definition[key] = self.calls_per_definition.get(key, 0) + 1
         site = (caller.f_code.co_filename, caller.f_lineno)
         labels = self._labels(transformed, definition, args, kwargs)
+        # The donated leaves, taken once and before the call: after it the value may no longer
+        # flatten (an nnx graph update that made a Module refer to itself recurses without end).
+        flat = {}
         for watch, label in labels:
-            if watch.active and refers_to_itself(_value(args, kwargs, label)):
-                watch.refute("check-failed", f"`{watch.label}` refers to itself (an nnx object reachable from "
-                             "its own attributes): jax cannot flatten it, so jaxmem cannot watch its donation",
-                             call=_site_text((caller.f_code.co_filename, caller.f_lineno)))
+            if watch.active:
+                value = _value(args, kwargs, label)
+                if refers_to_itself(value):
+                    watch.refute("check-failed", f"`{watch.label}` refers to itself (an nnx object reachable from "
+                                 "its own attributes): jax cannot flatten it, so jaxmem cannot watch its donation",
+                                 call=_site_text(site))
+                    continue
+                try:
+                    flat[id(watch)] = _flatten(value)
+                except Exception as error:  # noqa: BLE001 - RecursionError included; the program must go on
+                    watch.refute("check-failed", f"jaxmem could not walk `{watch.label}`: {type(error).__name__}",
+                                 call=_site_text(site))
         watched = [(watch, label) for watch, label in labels if watch.active]
         for watch, _ in labels:
             watch.calls += 1
         if watched:
             scan = count <= SCANNED_CALLS or _power_of_ten(count)  # a scan costs one walk of the heap
             try:
-                self._check_holders(watched, args, kwargs, site, scan, transformed, definition)
+                self._check_holders(watched, flat, args, kwargs, site, scan, transformed, definition)
             except Exception as error:  # noqa: BLE001 - a failing check must not break the program
                 for watch, _ in watched:
                     watch.refute("check-failed", f"jaxmem could not check the arguments: {type(error).__name__}: "
                                  f"{error}", call=_site_text(site))
             watched = [(watch, label) for watch, label in watched if watch.active]
-        # The donated leaves, taken before the call: after it the value may no longer flatten
-        # (an nnx graph update that made a Module refer to itself recurses without end).
-        flat = {}
-        for watch, label in watched:
-            try:
-                flat[id(watch)] = _flatten(_value(args, kwargs, label))
-            except Exception as error:  # noqa: BLE001 - RecursionError included; the program must go on
-                watch.refute("check-failed", f"jaxmem could not walk `{watch.label}`: {type(error).__name__}",
-                             call=_site_text(site))
-        watched = [(watch, label) for watch, label in watched if watch.active]
         function = self._variant(transformed, definition, watched, args, kwargs) if watched else transformed
         if watched and function is not transformed:
             self._check_reuse(key, function, watched, args, kwargs, site)
@@ -233,7 +234,8 @@ class Confirmer:
 
     # -- held elsewhere --------------------------------------------------------
 
-    def _check_holders(self, watched, args, kwargs, site, scan, transformed, definition) -> None:
+    def _check_holders(self, watched, flat, args, kwargs, site, scan, transformed, definition) -> None:
+        """Refute the ``watched`` proposals whose leaves (``flat``, by watch) something else holds."""
         import jax
 
         is_array = lambda x: isinstance(x, jax.Array)
@@ -243,7 +245,7 @@ class Confirmer:
         donated, owners = [], {}
         for watch, label in watched:
             value = _value(args, kwargs, label)
-            leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
+            leaves = [leaf for leaf in flat[id(watch)][0] if is_array(leaf)]
             donated.append((text(label), leaves, lambda name=text(label), v=value: _leaf_names(name, v)))
             owners[text(label)] = watch
         # Every call, not only scanned ones: jax rejects a donated buffer passed undonated beside it.

@@ -20,21 +20,70 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from jaxmem.findings import Confidence, DonationFix, Evidence, FileReport, Finding, Refusal, Span
-from jaxmem.lint.callables.definitions import IMMEDIATE, MODULE_SCOPE, JitDefinition, with_unused_kept
-from jaxmem.lint.callables.donate_modes import ParamState, choose_mode, covered, first_blocker
-from jaxmem.lint.callables.imports import nearest_modules
-from jaxmem.lint.join.facts import ATTRIBUTE, GLOBAL, LOCAL, PARAM, ArgFacts, CallFacts, FileFacts
-from jaxmem.lint.callables.jit_api import EQX_FILTER_JIT, donation_option
-from jaxmem.lint.values.provenance import (
-    CALL, DERIVED, HOST, MODULE_HELD, NO_ARRAYS, PRNG_KEY, UNKNOWN, FunctionSummary, Origin,
+from jaxmem.findings import (
+    Confidence,
+    DonationFix,
+    Evidence,
+    FileReport,
+    Finding,
+    Refusal,
+    Span,
 )
-from jaxmem.lint.values.usefulness import MAYBE, MUTATED, NONE, PRESERVED, PRNG, SCALAR, UNUSED, UNUSED_KEPT
-from jaxmem.lint.values.refs import overlaps, render
-from jaxmem.lint.rules import RULES
-from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
+from jaxmem.lint.callables.definitions import (
+    IMMEDIATE,
+    MODULE_SCOPE,
+    JitDefinition,
+    with_unused_kept,
+)
+from jaxmem.lint.callables.donate_modes import (
+    ParamState,
+    choose_mode,
+    covered,
+    first_blocker,
+)
+from jaxmem.lint.callables.imports import nearest_modules
+from jaxmem.lint.callables.jit_api import EQX_FILTER_JIT, donation_option
 from jaxmem.lint.callables.signatures import (
-    KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments,
+    KEYWORD_ONLY,
+    POSITIONAL,
+    POSITIONAL_ONLY,
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
+    Signature,
+    map_arguments,
+)
+from jaxmem.lint.join.facts import (
+    ATTRIBUTE,
+    GLOBAL,
+    LOCAL,
+    PARAM,
+    ArgFacts,
+    CallFacts,
+    FileFacts,
+)
+from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
+from jaxmem.lint.rules import RULES
+from jaxmem.lint.values.provenance import (
+    CALL,
+    DERIVED,
+    HOST,
+    MODULE_HELD,
+    NO_ARRAYS,
+    PRNG_KEY,
+    UNKNOWN,
+    FunctionSummary,
+    Origin,
+)
+from jaxmem.lint.values.refs import overlaps, render
+from jaxmem.lint.values.usefulness import (
+    MAYBE,
+    MUTATED,
+    NONE,
+    PRESERVED,
+    PRNG,
+    SCALAR,
+    UNUSED,
+    UNUSED_KEPT,
 )
 from jaxmem.settings import Settings
 

@@ -23,23 +23,64 @@ from jaxmem.lint.callables.definitions import (
     JitDefinition,
     returned_function,
 )
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.callables.jit_api import (
+    NON_RETAINING_BUILTINS,
+    NON_RETAINING_ROOTS,
+    PARTIAL_NAMES,
+)
+from jaxmem.lint.callables.signatures import (
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
+    Signature,
+    map_arguments,
+)
+from jaxmem.lint.syntax.positions import Positions
+from jaxmem.lint.syntax.walk import (
+    children,
+    descendants,
+    small_statements,
+    statements,
+    suite_statements,
+)
 from jaxmem.lint.values.array_api import (
-    NEW, READING_WRAPPERS, READS, STAGING_DECORATORS, TRACING_HIGHER_ORDER, TRACING_TRANSFORMS, call_effect,
+    NEW,
+    READING_WRAPPERS,
+    READS,
+    STAGING_DECORATORS,
+    TRACING_HIGHER_ORDER,
+    TRACING_TRANSFORMS,
+    call_effect,
     saves_synchronously,
 )
-from jaxmem.lint.values.flow import ALIAS, ESCAPE, WRITE, Event, Flow, FlowBuilder, Point, direct_refs, free_names
-from jaxmem.lint.callables.imports import ImportTable
-from jaxmem.lint.callables.jit_api import NON_RETAINING_BUILTINS, NON_RETAINING_ROOTS, PARTIAL_NAMES
-from jaxmem.lint.values.key_reads import Bindings, KeyReads, argument_key_reads, parameter_key_reads
+from jaxmem.lint.values.flow import (
+    ALIAS,
+    ESCAPE,
+    WRITE,
+    Event,
+    Flow,
+    FlowBuilder,
+    Point,
+    direct_refs,
+    free_names,
+)
+from jaxmem.lint.values.key_reads import (
+    Bindings,
+    KeyReads,
+    argument_key_reads,
+    parameter_key_reads,
+)
 from jaxmem.lint.values.metadata import is_metadata_call
-from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.values.provenance import (
-    FunctionSummary, Origin, Provenance, annotated_array_free, keeps_arguments, summarize_function,
+    FunctionSummary,
+    Origin,
+    Provenance,
+    annotated_array_free,
+    keeps_arguments,
+    summarize_function,
 )
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
-from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, Signature, map_arguments
 from jaxmem.lint.values.usefulness import output_reach
-from jaxmem.lint.syntax.walk import children, descendants, small_statements, statements, suite_statements
 
 # Roots of qualified names that never hold a project's jitted callables.
 LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(

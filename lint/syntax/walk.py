@@ -14,7 +14,6 @@ from typing import Iterator
 
 import libcst as cst
 
-
 # Fields that only ever hold formatting (whitespace, comments, parentheses,
 # commas, colons): no analysis looks inside them, and skipping them halves
 # the nodes a walk visits.

@@ -21,11 +21,11 @@ from typing import Callable
 
 import libcst as cst
 
-from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.callables.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
+from jaxmem.lint.syntax.walk import children, suite_statements
+from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.values.metadata import is_metadata_key
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key
-from jaxmem.lint.syntax.walk import children, suite_statements
 
 READ = "read"
 WRITE = "write"

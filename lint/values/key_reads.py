@@ -23,9 +23,9 @@ from collections import Counter
 
 import libcst as cst
 
+from jaxmem.lint.syntax.walk import children, statements, suite_statements
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 from jaxmem.lint.values.refs import ident, literal_subscript
-from jaxmem.lint.syntax.walk import children, statements, suite_statements
 
 KeyReads = dict[str, "frozenset[str] | None"]  # parameter -> key parts it may read (None: all)
 

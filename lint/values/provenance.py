@@ -42,32 +42,32 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from jaxmem.lint.syntax.walk import children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
-    OPTAX_NO_STATE,
     ARRAY_FREE_TYPES,
     HOLDS,
     INIT_APPLY_PAIRS,
     METADATA_ATTRIBUTES,
     NEW,
     OPTAX_NEW_STATE,
+    OPTAX_NO_STATE,
     PARTITION,
     READS,
+    REPLICATORS,
     STATIC_FIELDS,
     TREE_MAPS,
     TWICE,
     array_free_call,
     call_effect,
-    REPLICATORS,
     is_constructor_like,
     is_fresh_constructor,
-    is_prng_producer,
     is_host_producer,
+    is_prng_producer,
     is_view_of_arguments,
 )
 from jaxmem.lint.values.flow import WRITE, Flow, Point
 from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
-from jaxmem.lint.syntax.walk import children
 
 FRESH = "fresh"
 HOST = "host"
@@ -128,6 +128,7 @@ class Provenance:
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
+        self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
 
     def writes_of(self, key: RefKey) -> list:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
@@ -434,16 +435,20 @@ class Provenance:
         call, if it may: jax rejects donating a buffer that the call also receives otherwise ("Attempt
         to donate a buffer which is also used by the same call"), so such a donation is never proved.
         ``state = State(0, params); step(params, state)``: ``state`` holds ``params`` itself."""
-        # This call's own earlier results (``a, b = step(a, b)`` in a loop) are left out: the outputs of
-        # a jitted call are new buffers, one per output.
-        mine = self._may_contain(value, skip_origin=call, at_call=at_call)
-        for arg in call.args:
-            if arg.value is value or self.array_free(arg.value):
+        held = self._held_by_args.get(id(call))
+        if held is None:
+            # Once per call, for all its arguments.  This call's own earlier results (``a, b = step(a, b)``
+            # in a loop) are left out: the outputs of a jitted call are new buffers, one per output.
+            held = self._held_by_args[id(call)] = [
+                (arg.value, set() if self.array_free(arg.value) else
+                 self._may_contain(arg.value, skip_origin=call, at_call=at_call)) for arg in call.args]
+        mine = next(keys for argument, keys in held if argument is value)  # ``value`` is one of them
+        for argument, theirs in held:
+            if argument is value:
                 continue
-            theirs = self._may_contain(arg.value, skip_origin=call, at_call=at_call)
             if any(overlaps(a, b) for a in mine for b in theirs):
                 line = self.ctx.positions[call].start.line
-                return Origin(UNKNOWN, line, f"`{self.ctx.text(value)}` may share arrays with `{self.ctx.text(arg.value)}`, "
+                return Origin(UNKNOWN, line, f"`{self.ctx.text(value)}` may share arrays with `{self.ctx.text(argument)}`, "
                                              "which the same call also receives (jax rejects donating a buffer "
                                              "another argument of the call holds)")
         return None
@@ -994,8 +999,8 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     yields, declares ``global``/``nonlocal``, defines a closure, or makes a
     lambda over its locals that is not handed straight to a library call
     (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped)."""
-    from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
     from jaxmem.lint.syntax.walk import descendants, statements, suite_statements
+    from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
 
     if summarize_function(function, None, certain_only=True).returned:
         return True
@@ -1045,8 +1050,8 @@ def _library_root(func) -> bool:
 
 def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
     """Whether a local named in ``names`` is returned, stored, yielded or captured."""
-    from jaxmem.lint.values.flow import free_names
     from jaxmem.lint.syntax.walk import descendants
+    from jaxmem.lint.values.flow import free_names
 
     for node in descendants(function.body):
         value = None

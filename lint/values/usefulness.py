@@ -37,6 +37,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.syntax.walk import (
+    children,
+    descendants,
+    small_statements,
+    suite_statements,
+)
 from jaxmem.lint.values.array_api import (
     CARRY_KEYWORDS,
     CARRY_PRESERVING,
@@ -49,8 +56,6 @@ from jaxmem.lint.values.array_api import (
     TREE_MAPS,
     is_constructor_like,
 )
-from jaxmem.lint.callables.imports import ImportTable
-from jaxmem.lint.syntax.walk import children, descendants, small_statements, suite_statements
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
