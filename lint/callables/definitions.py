@@ -21,6 +21,14 @@ import libcst as cst
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.callables.jit_api import Transform
 from jaxmem.lint.callables.jit_calls import JitCallReader
+from jaxmem.lint.callables.library_callables import (
+    KnownCallable,
+    makes_optax_transform,
+    optax_field,
+    optax_method,
+    transform_updates,
+    unpacked_from,
+)
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
 from jaxmem.lint.syntax.positions import Positions
@@ -153,6 +161,7 @@ class DefinitionFinder:
         self.sites: list[DefinitionSite] = []
         self.module_functions = _functions_in(module.body)
         self.factories: dict[str, DefinitionSite] = {}
+        self._update_names: dict[int, frozenset[str]] = {}  # scope node id -> names bound to an optax update
 
     # -- wrapped function --------------------------------------------------
 
@@ -172,6 +181,9 @@ class DefinitionFinder:
             made = self._made_by_factory(expr.value, scopes)
             if made is not None:
                 return made
+            known = self._unpacked_library_function(expr.value, scopes)
+            if known is not None:
+                return known.signature, expr.value, known, None
             return None, expr.value, None, self.imports.resolve(expr)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
@@ -182,6 +194,9 @@ class DefinitionFinder:
                     isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators
                 )
                 return (sig if is_static else sig.drop_leading(1)), expr.attr.value, node, None
+            known = optax_method(expr.attr.value)
+            if known is not None and self._is_optax_transform(expr.value.value, scopes):
+                return known.signature, expr.attr.value, known, None  # jax.jit(tx.update)
             return None, expr.attr.value, None, self.imports.resolve(expr)
         if isinstance(expr, cst.Call) and self.calls.is_partial(expr.func) and expr.args:
             inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
@@ -191,6 +206,40 @@ class DefinitionFinder:
                 return None, name, node, qual
             return (inner_sig.drop_leading(len(bound), keywords) if inner_sig else None), name, node, qual
         return None, None, None, None
+
+    def _is_optax_transform(self, name: str, scopes: list[_Scope]) -> bool:
+        """Whether ``name`` is bound, in the innermost scope that assigns it, to an optax transform."""
+        for scope in reversed(scopes):
+            if scope.kind == "class":
+                continue
+            if name in scope.constants:
+                return makes_optax_transform(scope.constants[name], self.imports)
+        return False
+
+    def _unpacked_library_function(self, name: str, scopes: list[_Scope]) -> KnownCallable | None:
+        """``opt_init, opt_update = optax.adam(lr)``: the optax function ``name`` is bound to."""
+        for scope in reversed(scopes):
+            if scope.kind == "class" or scope.node is None:
+                continue
+            body = scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
+            found = unpacked_from(body, name)
+            if found is not None:
+                value, position, targets = found
+                return optax_field(position, targets) if makes_optax_transform(value, self.imports) else None
+        return None
+
+    def _preserving_names(self, scopes: list[_Scope]) -> frozenset[str]:
+        """Names the enclosing scopes bind to an optax transform's ``update``
+        (``opt_init, opt_update = optax.adam(lr)``), for a jitted body that calls them."""
+        names = set()
+        for scope in scopes:
+            if scope.kind == "class" or scope.node is None:
+                continue
+            if id(scope.node) not in self._update_names:
+                body = scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
+                self._update_names[id(scope.node)] = transform_updates(body, self.imports)
+            names |= self._update_names[id(scope.node)]
+        return frozenset(names)
 
     def immediate(self, expr: cst.Call, scope_name: str) -> DefinitionSite | None:
         """``jax.jit(f, donate_argnums=0)`` called where it is made, in scope ``scope_name``."""
@@ -326,6 +375,8 @@ class DefinitionFinder:
     ) -> DefinitionSite:
         """Record a definition visible from ``scopes``; its spec's constants
         resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
+        known = function_node if isinstance(function_node, KnownCallable) else None
+        function_node = None if known is not None else function_node
         spec, problems = read_spec(transform, options, signature, self._env(env_scopes or scopes))
         pos = self._position(jit_node)
         visible = self._visible_scope(scopes, callee)
@@ -349,9 +400,11 @@ class DefinitionFinder:
             keeps_module_args=transform.keeps_module_args,
             wrapped_qualname=wrapped_qualname,
             problems=problems,
-            outputs=None if function_node is None else _outputs(function_node, options, self.imports),
+            outputs=(known.outputs if known is not None else None if function_node is None
+                     else _outputs(function_node, options, self.imports, self._preserving_names(scopes))),
             keeps_unused=_keeps_unused(options),
-            output_parts=None if function_node is None else returned_parts(function_node, self.imports),
+            output_parts=(known.parts if known is not None else None if function_node is None
+                          else returned_parts(function_node, self.imports, self._preserving_names(scopes))),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)
@@ -498,9 +551,9 @@ def _keeps_unused(options: cst.Call | None) -> bool:
         and isinstance(arg.value, cst.Name) and arg.value.value == "True" for arg in options.args)
 
 
-def _outputs(function_node, options: cst.Call | None, imports) -> tuple[tuple[str, str], ...]:
+def _outputs(function_node, options: cst.Call | None, imports, preserving=frozenset()) -> tuple[tuple[str, str], ...]:
     """Each parameter's output verdict (see :func:`with_unused_kept`)."""
-    return with_unused_kept(tuple(output_reach(function_node, imports).items()), _keeps_unused(options))
+    return with_unused_kept(tuple(output_reach(function_node, imports, preserving).items()), _keeps_unused(options))
 
 
 def with_unused_kept(outputs: tuple[tuple[str, str], ...], kept: bool) -> tuple[tuple[str, str], ...]:

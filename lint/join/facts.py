@@ -654,11 +654,16 @@ class FactExtractor:
 
     def _keeps_nothing(self, node) -> bool:
         """Whether a call that received the value provably keeps no reference to it:
-        ``tx.init(params)`` of a standard optax transform (a pure function whose
-        state is new buffers, checked per transform in ``test_array_api_facts``)."""
-        func = node.func if isinstance(node, cst.Call) else None
-        return (isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1
-                and self.provenance.is_new_state_optimizer(func.value))
+        ``tx.init(params)`` or ``opt_init(params)`` of a standard optax transform (a pure
+        function whose state is new buffers, checked per transform in
+        ``test_array_api_facts``), or a jit called where it is made
+        (``jax.pmap(opt_init)(params)``: the traced function sees tracers, never the array)."""
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1:
+            return self.provenance.is_new_state_optimizer(func.value)
+        return self.provenance.is_transform_init(func) or self.provenance.immediate_jit(node)
 
     def summarize_nested(self, parent: _Scope) -> dict[str, tuple[FunctionSummary, Signature]]:
         """Summaries of the nested defs of ``parent`` that only plain calls in its own code

@@ -100,6 +100,16 @@ def is_fresh_constructor(qualified: str | None) -> bool:
     return qualified in FRESH_CONSTRUCTORS
 
 
+def maps_to_new_arrays(function, resolve) -> bool:
+    """Whether ``tree_map(function, tree)`` makes new leaves: ``function`` is a fresh
+    constructor (``jnp.zeros_like``) or a lambda whose result is computed by an
+    operator (``lambda x: x / 10.0``: jax operators return new arrays, jax 0.10.2);
+    ``resolve`` gives an expression's qualified name."""
+    if isinstance(function, cst.Lambda):
+        return isinstance(function.body, (cst.BinaryOperation, cst.UnaryOperation))
+    return is_fresh_constructor(resolve(function))
+
+
 def is_host_producer(qualified: str | None) -> bool:
     """Whether a call of ``qualified`` returns host NumPy data."""
     if qualified is None:

@@ -19,10 +19,12 @@ from jaxmem.lint.values.usefulness import interpret
 Parts = tuple[frozenset[str], ...]  # per returned part: the parameters it preserves
 
 
-def returned_parts(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> Parts | None:
+def returned_parts(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
+                   preserving: frozenset[str] = frozenset()) -> Parts | None:
     """Per returned part, the parameters that reach it through shape-preserving
-    operations; None when the returns do not all have the same parts."""
-    body, _, returns = interpret(function, imports)
+    operations; None when the returns do not all have the same parts (``preserving``
+    as for :func:`jaxmem.lint.values.usefulness.interpret`)."""
+    body, _, returns = interpret(function, imports, preserving)
     shapes = [_parts(value) for value in returns]
     if not shapes or any(len(shape) != len(shapes[0]) for shape in shapes):
         return None

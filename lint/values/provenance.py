@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import children
+from jaxmem.lint.callables.library_callables import unpacked_in
+from jaxmem.lint.syntax.walk import children, small_statements
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -65,6 +66,7 @@ from jaxmem.lint.values.array_api import (
     is_host_producer,
     is_prng_producer,
     is_view_of_arguments,
+    maps_to_new_arrays,
 )
 from jaxmem.lint.values.flow import WRITE, Flow, Point
 from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
@@ -271,9 +273,9 @@ class Provenance:
         line = ctx.positions[call].start.line
         text = ctx.text(call)
         qualified = ctx.imports.resolve(call.func)
-        if is_fresh_constructor(qualified) or self._immediate_jit(call):
+        if is_fresh_constructor(qualified) or self.immediate_jit(call):
             return [Origin(FRESH, line, text)]  # jnp.zeros(...), jax.pmap(init)(rng, batch): new buffers
-        if qualified in TREE_MAPS and call.args and is_fresh_constructor(ctx.imports.resolve(call.args[0].value)):
+        if qualified in TREE_MAPS and call.args and maps_to_new_arrays(call.args[0].value, ctx.imports.resolve):
             return [Origin(FRESH, line, text)]
         if is_host_producer(qualified):
             return [Origin(HOST, line, text)]
@@ -288,7 +290,7 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
         if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, after, depth):
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
-        if self._is_transform_init(call.func):
+        if self.is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
         effect = call_effect(qualified, method if qualified is None else None)
         if effect == NEW:
@@ -459,7 +461,9 @@ class Provenance:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if is_fresh_constructor(qualified) or is_host_producer(qualified) or is_prng_producer(qualified):
             return True
-        if self._immediate_jit(call):
+        if qualified in TREE_MAPS and call.args and maps_to_new_arrays(call.args[0].value, self.ctx.imports.resolve):
+            return True
+        if self.immediate_jit(call):
             return True
         if call_effect(qualified, method if qualified is None else None) == NEW:
             return True
@@ -470,9 +474,9 @@ class Provenance:
         if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, None, 0):
             return True
         key = ref_key(call.func)
-        return self._is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
+        return self.is_transform_init(call.func) or (key is not None and key[0] in self.ctx.local_callees)
 
-    def _immediate_jit(self, call: cst.Call) -> bool:
+    def immediate_jit(self, call: cst.Call) -> bool:
         """``jax.pmap(initial_state)(rng, batch)``: a jit or pmap called where it is made
         returns new buffers (jax 0.10.2, also for outputs that pass an input through)."""
         if not isinstance(call.func, cst.Call):
@@ -493,17 +497,32 @@ class Provenance:
             isinstance(event.origin, cst.Call) and is_prng_producer(self.ctx.imports.resolve(event.origin.func))
             and event.origin_kind in ("value", "unpack") for event in writes)
 
-    def _is_transform_init(self, func) -> bool:
+    def is_transform_init(self, func) -> bool:
         """Whether ``func`` is a local name bound only as the ``init`` of a pure
-        transform pair (``params_init, loss_fn = hk.transform(f)``)."""
+        transform pair (``params_init, loss_fn = hk.transform(f)``) or of an optax
+        transform whose state is new buffers (``opt_init, opt_update = optax.adam(lr)``)."""
         key = ref_key(func)
-        if key is None or len(key) != 1 or self.owner_of(key) != "local":
+        if key is None or len(key) != 1:
+            return False
+        if self.owner_of(key) == "global":
+            return self._module_optax_init(key[0])
+        if self.owner_of(key) != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "unpack" and isinstance(event.origin, cst.Call)
-            and event.detail == str(INIT_APPLY_PAIRS.get(self.ctx.imports.resolve(event.origin.func), -1))
+            and (event.detail == str(INIT_APPLY_PAIRS.get(self.ctx.imports.resolve(event.origin.func), -1))
+                 # opt_init, opt_update = optax.adam(lr): a GradientTransformation is (init, update)
+                 or (event.detail == "0" and self.is_new_state_optimizer(event.origin)))
             for event in writes)
+
+    def _module_optax_init(self, name: str) -> bool:
+        """``opt_init, opt_update = optax.adam(lr)`` at module level, the only binding of ``opt_init``
+        (module-level code binds it nowhere else, and no function declares it ``global``)."""
+        if name in self.ctx.module_variables():
+            return False  # also bound by an assignment, a loop, ``with`` or ``global``
+        found = unpacked_in(small_statements(self.ctx.module.body, into_scopes=False), name)
+        return found is not None and found[1] == 0 and self.is_new_state_optimizer(found[0])
 
     def is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
@@ -963,9 +982,9 @@ class _Holdings:
             return ()
         if isinstance(call.func, cst.Name) and call.func.value in self.new_memory:
             return ()  # a jitted callable's result: new buffers
-        if qualified in TREE_MAPS and call.args and is_fresh_constructor(
-                self.imports.resolve(call.args[0].value) if self.imports is not None else None):
-            return ()  # tree_map(jnp.zeros_like, params): new arrays
+        if qualified in TREE_MAPS and call.args and self.imports is not None and maps_to_new_arrays(
+                call.args[0].value, self.imports.resolve):
+            return ()  # tree_map(jnp.zeros_like, params), tree_map(lambda x: x / 10, params): new arrays
         if array_free_call(qualified) in ("always", "if_args"):
             return ()  # len(x), optax.adam(lr): no arrays
         if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):

@@ -85,8 +85,9 @@ def _maybe(flow: _Flow) -> _Flow:
 class _Body:
     """The data flow of one function body, from parameters to names."""
 
-    def __init__(self, imports: ImportTable, params: list[str]) -> None:
+    def __init__(self, imports: ImportTable, params: list[str], preserving: frozenset[str] = frozenset()) -> None:
         self.imports = imports
+        self.preserving = preserving  # free names bound to shape-preserving functions (``opt_update``)
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
@@ -152,6 +153,8 @@ class _Body:
             return _maybe(_union(receiver, *arg_flows))
         if is_constructor_like(call):
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
+        if isinstance(call.func, cst.Name) and call.func.value in self.preserving and call.func.value not in self.names:
+            return _union(*arg_flows)  # opt_update(grads, opt_state): new updates and state, same structures
         return _maybe(_union(self.expr(call.func), *arg_flows))
 
     def _is_scan_carry(self, node: cst.Subscript) -> bool:
@@ -232,11 +235,13 @@ def _is_indexed_update(node) -> bool:
     return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "at"
 
 
-def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> tuple[_Body, _Flow, list]:
+def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
+              preserving: frozenset[str] = frozenset()) -> tuple[_Body, _Flow, list]:
     """Run the data flow over ``function``'s body: ``(the body's names after it, the
-    returned flow, the returned expressions)``."""
+    returned flow, the returned expressions)``.  ``preserving``: free names bound to
+    functions whose result has their arguments' structure (an optax transform's update)."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body = _Body(imports, [p.name.value for p in params])
+    body = _Body(imports, [p.name.value for p in params], preserving)
     if isinstance(function, cst.Lambda):
         return body, body.expr(function.body), [function.body]
     statements = list(small_statements(suite_statements(function.body), into_scopes=False))
@@ -252,10 +257,12 @@ def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> t
     return body, returned, [small.value for small in statements if isinstance(small, cst.Return)]
 
 
-def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable) -> dict[str, str]:
-    """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``."""
+def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
+                 preserving: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``
+    (``preserving`` as for :func:`interpret`)."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body, returned, _ = interpret(function, imports)
+    body, returned, _ = interpret(function, imports, preserving)
     body_node = function.body
     read = {node.value for node in [body_node, *descendants(body_node)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}

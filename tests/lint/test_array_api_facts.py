@@ -345,3 +345,56 @@ def test_dtypes_as_values_hold_no_array_and_called_make_one():
             assert array_api.array_free_call(f"{prefix}.{name}") == "value"
             assert not [leaf for leaf in jax.tree.leaves(dtype) if isinstance(leaf, (jax.Array, np.ndarray))]
     assert isinstance(jnp.float32(3.0), jax.Array)  # called: an array (not "always" array-free)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: optax.adam(1e-3),
+    lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3)),
+    lambda: optax.inject_hyperparams(optax.sgd)(learning_rate=0.1, momentum=0.9),
+    lambda: optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2),
+])
+def test_a_jitted_transform_update_reuses_the_donated_updates_and_state(make, recwarn):
+    # library_callables: update(updates, state, params) returns updates and a state of the
+    # same structures, so both donated arguments find an output (no "not usable" warning).
+    from jaxmem.lint.callables.library_callables import makes_optax_transform, optax_field, optax_method
+
+    tx = make()
+    params = _params()
+    grads = jax.tree.map(lambda p: p * 2.0, params)
+    state = tx.init(params)
+    if isinstance(tx, optax.GradientTransformation):  # the pair (init, update); MultiSteps is a class
+        unpacked_init, unpacked_update = tx
+        assert (unpacked_init, unpacked_update) == (tx.init, tx.update)
+    assert optax_field(1, 2) is optax_method("update") and optax_field(0, 2) is optax_method("init")
+    new_updates, new_state = jax.jit(tx.update, donate_argnums=(0, 1))(grads, state, params)
+    assert jax.tree.structure(new_updates) == jax.tree.structure(grads)
+    assert jax.tree.structure(new_state) == jax.tree.structure(state)
+    assert all(leaf.is_deleted() for leaf in jax.tree.leaves(grads))
+    assert not any("not usable" in str(w.message) for w in recwarn.list)
+    assert not params["w"].is_deleted()
+    import libcst as cst
+    from jaxmem.lint.callables.imports import ImportTable
+
+    imports = ImportTable.from_module(cst.parse_module("import optax\n"))
+    assert makes_optax_transform(cst.parse_expression("optax.inject_hyperparams(optax.sgd)(0.1)"), imports)
+    assert not makes_optax_transform(cst.parse_expression("optax.tree.map_params(tx, f, s)"), imports)
+
+
+def test_tree_map_of_an_operator_lambda_makes_new_arrays():
+    # array_api.maps_to_new_arrays: jax operators return new arrays; a lambda returning its
+    # argument (or choosing between arguments) does not.
+    from jaxmem.lint.values.array_api import maps_to_new_arrays
+
+    params = _params()
+    assert not _shares(jax.tree.map(lambda x: x / 10.0, params), params)
+    assert not _shares(jax.tree.map(lambda x: -x, params), params)
+    assert _shares(jax.tree.map(lambda x: x if True else -x, params), params)
+    import libcst as cst
+
+    def resolve(_):
+        return None
+
+    assert maps_to_new_arrays(cst.parse_expression("lambda x: x / 10.0"), resolve)
+    assert maps_to_new_arrays(cst.parse_expression("lambda x: -x"), resolve)
+    assert not maps_to_new_arrays(cst.parse_expression("lambda x: x if m else -x"), resolve)
+    assert not maps_to_new_arrays(cst.parse_expression("lambda x: x"), resolve)

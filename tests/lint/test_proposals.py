@@ -357,3 +357,58 @@ def test_values_made_from_shared_or_caller_owned_parts_are_not_high():
     for name, body in cases.items():
         confidences = {c for p, code, c in _proposals(header + textwrap.dedent(body)) if code == "JXM001"}
         assert "high" not in confidences, name
+
+
+OPTAX_UNPACKED = """
+import jax
+import jax.numpy as jnp
+import optax
+
+{binding}
+
+@jax.jit
+def update(params, opt_state, batch):
+    updates, opt_state = opt_update(batch, opt_state)
+    return optax.apply_updates(params, updates), opt_state
+
+def train(batches):
+    params = {{"w": jnp.ones((4, 4))}}
+    opt_state = opt_init(params)
+    for b in batches:
+        params, opt_state = update(params, opt_state, b)
+    return params
+"""
+
+
+@pytest.mark.parametrize("binding, expected", [
+    # optax.adam's init makes new buffers; its update keeps opt_state's structure
+    ("opt_init, opt_update = optax.adam(1e-3)", {"params": "high", "opt_state": "high"}),
+    # lookahead's state holds the parameters: nothing proves opt_state its own
+    ("opt_init, opt_update = optax.lookahead(optax.adam(1e-3), 2, 0.5)", {"params": "medium", "opt_state": "medium"}),
+    # bound twice: which transform opt_init is is not known
+    ("opt_init, opt_update = optax.adam(1e-3)\nopt_init = make_init()", {"params": "medium", "opt_state": "medium"}),
+])
+def test_unpacked_optax_transform(binding, expected):
+    (result,) = _run({"m.py": OPTAX_UNPACKED.format(binding=binding)}).values()
+    found = {f.parameter_name: f.confidence.value for f in result.findings if f.code == "JXM001"}
+    assert found == expected
+
+
+def test_jitted_optax_update_has_a_known_signature_and_outputs():
+    source = """
+    import jax
+    import optax
+
+    def train(params, grads_list):
+        tx = optax.adam(1e-3)
+        state = tx.init(params)
+        update_fn = jax.jit(tx.update)
+        for grads in grads_list:
+            updates, state = update_fn(grads, state, params)
+        return updates
+    """
+    (result,) = _run({"m.py": source}).values()
+    found = {(f.parameter_name, f.code, f.confidence.value) for f in result.findings if f.code in ("JXM001", "JXM002")}
+    # state by name (the signature is optax's), high: rebound, its own, an output takes it
+    assert ("state", "JXM001", "high") in found
+    assert not any(name == "params" and code == "JXM001" for name, code, _ in found)

@@ -1,0 +1,134 @@
+"""Library functions jitted directly, whose contract jaxmem knows without a body.
+
+``update_fn = jax.jit(tx.update)`` (or ``opt_init, opt_update = optax.adam(lr)``
+then ``jax.jit(opt_update)``): ``tx`` is an optax ``GradientTransformation``,
+a pair of functions with a documented contract (checked on optax 0.2.8,
+``tests/lint/test_array_api_facts.py`` runs it):
+
+* ``update(updates, state, params=None, **extra_args)`` returns
+  ``(new_updates, new_state)``: the new updates have the structure, shapes and
+  dtypes of ``updates`` and the new state those of ``state``, so each can take
+  its argument's buffers when donated;
+* ``init(params)`` returns a new state.
+
+``params`` may feed an output (weight decay adds it to the updates) or not:
+whether donating it frees anything is unknown (``maybe``).  Anything else
+jitted without a visible body stays unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.callables.signatures import POSITIONAL, VAR_KEYWORD, Param, Signature
+from jaxmem.lint.values.usefulness import MAYBE, PRESERVED
+
+# optax namespaces whose calls return no GradientTransformation (trees, losses, projections).
+_NOT_TRANSFORMS = ("optax.tree", "optax.tree_utils", "optax.losses", "optax.projections",
+                   "optax.apply_updates", "optax.incremental_update")
+
+
+@dataclass(frozen=True)
+class KnownCallable:
+    """A library function's signature and what its outputs are built from."""
+
+    name: str
+    signature: Signature
+    outputs: tuple[tuple[str, str], ...]  # parameter -> usefulness verdict
+    parts: tuple[frozenset[str], ...]  # per returned part, the parameters it preserves
+
+
+_OPTAX_UPDATE = KnownCallable(
+    name="update",
+    signature=Signature((Param("updates", POSITIONAL), Param("state", POSITIONAL),
+                         Param("params", POSITIONAL, True), Param("extra_args", VAR_KEYWORD))),
+    outputs=(("updates", PRESERVED), ("state", PRESERVED), ("params", MAYBE)),
+    parts=(frozenset({"updates"}), frozenset({"state"})),
+)
+_OPTAX_INIT = KnownCallable(
+    name="init",
+    signature=Signature((Param("params", POSITIONAL),)),
+    outputs=(("params", MAYBE),),
+    parts=(frozenset(),),
+)
+# Position of each function in the GradientTransformation NamedTuple, (init, update).
+_OPTAX_METHODS = {"init": _OPTAX_INIT, "update": _OPTAX_UPDATE}
+_OPTAX_FIELDS = ("init", "update")
+
+
+def makes_optax_transform(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """Whether ``value`` is a call that returns an optax transform: ``optax.adam(1e-3)``,
+    ``optax.chain(...)``, ``optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)``."""
+    while isinstance(value, cst.Call):
+        qualified = imports.resolve(value.func)
+        if qualified is not None:
+            return qualified.startswith("optax.") and not qualified.startswith(_NOT_TRANSFORMS)
+        value = value.func
+    return False
+
+
+def optax_method(name: str) -> KnownCallable | None:
+    """The contract of ``GradientTransformation.<name>`` (``init`` or ``update``)."""
+    return _OPTAX_METHODS.get(name)
+
+
+def optax_field(position: int, targets: int) -> KnownCallable | None:
+    """The function a tuple target gets from unpacking a transform:
+    ``opt_init, opt_update = optax.adam(lr)`` (two targets, in field order)."""
+    if targets != len(_OPTAX_FIELDS) or not 0 <= position < targets:
+        return None
+    return _OPTAX_METHODS[_OPTAX_FIELDS[position]]
+
+
+def unpacked_from(body, name: str) -> tuple[cst.BaseExpression, int, int] | None:
+    """``(value, position, number of targets)`` when ``name`` is assigned once in
+    ``body``'s top-level statements, by unpacking a tuple (``a, b = value``)."""
+    return unpacked_in((small for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body),
+                       name)
+
+
+def unpacked_in(smalls, name: str) -> tuple[cst.BaseExpression, int, int] | None:
+    """As :func:`unpacked_from`, over small statements."""
+    found = None
+    for small in smalls:
+        if isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _names(small.target) == [name]:
+            return None
+        if not isinstance(small, cst.Assign):
+            continue
+        for target in small.targets:
+            names = _names(target.target)
+            if name not in names:
+                continue
+            if found is not None or names.count(name) > 1 or not isinstance(target.target, (cst.Tuple, cst.List)):
+                return None  # assigned twice, or not by unpacking
+            found = (small.value, names.index(name), len(names))
+    return found
+
+
+def transform_updates(body, imports: ImportTable) -> frozenset[str]:
+    """Names ``body``'s top-level statements bind, once, to an optax transform's
+    ``update`` by unpacking (``opt_init, opt_update = optax.adam(lr)``)."""
+    names = set()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and makes_optax_transform(small.value, imports):
+                targets = _names(small.targets[0].target)
+                if len(targets) == len(_OPTAX_FIELDS) and targets[1] not in ("", "*"):
+                    found = unpacked_from(body, targets[1])
+                    if found is not None and found[0] is small.value:
+                        names.add(targets[1])
+    return frozenset(names)
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return ["*" if isinstance(e, cst.StarredElement) else e.value.value if isinstance(e.value, cst.Name) else ""
+                for e in target.elements]
+    return [""]
