@@ -67,6 +67,7 @@ from jaxmem.lint.values.provenance import (
     CALL,
     DERIVED,
     HOST,
+    DECORATOR_HELD,
     MODULE_HELD,
     NO_ARRAYS,
     PRNG_KEY,
@@ -455,6 +456,9 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
             if MODULE_HELD in summary.returned:
                 return (f"its buffers are not proved to be its own: `{origin.text}` may return arrays a "
                         f"module-level value still holds ({where})"), None
+            if DECORATOR_HELD in summary.returned:
+                return (f"its buffers are not proved to be its own: `{origin.text}` calls a decorated function "
+                        f"whose decorator may keep and hand out its result again (a cache) ({where})"), None
             reasons = [summary.twice] if summary.twice else []
             reasons += [why for slot, why in origin.arg_reasons
                         if slot == "*" or _slot_param(slot, signature) in summary.returned]

@@ -29,6 +29,7 @@ from jaxmem.lint.callables.jit_api import (
     NON_RETAINING_ROOTS,
     PARTIAL_NAMES,
 )
+from jaxmem.lint.callables.library_callables import unpacked_in
 from jaxmem.lint.callables.signatures import (
     VAR_KEYWORD,
     VAR_POSITIONAL,
@@ -245,6 +246,7 @@ class _Context:
         self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
         self._bindings: Bindings | None = None
         self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
+        self._unpacked: dict[str, tuple | None] = {}  # module-level name -> (value, position, targets)
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -282,6 +284,14 @@ class _Context:
                         values[bound] = None
             self._module_values = values
         return self._module_values.get(name)
+
+    def module_unpacked(self, name: str) -> tuple | None:
+        """``(value, position, number of targets)`` when module-level code binds ``name``
+        only by one tuple unpacking (``opt_init, opt_update = optax.adam(lr)``)."""
+        if name not in self._unpacked:
+            self._unpacked[name] = None if name in self.module_variables() else unpacked_in(
+                small_statements(self.module.body, into_scopes=False), name)
+        return self._unpacked[name]
 
     def module_variables(self) -> frozenset[str]:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""

@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.callables.library_callables import unpacked_in
-from jaxmem.lint.syntax.walk import children, small_statements
+from jaxmem.lint.syntax.walk import children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -519,9 +518,7 @@ class Provenance:
     def _module_optax_init(self, name: str) -> bool:
         """``opt_init, opt_update = optax.adam(lr)`` at module level, the only binding of ``opt_init``
         (module-level code binds it nowhere else, and no function declares it ``global``)."""
-        if name in self.ctx.module_variables():
-            return False  # also bound by an assignment, a loop, ``with`` or ``global``
-        found = unpacked_in(small_statements(self.ctx.module.body, into_scopes=False), name)
+        found = self.ctx.module_unpacked(name)  # None also when bound by an assignment, a loop, ``global``
         return found is not None and found[1] == 0 and self.is_new_state_optimizer(found[0])
 
     def is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
@@ -822,6 +819,8 @@ _MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap
 
 
 MODULE_HELD = "<global>"  # in FunctionSummary.returned: the result may hold a module-level value
+DECORATOR_HELD = "<decorator>"  # in FunctionSummary.returned: a decorator (a cache) may keep the result
+_HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -884,10 +883,40 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
             if twice is None and any(overlaps(key, other) for other in certain[:i]):
                 twice = f"`{name}` returns `{'.'.join(key)}` in two places"
         roots.extend(key[0] for key, sure in held
-                     if (key[0] in holder.params or key[0] == MODULE_HELD) and key[0] not in roots
+                     if (key[0] in holder.params or key[0] in _HELD_ELSEWHERE) and key[0] not in roots
                      and (sure or not certain_only))
-    held_global = (MODULE_HELD,) if MODULE_HELD in roots else ()
-    return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_global)
+    if not certain_only and may_keep_results(function, imports) and DECORATOR_HELD not in roots:
+        roots.append(DECORATOR_HELD)
+    held_elsewhere = tuple(marker for marker in _HELD_ELSEWHERE if marker in roots)
+    return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_elsewhere)
+
+
+# Decorators that return what the function returns, each call anew: jax's and its
+# libraries' transforms (a jit caches compiled code, not results), method kinds, typing.
+_TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps",
+                                     "typing.overload", "abc.abstractmethod"})
+_TRANSPARENT_ROOTS = ("jax.", "flax.", "haiku.", "equinox.", "chex.", "typing.", "abc.", "pytest.", "absl.testing.")
+
+
+def may_keep_results(function: cst.FunctionDef, imports) -> bool:
+    """Whether a decorator of ``function`` may hand callers a result it keeps:
+    ``functools.lru_cache``/``functools.cache`` return the same arrays to every
+    call with the same arguments (donating one deletes the cached value), and a
+    decorator jaxmem does not know may do the same."""
+    for decorator in function.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            qualified = imports.resolve(expr.func) if imports is not None else None
+            if qualified == "functools.partial" and expr.args:
+                expr = expr.args[0].value  # @partial(jax.jit, static_argnums=0)
+            else:
+                expr = expr.func
+        qualified = imports.resolve(expr) if imports is not None else None
+        if qualified is None and isinstance(expr, cst.Name):
+            qualified = expr.value  # builtins: staticmethod, property
+        if qualified is None or not (qualified in _TRANSPARENT_DECORATORS or qualified.startswith(_TRANSPARENT_ROOTS)):
+            return True
+    return False
 
 
 class _Holdings:
@@ -1008,7 +1037,10 @@ class _Holdings:
         helper = self.summary_of(call.func.value) if self.summary_of and isinstance(call.func, cst.Name) else None
         if helper is not None and helper.twice:
             return parts + parts  # a helper returning one value twice, given ours
-        return tuple((key, False) for key, _ in parts)
+        # a helper returning a module-level value or a cached result passes that on
+        held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
+                               if helper is not None and marker in helper.returned)
+        return tuple((key, False) for key, _ in parts) + held_elsewhere
 
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:

@@ -167,6 +167,105 @@ PROGRAMS = {
 
     main()
     """},
+    # A memoised helper hands every caller the same arrays: donating one deletes the
+    # cached value, and the next call with the same arguments returns a deleted array.
+    "lru-cached-helper": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @functools.lru_cache(maxsize=None)
+    def initial_state(n):
+        return jnp.ones((n, n))
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def run(n):
+        state = initial_state(n)
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, n)))
+        return float(state.sum())
+
+
+    def main():
+        print(run(4), run(4))
+
+
+    main()
+    """},
+    # The same, one helper away: the helper's result is the cached one.
+    "helper-of-lru-cached-helper": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @functools.lru_cache(maxsize=None)
+    def cached_ones(n):
+        return jnp.ones((n, n))
+
+
+    def initial_state(n):
+        return cached_ones(n)
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def run(n):
+        state = initial_state(n)
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, n)))
+        return float(state.sum())
+
+
+    def main():
+        print(run(4), run(4))
+
+
+    main()
+    """},
+    # A helper returns what another helper returns: a module-level array.
+    "helper-of-global-returning-helper": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    TABLE = jnp.ones((4, 4))
+
+
+    def table():
+        return TABLE
+
+
+    def initial_state():
+        return table()
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def main():
+        state = initial_state()
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state.sum()), float(TABLE.sum()))
+
+
+    main()
+    """},
     # A helper returns an array a module-level object still holds.
     "module-level-holder": {"train.py": """
     import functools

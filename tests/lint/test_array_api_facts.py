@@ -4,10 +4,24 @@ under real JAX: what a call's result holds is tested by buffer identity."""
 import copy
 import typing
 
+import libcst as cst
 import pytest
 
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.callables.library_callables import (
+    makes_optax_transform,
+    optax_field,
+    optax_method,
+)
 from jaxmem.lint.values import array_api
-from jaxmem.lint.values.array_api import HOLDS, NEW, READS, TWICE, call_effect
+from jaxmem.lint.values.array_api import (
+    HOLDS,
+    NEW,
+    READS,
+    TWICE,
+    call_effect,
+    maps_to_new_arrays,
+)
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -323,8 +337,6 @@ def test_flax_synchronous_checkpoint_save_keeps_nothing(tmp_path):
     import subprocess
     import sys
 
-    import libcst as cst
-
     run = subprocess.run([sys.executable, "-c", _SAVE_THEN_DONATE, str(tmp_path / "ckpt")],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "restored intact" in run.stdout, run.stderr
@@ -356,8 +368,6 @@ def test_dtypes_as_values_hold_no_array_and_called_make_one():
 def test_a_jitted_transform_update_reuses_the_donated_updates_and_state(make, recwarn):
     # library_callables: update(updates, state, params) returns updates and a state of the
     # same structures, so both donated arguments find an output (no "not usable" warning).
-    from jaxmem.lint.callables.library_callables import makes_optax_transform, optax_field, optax_method
-
     tx = make()
     params = _params()
     grads = jax.tree.map(lambda p: p * 2.0, params)
@@ -372,9 +382,6 @@ def test_a_jitted_transform_update_reuses_the_donated_updates_and_state(make, re
     assert all(leaf.is_deleted() for leaf in jax.tree.leaves(grads))
     assert not any("not usable" in str(w.message) for w in recwarn.list)
     assert not params["w"].is_deleted()
-    import libcst as cst
-    from jaxmem.lint.callables.imports import ImportTable
-
     imports = ImportTable.from_module(cst.parse_module("import optax\n"))
     assert makes_optax_transform(cst.parse_expression("optax.inject_hyperparams(optax.sgd)(0.1)"), imports)
     assert not makes_optax_transform(cst.parse_expression("optax.tree.map_params(tx, f, s)"), imports)
@@ -383,14 +390,10 @@ def test_a_jitted_transform_update_reuses_the_donated_updates_and_state(make, re
 def test_tree_map_of_an_operator_lambda_makes_new_arrays():
     # array_api.maps_to_new_arrays: jax operators return new arrays; a lambda returning its
     # argument (or choosing between arguments) does not.
-    from jaxmem.lint.values.array_api import maps_to_new_arrays
-
     params = _params()
     assert not _shares(jax.tree.map(lambda x: x / 10.0, params), params)
     assert not _shares(jax.tree.map(lambda x: -x, params), params)
     assert _shares(jax.tree.map(lambda x: x if True else -x, params), params)
-    import libcst as cst
-
     def resolve(_):
         return None
 

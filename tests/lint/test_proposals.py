@@ -412,3 +412,34 @@ def test_jitted_optax_update_has_a_known_signature_and_outputs():
     # state by name (the signature is optax's), high: rebound, its own, an output takes it
     assert ("state", "JXM001", "high") in found
     assert not any(name == "params" and code == "JXM001" for name, code, _ in found)
+
+
+@pytest.mark.parametrize("decorator, expected", [
+    ("", "high"),  # a plain helper making new arrays
+    ("@functools.partial(jax.jit, static_argnums=0)", "high"),  # a jit: new buffers per call
+    ("@functools.lru_cache(maxsize=None)", "medium"),  # the cache keeps and hands out the same arrays
+    ("@functools.cache", "medium"),
+    ("@some_registry.register", "medium"),  # a decorator jaxmem does not know may do the same
+])
+def test_a_decorated_helper_result_is_not_its_callers_own(decorator, expected):
+    source = f"""
+import functools
+
+import jax
+import jax.numpy as jnp
+
+{decorator}
+def initial(n):
+    return jnp.ones((n, n))
+
+@jax.jit
+def step(state):
+    return state * 2
+
+def run(n):
+    state = initial(n)
+    state = step(state)
+    return state
+"""
+    (result,) = _run({"m.py": source}).values()
+    assert {f.confidence.value for f in result.findings if f.code == "JXM001"} == {expected}
