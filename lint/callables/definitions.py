@@ -141,6 +141,11 @@ def _body_of(node) -> list:
     return suite_statements(node.body)
 
 
+def _scope_body(scope: _Scope) -> list:
+    """The statements of a module or function scope."""
+    return scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
+
+
 class DefinitionFinder:
     """Walks one module and collects its jitted callables."""
 
@@ -221,8 +226,7 @@ class DefinitionFinder:
         for scope in reversed(scopes):
             if scope.kind == "class" or scope.node is None:
                 continue
-            body = scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
-            found = unpacked_from(body, name)
+            found = unpacked_from(_scope_body(scope), name)
             if found is not None:
                 value, position, targets = found
                 return optax_field(position, targets) if makes_optax_transform(value, self.imports) else None
@@ -236,8 +240,7 @@ class DefinitionFinder:
             if scope.kind == "class" or scope.node is None:
                 continue
             if id(scope.node) not in self._update_names:
-                body = scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
-                self._update_names[id(scope.node)] = transform_updates(body, self.imports)
+                self._update_names[id(scope.node)] = transform_updates(_scope_body(scope), self.imports)
             names |= self._update_names[id(scope.node)]
         return frozenset(names)
 
@@ -377,6 +380,7 @@ class DefinitionFinder:
         resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
         known = function_node if isinstance(function_node, KnownCallable) else None
         function_node = None if known is not None else function_node
+        preserving = self._preserving_names(scopes) if function_node is not None else frozenset()
         spec, problems = read_spec(transform, options, signature, self._env(env_scopes or scopes))
         pos = self._position(jit_node)
         visible = self._visible_scope(scopes, callee)
@@ -401,10 +405,10 @@ class DefinitionFinder:
             wrapped_qualname=wrapped_qualname,
             problems=problems,
             outputs=(known.outputs if known is not None else None if function_node is None
-                     else _outputs(function_node, options, self.imports, self._preserving_names(scopes))),
+                     else _outputs(function_node, options, self.imports, preserving)),
             keeps_unused=_keeps_unused(options),
             output_parts=(known.parts if known is not None else None if function_node is None
-                          else returned_parts(function_node, self.imports, self._preserving_names(scopes))),
+                          else returned_parts(function_node, self.imports, preserving)),
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)

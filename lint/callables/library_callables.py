@@ -35,21 +35,18 @@ _NOT_TRANSFORMS = ("optax.tree", "optax.tree_utils", "optax.losses", "optax.proj
 class KnownCallable:
     """A library function's signature and what its outputs are built from."""
 
-    name: str
     signature: Signature
     outputs: tuple[tuple[str, str], ...]  # parameter -> usefulness verdict
     parts: tuple[frozenset[str], ...]  # per returned part, the parameters it preserves
 
 
 _OPTAX_UPDATE = KnownCallable(
-    name="update",
     signature=Signature((Param("updates", POSITIONAL), Param("state", POSITIONAL),
                          Param("params", POSITIONAL, True), Param("extra_args", VAR_KEYWORD))),
     outputs=(("updates", PRESERVED), ("state", PRESERVED), ("params", MAYBE)),
     parts=(frozenset({"updates"}), frozenset({"state"})),
 )
 _OPTAX_INIT = KnownCallable(
-    name="init",
     signature=Signature((Param("params", POSITIONAL),)),
     outputs=(("params", MAYBE),),
     parts=(frozenset(),),
@@ -116,12 +113,15 @@ def transform_updates(body, imports: ImportTable) -> frozenset[str]:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for small in stmt.body:
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and makes_optax_transform(small.value, imports):
-                targets = _names(small.targets[0].target)
-                if len(targets) == len(_OPTAX_FIELDS) and targets[1] not in ("", "*"):
-                    found = unpacked_from(body, targets[1])
-                    if found is not None and found[0] is small.value:
-                        names.add(targets[1])
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, (cst.Tuple, cst.List))):
+                continue
+            targets = _names(small.targets[0].target)
+            if (len(targets) == len(_OPTAX_FIELDS) and targets[1] not in ("", "*")
+                    and makes_optax_transform(small.value, imports)):
+                found = unpacked_from(body, targets[1])
+                if found is not None and found[0] is small.value:
+                    names.add(targets[1])
     return frozenset(names)
 
 
