@@ -241,6 +241,9 @@ class _Context:
         self._keeps: dict[str, bool] = {}
         self.module_definitions = {stmt.name.value for stmt in module.body
                                    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
+        # Names that are modules, classes or functions, never a value's arrays: a call
+        # through one (``jnp.zeros(3)``, ``TrainState.create(...)``) is not a method of a value.
+        self.imported_names = frozenset(imports.names) | frozenset(self.module_definitions)
         self._module_values: dict[str, list] | None = None
         self._classes: dict[str, list[cst.ClassDef]] | None = None
         self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
@@ -614,7 +617,7 @@ class FactExtractor:
         ctx = self.ctx
         pos = ctx.positions[value]
         key = ref_key(value)
-        refs = direct_refs(value)
+        refs = direct_refs(value, ctx.imported_names)
         base = dict(text=ctx.text(value), line=pos.start.line, col=pos.start.column,
                     end_line=pos.end.line, end_col=pos.end.column, key=key, refs=refs)
         if key is None:
@@ -792,10 +795,18 @@ class FactExtractor:
         return tuple(out)
 
     def escapes_before(self, key, call, flow: Flow, point: Point, params, assigned, self_name, is_module):
-        """Aliases and escapes of ``key``'s value that reach ``call``."""
-        ctx = self.ctx
+        """Aliases and escapes of ``key``'s value that reach ``call``: names bound to it
+        or to a part of it (``a = s``, ``j = a``, ``v`` in ``for v in s.values()``: followed
+        through ``_MAX_ALIAS_HOPS`` names), containers that store it, calls that keep it."""
         escapes: list[Use] = []
         alias_reads: list[Use] = []
+        owner_of = lambda k: _owner(k, flow, params, assigned, is_module, self_name)  # noqa: E731
+        self._aliases_of(key, call, flow, point, owner_of, escapes, alias_reads, {key}, 0)
+        return escapes, alias_reads
+
+    def _aliases_of(self, key, call, flow: Flow, point: Point, owner_of, escapes: list[Use],
+                    alias_reads: list[Use], seen: set, hops: int) -> None:
+        ctx = self.ctx
         reaching = flow.nodes_reaching(call)
         for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
             if reaching is not None and p.node not in reaching:
@@ -804,21 +815,25 @@ class FactExtractor:
                 continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):
                 kind = event.detail
-            elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources) and event.key != key:
+            elif event.kind in (WRITE, ALIAS) and any(overlaps(s, key) for s in event.sources + event.parts) \
+                    and event.key != key:
                 kind = "alias"
-            elif event.kind == WRITE and event.key == key and event.sources and event.detail != "del":
+            elif event.kind == WRITE and event.key == key and event.sources and event.detail != "del" and not hops:
                 kind = "borrowed"  # key = other: donating key deletes other's buffer too
             else:
                 continue
             if event.node is call or _inside(event.node, call, ctx):
                 continue
-            if not flow.search(Point(p.node, p.index + 1), key, until_call=call).reached:
+            # the value made here is the one the call sees: the donated key (or, for an alias of an
+            # alias, the name bound here) is not rebound between here and the call
+            held = key if not hops or event.key is None else event.key
+            if not flow.search(Point(p.node, p.index + 1), held, until_call=call).reached:
                 continue
             if kind == "borrowed":
                 for source in event.sources:
                     if overlaps(source, key):
                         continue
-                    source_owner = _owner(source, flow, params, assigned, is_module, self_name)
+                    source_owner = owner_of(source)
                     if source_owner != LOCAL:
                         escapes.append(Use(*_line_col(ctx, event.node), f"`{render(key)}` is `{render(source)}`, "
                                            f"which {'the caller' if source_owner == PARAM else 'something else'} "
@@ -832,15 +847,17 @@ class FactExtractor:
                 escapes.append(ctx.use(event, kind))
                 continue
             target = event.key
-            owner = _owner(target, flow, params, assigned, is_module, self_name)
-            if event.kind == ALIAS or owner != LOCAL or target[0] in flow.captured:
+            if event.kind == ALIAS or owner_of(target) != LOCAL or target[0] in flow.captured:
                 escapes.append(Use(*_line_col(ctx, event.node), f"stored in `{render(target)}`", "stored"))
             after = flow.search(point, target)
             for read in after.reads:
                 alias_reads.append(ctx.use(read, "alias"))
-        return escapes, alias_reads
+            if hops < _MAX_ALIAS_HOPS and target not in seen:
+                seen.add(target)  # ``j = a`` after ``a = s``: ``j`` holds ``s``'s arrays too
+                self._aliases_of(target, call, flow, point, owner_of, escapes, alias_reads, seen, hops + 1)
 
 
+_MAX_ALIAS_HOPS = 4  # a = s; b = a; ...: how many names an alias is followed through
 _MAX_CALLER_DEPTH = 3  # nested defs calling nested defs: how far "the caller's caller" is followed
 _DYNAMIC_LOOKUPS = frozenset({"locals", "vars", "eval", "exec", "globals"})
 
@@ -991,7 +1008,7 @@ def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
 
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
-                       lambda call: ctx.key_reads(call, scope))
+                       lambda call: ctx.key_reads(call, scope), ctx.imported_names)
 
 
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False,

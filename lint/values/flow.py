@@ -49,6 +49,11 @@ class Event:
     # right-hand side when a tuple target unpacks it), and how it got it.
     origin: cst.CSTNode | None = None
     origin_kind: str = ""  # value | unpack | iter | with | except | aug | "" (def, import, match)
+    # For WRITE: keys whose arrays the value may be a part of through a method jaxmem
+    # does not know (``p = state.get_params()``).  One way only: donating ``state``
+    # makes a later read of ``p`` a read of its buffers; whether ``p`` is its own
+    # to donate is the provenance's question (a method's result its object holds).
+    parts: tuple[RefKey, ...] = ()
 
 
 @dataclass
@@ -74,13 +79,35 @@ class SearchResult:
     reached: list[Point] = field(default_factory=list)
 
 
-# Library calls whose result may be their argument's very arrays (checked on
-# jax 0.10.2: ``jax.tree.map(lambda v: v, x)``, ``jax.tree.leaves(x)``,
-# ``jax.device_put(x)`` on its device, ``jnp.asarray(x)``, ``jax.block_until_ready(x)``
-# return ``x``'s leaves themselves), by the end of the callee's dotted name (no
-# imports needed), with the position of the first argument that may be returned.
-_VIEW_CALLS = {"tree.map": 1, "tree_map": 1, "tree.leaves": 0, "tree_leaves": 0, "tree.flatten": 0,
-               "tree_flatten": 0, "device_put": 0, "asarray": 0, "block_until_ready": 0}
+# Calls whose result may be their argument's very arrays, by the end of the
+# callee's dotted name (no imports needed; over-matching only adds aliases),
+# with the position of the first argument that may be returned (keyword
+# arguments may be returned too).  Checked on jax 0.10.2, where a call that
+# changes nothing hands back the very array it was given:
+# ``jax.tree.map(lambda v: v, x)``, ``jax.tree.leaves(x)``, ``jax.device_put(x)``
+# on its device, ``jnp.asarray(x)``, ``jax.block_until_ready(x)``; a reshape,
+# transpose, ``astype`` or dtype cast that keeps the shape and dtype
+# (``jnp.reshape(x, x.shape)``, ``jnp.float32(x)`` of a float32 array),
+# ``jnp.concatenate([x])``, ``lax.stop_gradient(x)``; the control-flow
+# primitives, whose body may pass the operand through (``lax.scan(lambda c, x:
+# (c, x), s, xs)[0] is s``, ``lax.fori_loop(0, 0, f, s) is s``).  Builtins and
+# the copy module return the elements they are given (``sorted(d.values())[0]``,
+# ``copy.copy(d)``, a dict's shallow copy).
+_VIEW_CALLS = {
+    "tree.map": 1, "tree_map": 1, "tree.leaves": 0, "tree_leaves": 0, "tree.flatten": 0, "tree_flatten": 0,
+    "device_put": 0, "asarray": 0, "block_until_ready": 0,
+    "reshape": 0, "transpose": 0, "permute_dims": 0, "matrix_transpose": 0, "astype": 0, "squeeze": 0,
+    "broadcast_to": 0, "concatenate": 0, "concat": 0, "stop_gradient": 0, "convert_element_type": 0,
+    "trim_zeros": 0, "freeze": 0, "unfreeze": 0, "copy_to_host_async": 0,
+    "make_array_from_single_device_arrays": 2,
+    **{dtype: 0 for dtype in ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+                              "uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128")},
+    "cond": 3, "switch": 2, "fori_loop": 3, "while_loop": 2, "scan": 1, "associative_scan": 1, "map": 1,
+    "functools.reduce": 1, "copy.copy": 0,
+}
+# Builtins (called by their bare name) whose result holds the values they are given.
+_VIEW_BUILTINS = frozenset({"list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "iter", "next",
+                            "min", "max", "zip", "enumerate", "getattr", "vars", "map", "filter"})
 # Transforms applied at once, ``jax.vmap(f)(x)``: ``f`` sees tracers and keeps
 # nothing, but an identity-like ``f`` returns ``x`` itself (jax 0.10.2).  Matched
 # by last name, without imports: over-matching only adds aliases.
@@ -111,12 +138,127 @@ def _view_arguments(call: cst.Call) -> list:
     if applied_transform(call):
         return positional
     dotted = _dotted(call.func)
+    keywords = [arg.value for arg in call.args if arg.keyword is not None]
+    starred = [arg.value for arg in call.args if arg.star]
+    if dotted.endswith("array") and any(arg.keyword is not None and arg.keyword.value == "copy"
+                                        and not (isinstance(arg.value, cst.Name) and arg.value.value == "True")
+                                        for arg in call.args):
+        return positional[:1]  # jnp.array(x, copy=None): x itself when it is already an array
+    if isinstance(call.func, cst.Name) and dotted in _VIEW_BUILTINS:
+        if dotted in ("map", "filter"):
+            positional = positional[1:]  # map(f, xs): f's results, or xs's elements
+        return positional + keywords + starred
     for suffix, position in _VIEW_CALLS.items():
         if dotted == suffix or dotted.endswith("." + suffix):
-            if position == 1 and positional and _makes_new_arrays(positional[0]):
+            if position == 1 and suffix in ("tree.map", "tree_map", "map") and positional \
+                    and _makes_new_arrays(positional[0]):
                 return []  # jax.tree.map(jnp.copy, x), jax.tree.map(lambda v: v * 2, x): new arrays
-            return positional[position:]
+            return positional[position:] + keywords + starred
     return []
+
+
+# Methods whose result is a new value, never the receiver or a part of it:
+# array reductions and arithmetic (jax 0.10.2 computes them), values that
+# hold no device array, and what models and transforms make (``model.init(k, x)``,
+# ``model.apply(v, x)``: the provenance decides those).
+_NEW_VALUE_METHODS = frozenset({
+    "sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "argsort", "sort", "cumsum",
+    "cumprod", "all", "any", "dot", "round", "clip", "conj", "conjugate", "flatten", "ravel", "nonzero",
+    "searchsorted", "take", "repeat", "trace", "item", "tolist", "tobytes", "keys", "count", "index",
+    "format", "join", "split", "startswith", "endswith", "encode", "decode", "strip", "lower", "upper",
+    "is_deleted", "delete", "is_fully_addressable", "is_fully_replicated", "apply", "init", "init_with_output",
+})
+# Methods whose result is their receiver or a part of it (checked on jax 0.10.2
+# and Python's containers): ``d.get("a")``, ``d.values()``, ``d.copy()`` of a
+# dict, ``x.reshape(x.shape)``, ``x.astype(x.dtype)``, ``x.at[:].get()``,
+# ``x.block_until_ready()``, flax's ``FrozenDict.unfreeze()``, ``state.replace(...)``.
+_VIEW_METHODS = frozenset({
+    "get", "values", "items", "copy", "pop", "popitem", "setdefault", "reshape", "astype", "transpose",
+    "squeeze", "view", "swapaxes", "block_until_ready", "unfreeze", "freeze", "to_dict", "_asdict", "replace",
+    "_replace", "flat_state", "to_pure_dict", "filter", "addressable_data", "copy_to_host_async", "__getitem__",
+})
+# ``x.at[i].set(v)``: the indexed-update methods after ``.at[...]``; ``get`` reads
+# (``x.at[:].get()`` is ``x`` itself).
+_INDEXED_UPDATES = frozenset({"set", "add", "multiply", "mul", "divide", "power", "min", "max", "apply"})
+
+
+def _method_receiver(call: cst.Call, imported: frozenset[str]):
+    """``(receiver, known)`` for a method call whose result may be its receiver or a
+    part of it: ``known`` for the view methods (``d.get("a")``), not for a method
+    jaxmem does not know (``state.get_params()``); None for a function of a module
+    or class (``jnp.zeros(3)``), a method known to make a new value, or no method."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    receiver = func.value
+    if isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute) \
+            and receiver.value.attr.value == "at":
+        return None if method in _INDEXED_UPDATES else (receiver.value.value, True)  # x.at[i].set(v) is new
+    if method in _NEW_VALUE_METHODS:
+        return None
+    root = receiver
+    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    if isinstance(root, cst.Name) and root.value in imported:
+        return None  # jnp.zeros(3), optax.adam(lr), TrainState.create(...): not a method of a value
+    return receiver, method in _VIEW_METHODS
+
+
+def part_refs(expr, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
+    """Keys whose arrays ``expr``'s value may be a part of through methods jaxmem does
+    not know (``state.get_params()``, ``state.get_params()["w"]``); see ``Event.parts``."""
+    if isinstance(expr, cst.Call):
+        found = _method_receiver(expr, imported)
+        if found is None:
+            return ()
+        receiver, known = found
+        inner = part_refs(receiver, imported)
+        return inner if known else direct_refs(receiver, imported) + inner
+    if isinstance(expr, (cst.Attribute, cst.Subscript)) and ref_key(expr) is None:
+        return part_refs(expr.value, imported)
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return tuple(k for e in expr.elements for k in part_refs(e.value, imported))
+    if isinstance(expr, cst.Dict):
+        return tuple(k for e in expr.elements if isinstance(e, cst.DictElement) for k in part_refs(e.value, imported))
+    if isinstance(expr, cst.IfExp):
+        return part_refs(expr.body, imported) + part_refs(expr.orelse, imported)
+    return ()
+
+
+def _comprehension_refs(expr, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
+    """What a comprehension's elements may be: the values it iterates over, when
+    an element is (part of) a loop variable (``[v for v in d.values()]``); its
+    other direct refs as they are.  Arithmetic elements are new arrays."""
+    bound: set[str] = set()
+    iterables = []
+    comp = expr.for_in
+    while comp is not None:
+        bound.update(_target_names(comp.target))
+        iterables.append(comp.iter)
+        comp = comp.inner_for_in
+    elements = (expr.value,) if isinstance(expr, cst.DictComp) else (expr.elt,)  # keys: hashable, not arrays
+    out: list[RefKey] = []
+    through_loop = False
+    for element in elements:
+        for key in direct_refs(element, imported):
+            if key[0] in bound:
+                through_loop = True
+            else:
+                out.append(key)
+    if through_loop:
+        out.extend(k for iterable in iterables for k in refs_within(iterable, imported) if k[0] not in bound)
+    return tuple(out)
+
+
+def _holds_operands(expr: cst.BinaryOperation) -> bool:
+    """``a | b`` (a dict merge), ``t + (x,)`` and ``[x] * 3`` hold their operands'
+    values; arithmetic on arrays makes new ones."""
+    if isinstance(expr.operator, cst.BitOr):
+        return True
+    containers = (cst.Tuple, cst.List, cst.ListComp, cst.Dict, cst.DictComp)
+    return isinstance(expr.operator, (cst.Add, cst.Multiply)) and (
+        isinstance(expr.left, containers) or isinstance(expr.right, containers))
 
 
 # Functions whose result is a new array whatever they are given (by name):
@@ -139,7 +281,7 @@ def _makes_new_arrays(function) -> bool:
     return isinstance(body, cst.Call) and _dotted(body.func).rsplit(".", 1)[-1] in _FRESH_MAPPERS
 
 
-def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
     """Keys whose values ``expr`` evaluates to as-is (itself, inside a literal
     container, or returned by a call that may hand back its argument's arrays:
     ``jax.tree.leaves(x)[0]``)."""
@@ -148,30 +290,43 @@ def direct_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
     key = ref_key(expr)
     if key is not None:
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
-    if isinstance(expr, cst.Call) and (viewed := _view_arguments(expr)):
-        return tuple(k for value in viewed for k in direct_refs(value))
-    if isinstance(expr, (cst.Subscript, cst.Attribute)) and isinstance(expr.value, cst.Call) \
-            and _view_arguments(expr.value):
-        return direct_refs(expr.value)  # jax.tree.leaves(x)[0]: one of x's arrays
+    if isinstance(expr, cst.Call):
+        viewed = _view_arguments(expr)
+        found = _method_receiver(expr, imported)
+        if found is not None and found[1]:
+            viewed = [found[0], *viewed]
+        return tuple(k for value in viewed for k in direct_refs(value, imported))
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value in BENIGN_ATTRIBUTES:
+            return ()
+        return direct_refs(expr.value, imported)  # f(x).params: a part of what the call returns
+    if isinstance(expr, cst.Subscript):
+        # x[:], x[...], x[i:j] may be x itself (jax 0.10.2 returns the very array for a
+        # slice that takes everything); d[k], lst[i], [x][0] are one of the elements
+        return direct_refs(expr.value, imported)
+    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        return _comprehension_refs(expr, imported)
+    if isinstance(expr, cst.BinaryOperation) and _holds_operands(expr):
+        return direct_refs(expr.left, imported) + direct_refs(expr.right, imported)
     out: list[RefKey] = []
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         for element in expr.elements:
-            out.extend(direct_refs(element.value))
+            out.extend(direct_refs(element.value, imported))
     elif isinstance(expr, cst.Dict):
         for element in expr.elements:
-            out.extend(direct_refs(element.value))
+            out.extend(direct_refs(element.value, imported))
     elif isinstance(expr, (cst.IfExp,)):
-        out.extend(direct_refs(expr.body))
-        out.extend(direct_refs(expr.orelse))
+        out.extend(direct_refs(expr.body, imported))
+        out.extend(direct_refs(expr.orelse, imported))
     elif isinstance(expr, cst.BooleanOperation):
-        out.extend(direct_refs(expr.left))
-        out.extend(direct_refs(expr.right))
+        out.extend(direct_refs(expr.left, imported))
+        out.extend(direct_refs(expr.right, imported))
     elif isinstance(expr, cst.NamedExpr):
-        out.extend(direct_refs(expr.value))
+        out.extend(direct_refs(expr.value, imported))
     return tuple(out)
 
 
-def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+def refs_within(expr: cst.BaseExpression | None, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
     """Keys whose values an evaluated ``expr`` may still hold: its direct refs,
     and the arguments and receivers of the calls it makes (``jax.tree.leaves(state)``
     and ``state.items()`` return ``state``'s own arrays).  Callees and lambdas are not values."""
@@ -179,7 +334,7 @@ def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
         return ()
     key = ref_key(expr)
     if key is not None:
-        return direct_refs(expr)
+        return direct_refs(expr, imported)
     if isinstance(expr, cst.Lambda):
         return ()
     if isinstance(expr, cst.Call):
@@ -190,13 +345,13 @@ def refs_within(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
             parts.append(expr.func.value)
         elif not isinstance(expr.func, cst.Name):
             parts.append(expr.func)
-        return tuple(k for part in parts for k in refs_within(part))
+        return tuple(k for part in parts for k in refs_within(part, imported))
     out: list[RefKey] = []
     for child in children(expr):
         if isinstance(child, cst.BaseExpression):
-            out.extend(refs_within(child))
+            out.extend(refs_within(child, imported))
         elif isinstance(child, (cst.Arg, cst.Element, cst.StarredElement, cst.DictElement)):
-            out.extend(refs_within(child.value))
+            out.extend(refs_within(child.value, imported))
     return tuple(out)
 
 
@@ -414,7 +569,7 @@ class Flow:
             for point, event in self.events():
                 if not _hands_on_value(event):
                     continue
-                names = {source[0] for source in event.sources}
+                names = {source[0] for source in event.sources + event.parts}
                 if event.key is not None:
                     names.add(event.key[0])
                 for root in names:
@@ -424,7 +579,8 @@ class Flow:
 
 
 def _hands_on_value(event: Event) -> bool:
-    return (event.kind == ESCAPE and event.key is not None) or (event.kind in (WRITE, ALIAS) and bool(event.sources))
+    return (event.kind == ESCAPE and event.key is not None) or \
+        (event.kind in (WRITE, ALIAS) and bool(event.sources or event.parts))
 
 
 @dataclass
@@ -440,8 +596,11 @@ class FlowBuilder:
                  reads_metadata: Callable[[cst.Call], bool] = lambda call: False,
                  jitted_argument: Callable[[cst.Call], object] = lambda call: None,
                  written_argument: Callable[[cst.Call], object] = lambda call: None,
-                 key_reads: Callable[[cst.Call], dict[int, frozenset[str]]] = lambda call: {}) -> None:
+                 key_reads: Callable[[cst.Call], dict[int, frozenset[str]]] = lambda call: {},
+                 imported: frozenset[str] = frozenset()) -> None:
         self.retains = retains
+        # names the file imports: ``jnp.zeros(3)`` is a module's function, not a method of ``jnp``
+        self.imported = imported
         self.reads_metadata = reads_metadata  # jnp.shape(x), jax.tree.map(lambda a: a.shape, x)
         # ``jax.pmap(step, ...)``: the function it wraps, which is not passed around
         # (calls of the wrapped result inside a trace ignore its donation)
@@ -526,20 +685,20 @@ class FlowBuilder:
             self.flow.passed.add(small.value.value)
         if isinstance(small, cst.Assign):
             self._expr(small.value, events)
-            sources = direct_refs(small.value)
+            sources = direct_refs(small.value, self.imported)
             for target in small.targets:
                 self._target(target.target, sources, events, small.value, small.value)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
                 self._expr(small.value, events)
-                self._target(small.target, direct_refs(small.value), events, small.value, small.value)
+                self._target(small.target, direct_refs(small.value, self.imported), events, small.value, small.value)
         elif isinstance(small, cst.AugAssign):
             # x += f(x): the old x is combined with the result after the call.
             self._expr(small.value, events)
             self._expr(small.target, events)
             key = ref_key(small.target)
             if key is not None:
-                events.append(Event(WRITE, key, small.target, direct_refs(small.value) + (key,),
+                events.append(Event(WRITE, key, small.target, direct_refs(small.value, self.imported) + (key,),
                                     origin=small, origin_kind="aug"))
         elif isinstance(small, cst.Del):
             self._delete(small.target, events)
@@ -734,7 +893,7 @@ class FlowBuilder:
         if isinstance(target, (cst.Tuple, cst.List)):
             parallel = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
             for i, element in enumerate(target.elements):
-                part = direct_refs(value.elements[i].value) if parallel else sources
+                part = direct_refs(value.elements[i].value, self.imported) if parallel else sources
                 if parallel:
                     self._target(element.value, part, events, value.elements[i].value, value.elements[i].value)
                 else:
@@ -750,7 +909,8 @@ class FlowBuilder:
                 self._expr_base_reads(target, events)
             # ``init, apply = hk.transform(f)``: which element of the unpacked value (``detail``)
             detail = position if origin_kind == "unpack" else ""
-            events.append(Event(WRITE, key, target, tuple(sources), detail, origin=origin, origin_kind=origin_kind))
+            events.append(Event(WRITE, key, target, tuple(sources), detail, origin=origin, origin_kind=origin_kind,
+                                parts=self._parts(origin, origin_kind)))
             return
         if isinstance(target, cst.Subscript):
             base = ref_key(target.value)
@@ -764,6 +924,17 @@ class FlowBuilder:
             self._expr(target.value, events)
             return
         self._expr(target, events)
+
+    def _parts(self, origin, origin_kind: str) -> tuple[RefKey, ...]:
+        """What a bound value may be a part of, one way (``Event.parts``): through a
+        method jaxmem does not know, or as an element of the iterable a loop takes it from."""
+        if not isinstance(origin, cst.BaseExpression):
+            return ()
+        if origin_kind in ("value", "unpack"):
+            return part_refs(origin, self.imported)
+        if origin_kind == "iter":
+            return direct_refs(origin, self.imported) + part_refs(origin, self.imported)
+        return ()
 
     def _expr_base_reads(self, target, events) -> None:
         """Reads needed to evaluate the object an attribute target lives on."""
@@ -819,7 +990,7 @@ class FlowBuilder:
         for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
             if param.default is not None:
                 self._expr(param.default, events, skip)
-                for key in direct_refs(param.default):
+                for key in direct_refs(param.default, self.imported):
                     if key[0] not in skip:
                         events.append(Event(ESCAPE, key, param, (), "stored"))
 
@@ -867,14 +1038,14 @@ class FlowBuilder:
             self._expr(expr.value, events, skip)
             key = ref_key(expr.target)
             if key is not None:
-                events.append(Event(WRITE, key, expr.target, direct_refs(expr.value), origin=expr.value))
+                events.append(Event(WRITE, key, expr.target, direct_refs(expr.value, self.imported), origin=expr.value))
             return
         if isinstance(expr, (cst.Yield,)):
             value = expr.value
             if isinstance(value, cst.From):
                 value = value.item
             self._expr(value, events, skip)
-            for key in direct_refs(value):
+            for key in direct_refs(value, self.imported):
                 events.append(Event(ESCAPE, key, expr, (), "yield"))
             return
         for child in children(expr):
@@ -888,7 +1059,7 @@ class FlowBuilder:
         since: in ``x + f(x)`` or ``g(x, f(x))`` the array ``x`` is used after
         ``f`` ran, which matters when ``f`` donated it."""
         for operand in operands:
-            for key in direct_refs(operand):
+            for key in direct_refs(operand, self.imported):
                 if key[0] not in skip:
                     events.append(Event(READ, key, operand, (), "consume"))
 
@@ -940,7 +1111,7 @@ class FlowBuilder:
         if isinstance(expr, cst.GeneratorExp):
             # A generator evaluates its first iterable now and keeps it until consumed;
             # ``(f(x) for x in jax.tree.leaves(state))`` keeps ``state``'s leaves.
-            for key in refs_within(comp.iter):
+            for key in refs_within(comp.iter, self.imported):
                 if key[0] not in skip:
                     events.append(Event(ESCAPE, key, expr, (), "stored"))
 
@@ -997,10 +1168,11 @@ class FlowBuilder:
         if receiver is not None and func.attr.value not in BENIGN_ATTRIBUTES | CONTAINER_METHODS:
             consumed.append(func.value)
         self._consume(consumed, events, skip)
-        arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value) if k[0] not in skip)
+        arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value, self.imported) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
-        elif arg_refs and self.retains(call):
+        elif arg_refs and self.retains(call) and not _view_arguments(call):
+            # (a view call's result holds its arguments as aliases of whatever it is bound to)
             for key in arg_refs:
                 events.append(Event(ESCAPE, key, call, (), "call"))
         events.append(Event(CALL, None, call))
