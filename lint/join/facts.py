@@ -826,9 +826,12 @@ class FactExtractor:
                 continue
             # the value made here is the one the call sees: the donated key (or, for an alias of an
             # alias, the name bound here) is not rebound between here and the call
-            held = key if not hops or event.key is None else event.key
-            if not flow.search(Point(p.node, p.index + 1), held, until_call=call).reached:
+            after_event = Point(p.node, p.index + 1)
+            if not hops and not flow.search(after_event, key, until_call=call).reached:
                 continue
+            if kind == "alias" and event.key is not None \
+                    and not flow.search(after_event, event.key, until_call=call).reached:
+                continue  # ``j = s[i]`` then ``j = 2 * j`` before the call: ``j`` no longer holds it
             if kind == "borrowed":
                 for source in event.sources:
                     if overlaps(source, key):

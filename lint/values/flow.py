@@ -132,7 +132,7 @@ def applied_transform(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Call) and _dotted(call.func.func).rsplit(".", 1)[-1] in _APPLIED_TRANSFORMS
 
 
-def _view_arguments(call: cst.Call) -> list:
+def _view_arguments(call: cst.Call, imported: frozenset[str] = frozenset()) -> list:
     """The arguments whose arrays ``call``'s result may be (``x`` in ``jax.tree.leaves(x)``)."""
     positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
     if applied_transform(call):
@@ -140,6 +140,13 @@ def _view_arguments(call: cst.Call) -> list:
     dotted = _dotted(call.func)
     keywords = [arg.value for arg in call.args if arg.keyword is not None]
     starred = [arg.value for arg in call.args if arg.star]
+    if _method_receiver(call, imported) is not None:
+        # a method of a value (``x.reshape(n, m)``: the receiver is the operand, see
+        # _method_receiver); what it may return of its arguments: ``d.get(k, default)``
+        method = call.func.attr.value
+        if method in ("get", "pop", "setdefault"):
+            return positional[1:] + keywords
+        return keywords if method in ("replace", "_replace") else []
     if dotted.endswith("array") and any(arg.keyword is not None and arg.keyword.value == "copy"
                                         and not (isinstance(arg.value, cst.Name) and arg.value.value == "True")
                                         for arg in call.args):
@@ -291,7 +298,7 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
     if key is not None:
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
     if isinstance(expr, cst.Call):
-        viewed = _view_arguments(expr)
+        viewed = _view_arguments(expr, imported)
         found = _method_receiver(expr, imported)
         if found is not None and found[1]:
             viewed = [found[0], *viewed]
@@ -1171,7 +1178,7 @@ class FlowBuilder:
         arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value, self.imported) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
-        elif arg_refs and self.retains(call) and not _view_arguments(call):
+        elif arg_refs and self.retains(call) and not _view_arguments(call, self.imported):
             # (a view call's result holds its arguments as aliases of whatever it is bound to)
             for key in arg_refs:
                 events.append(Event(ESCAPE, key, call, (), "call"))
