@@ -47,7 +47,7 @@ from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
 CACHE_DIR_NAME = ".jaxmem_cache"
-ENTRY_FORMAT = "jaxmem-facts-7"
+ENTRY_FORMAT = "jaxmem-facts-8"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
 SUMMARIES_FORMAT = "jaxmem-summaries-2"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024

@@ -136,6 +136,9 @@ class Index:
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         self.private_names = {facts.path: facts.private_names for facts in all_facts}
+        self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
+        self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
+                              for name in facts.clean_classes}
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         for facts in all_facts:
             for scope, why in facts.nested_summaries.items():
@@ -604,24 +607,30 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str
 
 
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
-                    name: str, out: Reporter, partial_view: bool) -> None:
+                    name: str, out: Reporter, project: Index, partial_view: bool) -> None:
     """JXM001 for an ``nnx.jit`` parameter its body updates in place (a Module or
     Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
     evidence = []
+    owned = []
     for rc in calls:
         arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
         if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
             return  # a temporary, a *args call or a shared buffer: nothing to prove here
         evidence.append(Evidence(f"`{arg.text}` is updated in place and written back by nnx at the call at "
                                  f"{rc.path}:{rc.call.line}", rc.path, rc.call.line))
+        owned.append(_module_doubt(arg, rc, project))
     if not evidence:
         return
     confidence, why = Confidence.HIGH, ""
     # nnx objects share Variables with other Modules (``ema.apply_to(model)``,
     # ``nnx.split``, optimizers holding models): a reference jaxmem cannot
     # see may keep the old arrays (flax's ema_test crashed when this was high).
-    doubts = [f"nnx objects may share their arrays with other Modules (`{name}` is updated in place); "
-              "jaxmem cannot prove nothing else holds them"]
+    doubts = [doubt for doubt in owned if doubt is not None][:1]
+    if not doubts:
+        shown = ", ".join(sorted({arg_text for arg_text in (e.message.split("`")[1] for e in evidence)}))
+        evidence.append(Evidence(f"`{shown}` is made here with new arrays and only handed to nnx.jit calls, "
+                                 f"nnx.display, train()/eval()/update()/reset() and views that do the same: "
+                                 f"nothing else holds its arrays", calls[0].path, calls[0].call.line))
     if definition.public:
         doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
     if partial_view:
@@ -637,6 +646,25 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         evidence=evidence + [Evidence(d, def_path, definition.line) for d in doubts],
         fix=DonationFix(definition.line, index, name),
     )
+
+
+def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None:
+    """Why the nnx object ``arg`` may share its arrays with something else, if it may."""
+    own = arg.nnx_own
+    generic = (f"nnx objects may share their arrays with other Modules (`{arg.text}` is updated in place); "
+               "jaxmem cannot prove nothing else holds them")
+    if own is None:
+        return generic
+    if own.doubt is not None:
+        return f"{own.doubt}; {generic}"
+    for line, col in own.calls:
+        if (rc.path, line, col) not in project.nnx_calls:
+            return f"`{arg.text}` is passed to a call at line {line} that is not an nnx.jit call; {generic}"
+    for qualified in own.classes:
+        if qualified.lstrip(".") not in project.clean_classes:
+            return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "
+                    f"another value in it); {generic}")
+    return None
 
 
 def _nnx_not_updated(definition: JitDefinition, name: str) -> str:
@@ -753,7 +781,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                     candidates.append((None, param.name))
     for index, name in candidates:
         if definition.keeps_module_args and definition.output_verdict(name) == MUTATED:
-            _propose_module(definition, def_path, calls, index, name, out, partial_view)
+            _propose_module(definition, def_path, calls, index, name, out, project, partial_view)
             continue
         verdicts, blocked = _call_verdicts(definition, calls, index, name, project)
         if blocked is None:
@@ -950,6 +978,7 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
     all_facts = _with_imported_signatures(all_facts)
     index = Index(all_facts)
     calls = resolve_calls(all_facts, index)
+    index.nnx_calls = {(rc.path, rc.call.line, rc.call.col) for rc in calls if rc.definition.keeps_module_args}
     by_definition: dict[tuple[str, int, tuple], list[ResolvedCall]] = defaultdict(list)
     for rc in calls:
         check_declared(rc, out)

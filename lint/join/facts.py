@@ -72,6 +72,7 @@ from jaxmem.lint.values.key_reads import (
     parameter_key_reads,
 )
 from jaxmem.lint.values.metadata import is_metadata_call
+from jaxmem.lint.values.nnx_ownership import Ownership, nnx_ownership, occurrences
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -126,6 +127,8 @@ class ArgFacts:
     escapes: tuple[Use, ...] = ()
     alias_reads: tuple[Use, ...] = ()
     origins: tuple[Origin, ...] = ()  # how the value was made (local names and temporaries)
+    # An nnx object (a local bound only to calls): whether it owns its arrays (lint.values.nnx_ownership).
+    nnx_own: Ownership | None = None
     # A parameter of a nested def: every call of that def (None when not all are seen as plain calls).
     callers: CallerFacts | None = None
 
@@ -206,6 +209,21 @@ class FileFacts:
     # Names handed to a tracing higher-order function (``lax.fori_loop(0, n, body_fn, x)``):
     # such a callable runs traced, where a donation does nothing (JXM003 says nothing of it).
     traced_callables: set[str] = field(default_factory=set)
+    # Top-level classes whose code reads no module-level variable: an object they make from
+    # arguments that hold no array holds only new arrays (lint.values.nnx_ownership).
+    clean_classes: frozenset[str] = frozenset()
+
+
+def _reads_any(cls: cst.ClassDef, names: frozenset[str]) -> bool:
+    """Whether the class's code reads one of ``names`` from the module (its methods'
+    parameters and locals are other values)."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef):
+            if free_names(stmt) & names:
+                return True
+        elif any(isinstance(node, cst.Name) and node.value in names for node in descendants(stmt)):
+            return True
+    return False
 
 
 def module_names_for(path: str) -> tuple[str, ...]:
@@ -250,6 +268,7 @@ class _Context:
         self._bindings: Bindings | None = None
         self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
         self._unpacked: dict[str, tuple | None] = {}  # module-level name -> (value, position, targets)
+        self._classes_reading: frozenset[str] | None = None
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -300,6 +319,16 @@ class _Context:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
         self.module_values("")
         return frozenset(self._module_values) - self.module_definitions
+
+    def classes_reading_module_values(self) -> frozenset[str]:
+        """Top-level classes whose code reads a module-level variable (``self.pe = nnx.Cache(PE)``):
+        an object they make may hold arrays another name holds too."""
+        if self._classes_reading is None:
+            variables = self.module_variables()
+            self._classes_reading = frozenset(
+                stmt.name.value for stmt in self.module.body
+                if isinstance(stmt, cst.ClassDef) and _reads_any(stmt, variables))
+        return self._classes_reading
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
@@ -527,6 +556,8 @@ class FactExtractor:
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
         self._method_scopes: dict[int, _Scope] = {}
+        self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
+        self._nnx_own: dict[tuple[int, str], Ownership | None] = {}
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -659,11 +690,24 @@ class FactExtractor:
         rebound_here = any(kills(w.key, key) for w in result_writes)
         if key[0] in flow.captured and not rebound_here and not flow.rebound_before_any_call(point, key):
             escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a function", "closure"))
+        nnx_own = self.nnx_own(key[0]) if owner == LOCAL and len(key) == 1 else None
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
-            alias_reads=tuple(alias_reads), origins=origins, callers=callers, **base,
+            alias_reads=tuple(alias_reads), origins=origins, callers=callers, nnx_own=nnx_own, **base,
         )
+
+    def nnx_own(self, name: str) -> Ownership | None:
+        """Whether the local ``name`` of the current scope, an nnx object, owns its arrays."""
+        scope = self.scope.function if self.scope.function is not None else self.ctx.module
+        memo = (id(scope), name)
+        if memo not in self._nnx_own:
+            if id(scope) not in self._occurrences:
+                self._occurrences[id(scope)] = occurrences(scope)
+            self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports,
+                                                self.provenance, self.ctx.positions,
+                                                self.ctx.classes_reading_module_values())
+        return self._nnx_own[memo]
 
     def _keeps_nothing(self, node) -> bool:
         """Whether a call that received the value provably keeps no reference to it:
@@ -1025,6 +1069,8 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     ctx = _Context(module, positions, imports, sites, finder, source)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
+    facts.clean_classes = frozenset(
+        stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef)) - ctx.classes_reading_module_values()
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

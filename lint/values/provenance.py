@@ -396,7 +396,7 @@ class Provenance:
                     keys |= inner
             return keys
         if isinstance(value, cst.Call):
-            if self._makes_new_memory(value) or self._new_state_nnx_optimizer(value):
+            if self._makes_new_memory(value) or self.new_state_nnx_optimizer(value):
                 return set()
             # ``Model(..., rngs=rngs)``: an nnx Module draws new keys from ``rngs`` or keeps the
             # very Rngs object, which nnx's graph calls (split, state) hold only once
@@ -421,7 +421,7 @@ class Provenance:
             return self._may_contain(value.value, depth)
         return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
 
-    def _new_state_nnx_optimizer(self, call: cst.Call) -> bool:
+    def new_state_nnx_optimizer(self, call: cst.Call) -> bool:
         """``nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)``: its state is new
         moments; it keeps no reference to ``model`` (flax 0.12.8, checked by buffer)."""
         if self.ctx.imports.resolve(call.func) != "flax.nnx.Optimizer":
@@ -530,7 +530,7 @@ class Provenance:
                 return all(self.is_new_state_optimizer(a.value, inner) for a in call.args)
             return qualified in OPTAX_NEW_STATE
 
-        return self._bound_only_to(expr, made_by, depth)
+        return self.bound_only_to(expr, made_by, depth)
 
     def is_stateless_optimizer(self, expr, depth: int = 0, at: Point | None = None) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` holds no array
@@ -548,9 +548,9 @@ class Provenance:
                 return False  # momentum, nesterov, accumulator_dtype: a trace state
             return qualified in OPTAX_NO_STATE and all(_is_number(arg.value) for arg in call.args)
 
-        return self._bound_only_to(expr, made_by, depth, at)
+        return self.bound_only_to(expr, made_by, depth, at)
 
-    def _bound_only_to(self, expr, made_by, depth: int, at: Point | None = None) -> bool:
+    def bound_only_to(self, expr, made_by, depth: int, at: Point | None = None) -> bool:
         """Whether ``expr`` is a call ``made_by(call, depth)`` accepts, or a local or
         module-level name (``tx = optax.adam(1e-3)``) bound only to such calls."""
         if depth > _MAX_DEPTH:
@@ -562,13 +562,13 @@ class Provenance:
             return False
         if self.owner_of(key) == "global":
             values = self.ctx.module_values(key[0])
-            return bool(values) and all(self._bound_only_to(value, made_by, depth + 1) for value in values)
+            return bool(values) and all(self.bound_only_to(value, made_by, depth + 1) for value in values)
         if self.owner_of(key) != "local":
             return False
         writes = self._reaching_writes(key, at) if at is not None else self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "value" and event.origin is not None
-            and self._bound_only_to(event.origin, made_by, depth + 1) for event in writes)
+            and self.bound_only_to(event.origin, made_by, depth + 1) for event in writes)
 
     def array_free(self, expr, depth: int = 0) -> bool:
         """Whether ``expr``'s value provably holds no device array (by origin:

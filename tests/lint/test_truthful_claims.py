@@ -230,7 +230,9 @@ def test_nnx_model_and_optimizer_are_proposed_together():
                              optimizer="nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)")
     found = {f.parameter_name: f for f in _findings(source, "JXM001")}
     assert set(found) == {"model", "optimizer"}
-    assert all(f.fix is not None and f.confidence is Confidence.MEDIUM for f in found.values())
+    assert all(f.fix is not None for f in found.values())
+    # the caller's model may be held elsewhere; the optimizer of a standard transform is new moments
+    assert found["model"].confidence is Confidence.MEDIUM and found["optimizer"].confidence is Confidence.HIGH
 
 
 def test_nnx_model_not_proposed_says_why():

@@ -1,0 +1,303 @@
+"""Whether an nnx object handed to ``nnx.jit`` owns its arrays.
+
+``nnx.jit`` writes a Module's (an Optimizer's, a Metric's) new arrays back
+into the same Variables after the call, so a donated object stays usable,
+and any other object that shares its Variables (``nnx.view(model)``) sees
+the new arrays too.  What breaks is a reference to the *arrays* taken
+outside the Variables and read after a donating call: ``nnx.state(model)``,
+``model.kernel[...]``, ``jax.tree.leaves(model)``, the result of calling the
+model, an EMA or optimizer state that holds the parameters, a value the
+object was built from (when every nnx object was high, flax's ``ema_test``
+crashed).  So an object
+is proved its own when, in the scope that holds it (checked on flax 0.12.8,
+optax 0.2.8):
+
+* it is made by a constructor that makes new arrays: a class called with
+  arguments that hold no array (``CNN(rngs=nnx.Rngs(0))``),
+  ``nnx.Optimizer(model, tx, wrt=...)`` of a standard optax transform (its
+  state is new moments and it keeps no reference to ``model``), flax's
+  ``Average``/``Accuracy`` metrics or a ``MultiMetric`` of them, or
+  ``nnx.view(other)`` of an object that is itself proved its own;
+* every use takes no array out of it: an argument of a call the join finds
+  to be an ``nnx.jit`` call, ``.train()``, ``.eval()``, ``.update(...)``,
+  ``.reset()``, ``nnx.display``, ``print``, the model of such an
+  Optimizer, the source of a view (whose own uses follow these rules), and a
+  metric's ``.compute()`` (new arrays for those classes).
+
+Anything else is a doubt, and the proposal stays at medium confidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from jaxmem.lint.syntax.walk import children
+
+_VIEW = "flax.nnx.view"
+_OPTIMIZER = "flax.nnx.Optimizer"
+_RNGS = "flax.nnx.Rngs"
+_READERS = frozenset({"flax.nnx.display", "print"})
+_METRICS = frozenset({"flax.nnx.metrics.Average", "flax.nnx.metrics.Accuracy"})
+_MULTI_METRIC = frozenset({"flax.nnx.MultiMetric", "flax.nnx.metrics.MultiMetric"})
+_METHODS = frozenset({"train", "eval", "update", "reset"})  # in place, or flags: no array leaves
+_METRIC_METHODS = _METHODS | {"compute"}
+_MAX_VIEWS = 8
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """``doubt``: why the object may share its arrays (None: proved its own, provided
+    every call in ``calls`` is an ``nnx.jit`` call); ``calls``: ``(line, col)`` of the
+    calls that receive it, for the join to check."""
+
+    doubt: str | None
+    calls: tuple[tuple[int, int], ...] = ()
+    classes: tuple[str, ...] = ()  # qualified classes of other modules it is made by: project classes, for the join
+
+
+def nnx_ownership(name: str, occurrences, imports, provenance, positions,
+                  unclean_classes: frozenset[str] = frozenset()) -> Ownership | None:
+    """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
+    ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
+    is not bound only to calls (not an object this applies to)."""
+    values = _bound_values(name, occurrences)
+    if not values or not all(isinstance(value, cst.Call) for value in values):
+        return None
+    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes).run()
+
+
+class _Finder:
+    def __init__(self, name: str, occurrences, imports, provenance, positions, unclean_classes) -> None:
+        self.occurrences = occurrences
+        self.unclean_classes = unclean_classes
+        self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
+        self.imports = imports
+        self.provenance = provenance
+        self.positions = positions
+        self.name = name
+        self.calls: list[tuple[int, int]] = []
+
+    def run(self) -> Ownership:
+        occurrences = self.occurrences
+        root, doubt = self._root(self.name, occurrences, 0)
+        if doubt is not None:
+            return Ownership(doubt)
+        family = self._family(root, occurrences)
+        if family is None:
+            return Ownership(f"more than {_MAX_VIEWS} views of `{root}`")
+        metric = self._constructor_kind(root, occurrences) == "metric"
+        for member in family:
+            for node, parents in occurrences.get(member, ()):
+                doubt = self._use(member, node, parents, metric, family)
+                if doubt is not None:
+                    return Ownership(doubt)
+        return Ownership(None, tuple(self.calls), tuple(self.classes))
+
+    # -- where the object comes from --------------------------------------
+
+    def _root(self, name: str, occurrences, depth: int) -> tuple[str, str | None]:
+        """The object ``name`` is a view of (itself if none), and a doubt about how it was made."""
+        values = _bound_values(name, occurrences)
+        if values is None or not values:
+            return name, f"`{name}` is not bound only by plain assignments"
+        if all(self._resolve(v.func) == _VIEW for v in values if isinstance(v, cst.Call)) \
+                and all(isinstance(v, cst.Call) for v in values):
+            sources = {_first_name(v) for v in values}
+            if len(sources) != 1 or None in sources or depth > _MAX_VIEWS:
+                return name, f"`{name}` is a view of something jaxmem cannot name"
+            return self._root(sources.pop(), occurrences, depth + 1)
+        if self._constructor_kind(name, occurrences) is None:
+            failing = next((v for v in values if self._made_by(v) is None), values[0])
+            return name, f"`{name}` is made by `{_code(failing)[:60]}`, which may hold arrays from elsewhere"
+        return name, None
+
+    def _constructor_kind(self, name: str, occurrences) -> str | None:
+        """"module", "optimizer" or "metric" when every binding of ``name`` makes new arrays."""
+        values = _bound_values(name, occurrences)
+        kinds = {self._made_by(value) for value in values or ()}
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _made_by(self, value) -> str | None:
+        if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
+            return None
+        qualified = self._resolve(value.func)
+        if qualified == _OPTIMIZER:
+            return "optimizer" if self.provenance.new_state_nnx_optimizer(value) else None
+        if qualified in _METRICS:
+            return "metric" if all(self.provenance.array_free(arg.value) for arg in value.args) else None
+        if qualified in _MULTI_METRIC:
+            return "metric" if all(isinstance(arg.value, cst.Call) and self._made_by(arg.value) == "metric"
+                                   for arg in value.args) else None
+        if qualified is not None and qualified.startswith("flax.nnx.") and not qualified[9:10].isupper():
+            return None  # nnx.merge, nnx.clone, nnx.eval_shape: functions, not classes
+        if not _is_class_like(value.func):
+            return None
+        if not all(self._array_free_or_rngs(arg.value) for arg in value.args):
+            return None
+        if qualified is None:
+            # a class of this file: it must not read a module-level value (``nnx.Cache(PE)``)
+            return None if isinstance(value.func, cst.Name) and value.func.value in self.unclean_classes else "module"
+        if not qualified.startswith("flax.nnx."):
+            self.classes.append(qualified)
+        return "module"
+
+    def _array_free_or_rngs(self, expr) -> bool:
+        """An argument that brings no array of another value into the object: array-free,
+        or an ``nnx.Rngs`` (its keys become Variables the object shares, which nnx writes back)."""
+        if self.provenance.array_free(expr):
+            return True
+        return self.provenance.bound_only_to(expr, lambda call, depth: self._resolve(call.func) == _RNGS, 0)
+
+    def _family(self, root: str, occurrences) -> list[str] | None:
+        """``root`` and every name bound to a view of it (or of a view of it)."""
+        family = [root]
+        changed = True
+        while changed:
+            changed = False
+            for name, found in occurrences.items():
+                if name in family:
+                    continue
+                values = _bound_values(name, occurrences)
+                if values and all(isinstance(v, cst.Call) and self._resolve(v.func) == _VIEW
+                                  and _first_name(v) in family for v in values):
+                    family.append(name)
+                    changed = True
+                    if len(family) > _MAX_VIEWS:
+                        return None
+        return family
+
+    # -- what is done with it -----------------------------------------------
+
+    def _use(self, name: str, node: cst.Name, parents: tuple, metric: bool, family: list[str]) -> str | None:
+        """Why this occurrence of ``name`` may take arrays out of the object (None: it does not)."""
+        parent = parents[-1] if parents else None
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)):
+            return None  # a binding: checked by _root and _constructor_kind
+        if isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
+                and parent.value is node:
+            return self._argument_use(name, parents[-2], parent)
+        if isinstance(parent, cst.Attribute) and parent.value is node and len(parents) > 1 \
+                and isinstance(parents[-2], cst.Call) and parents[-2].func is parent:
+            allowed = _METRIC_METHODS if metric else _METHODS
+            if parent.attr.value in allowed:
+                return None
+            return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
+        return f"`{name}` is used as `{_code(_outermost(node, parents))[:60]}`, which may take its arrays"
+
+    def _argument_use(self, name: str, call: cst.Call, arg: cst.Arg) -> str | None:
+        qualified = self._resolve(call.func)
+        if qualified in _READERS:
+            return None
+        positional = [a for a in call.args if a.keyword is None]
+        first = bool(positional) and positional[0] is arg
+        if qualified == _VIEW and first:
+            return None  # the view's own uses are checked as the family's
+        if qualified == _OPTIMIZER and (first or (arg.keyword is not None and arg.keyword.value == "model")):
+            if self.provenance.new_state_nnx_optimizer(call):
+                return None
+            return f"`{_code(call)[:60]}` may keep `{name}`'s parameters in its state"
+        if qualified is not None:
+            return f"`{name}` is passed to `{qualified}`, which may keep its arrays"
+        position = self.positions[call].start
+        self.calls.append((position.line, position.column))  # the join checks it is an nnx.jit call
+        return None
+
+    def _resolve(self, func) -> str | None:
+        qualified = self.imports.resolve(func)
+        if qualified is None and isinstance(func, cst.Name) and func.value == "print":
+            return "print"
+        return qualified
+
+
+def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
+    """Every ``Name`` in ``scope`` with its chain of parents, by name; a nested def or
+    lambda that binds the name as a parameter hides it (its uses are another value)."""
+    found: dict[str, list[tuple[cst.Name, tuple]]] = {}
+
+    def walk(node, parents: tuple, hidden: frozenset) -> None:
+        if isinstance(node, cst.Name):
+            if node.value not in hidden:
+                found.setdefault(node.value, []).append((node, parents))
+            return
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and parents:
+            hidden = hidden | _parameter_names(node.params)
+        inner = parents + (node,)
+        if isinstance(node, cst.Attribute):
+            walk(node.value, inner, hidden)  # ``nnx.metrics``: ``metrics`` is an attribute, not the name
+        elif isinstance(node, cst.Arg):
+            walk(node.value, inner, hidden)  # ``f(model=x)``: the keyword is not a use of ``model``
+        elif isinstance(node, cst.Param):
+            for part in (node.annotation, node.default):
+                if part is not None:
+                    walk(part, inner, hidden)
+        else:
+            for child in children(node):
+                if not (isinstance(node, (cst.FunctionDef, cst.ClassDef)) and child is node.name):
+                    walk(child, inner, hidden)
+
+    body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+    walk(body, (scope,) if isinstance(scope, cst.FunctionDef) else (), frozenset())
+    return found
+
+
+def _parameter_names(params: cst.Parameters) -> frozenset[str]:
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.append(star.name.value)
+    return frozenset(names)
+
+
+def _bound_values(name: str, occurrences) -> list | None:
+    """The values ``name`` is bound to by plain ``name = value`` statements; None when
+    it is bound any other way (a loop, ``with``, unpacking, an augmented assignment,
+    a parameter, ``global``)."""
+    values = []
+    for node, parents in occurrences.get(name, ()):
+        parent = parents[-1] if parents else None
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            assign = parents[-2]
+            values.append(assign.value)
+        elif isinstance(parent, cst.AnnAssign) and parent.target is node:
+            if parent.value is None:
+                continue
+            values.append(parent.value)
+        elif isinstance(parent, (cst.Param, cst.AugAssign, cst.For, cst.CompFor, cst.AsName, cst.Global,
+                                 cst.Nonlocal, cst.NamedExpr, cst.FunctionDef, cst.ClassDef)):
+            return None
+        elif isinstance(parent, (cst.Tuple, cst.List, cst.StarredElement, cst.Element)) and _in_target(parents):
+            return None
+    return values
+
+
+def _in_target(parents: tuple) -> bool:
+    return any(isinstance(p, (cst.AssignTarget, cst.For, cst.CompFor, cst.WithItem)) for p in parents)
+
+
+def _first_name(call: cst.Call) -> str | None:
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return positional[0].value if positional and isinstance(positional[0], cst.Name) else None
+
+
+def _is_class_like(func) -> bool:
+    """``CNN``, ``models.CNN``, ``nnx.Linear``: a capitalised name (a class by convention)."""
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name[:1].isupper()
+
+
+def _outermost(node, parents: tuple):
+    """The largest expression around ``node`` that is still an expression."""
+    out = node
+    for parent in reversed(parents):
+        if not isinstance(parent, cst.BaseExpression):
+            break
+        out = parent
+    return out
+
+
+def _code(node) -> str:
+    return cst.Module([]).code_for_node(node).strip()
