@@ -22,7 +22,11 @@ optax 0.2.8):
   to be an ``nnx.jit`` call, ``.train()``, ``.eval()``, ``.update(...)``,
   ``.reset()``, ``nnx.display``, ``print``, the model of such an
   Optimizer, the source of a view (whose own uses follow these rules), and a
-  metric's ``.compute()`` (new arrays for those classes).
+  metric's ``.compute()`` (new arrays for those classes); calling it once
+  outside the loop and showing the result before the first such call
+  (``y = model(x)``, then ``y``); any use after the last such call, outside
+  loops and defs, when none of those calls is in a def (nothing donates it
+  any more: ``JaxModule(model, predict)`` after training).
 
 Anything else is a doubt, and the proposal stays at medium confidence.
 """
@@ -44,6 +48,10 @@ _MULTI_METRIC = frozenset({"flax.nnx.MultiMetric", "flax.nnx.metrics.MultiMetric
 _METHODS = frozenset({"train", "eval", "update", "reset"})  # in place, or flags: no array leaves
 _METRIC_METHODS = _METHODS | {"compute"}
 _MAX_VIEWS = 8
+# Statements that run the code inside them more than once, or later.
+_REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.CompFor, cst.ListComp, cst.SetComp,
+              cst.DictComp, cst.GeneratorExp)
+_SHOWN_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,8 @@ class _Finder:
         self.occurrences = occurrences
         self.unclean_classes = unclean_classes
         self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
+        # a call that may donate it sits in a def or lambda: it may run after any statement
+        self.calls_in_defs = False
         self.imports = imports
         self.provenance = provenance
         self.positions = positions
@@ -88,12 +98,56 @@ class _Finder:
         if family is None:
             return Ownership(f"more than {_MAX_VIEWS} views of `{root}`")
         metric = self._constructor_kind(root, occurrences) == "metric"
+        eager, late = [], []
         for member in family:
             for node, parents in occurrences.get(member, ()):
+                if len(parents) > 1 and isinstance(parents[-1], cst.Call) and parents[-1].func is node:
+                    eager.append((member, parents))  # ``model(x)``: decided once every call is known
+                    continue
                 doubt = self._use(member, node, parents, metric, family)
                 if doubt is not None:
-                    return Ownership(doubt)
+                    if any(isinstance(p, _REPEATING) for p in parents):
+                        return Ownership(doubt)
+                    late.append((doubt, node))  # fine once nothing can donate it any more
+        for member, parents in eager:
+            doubt = self._eager_doubt(member, parents, occurrences)
+            if doubt is not None:
+                return Ownership(doubt)
+        for doubt, node in late:
+            position = self.positions[node].start
+            if self.calls_in_defs or not self.calls or (position.line, position.column) <= max(self.calls):
+                return Ownership(doubt)
         return Ownership(None, tuple(self.calls), tuple(self.classes))
+
+    def _eager_doubt(self, name: str, parents: tuple, occurrences) -> str | None:
+        """Why calling the object outside a jit (``y = model(x)``) may leave its arrays in
+        a value read after a donating call: the result may be a Variable's very array
+        (a Module that returns ``self.w[...]``).  None when the call is made once, outside
+        loops and defs, and its result is discarded or only shown before the first call
+        that may donate the object (flax's tutorial: ``y = model(x)``, then ``y``)."""
+        call, statement = parents[-1], parents[-2]
+        text = _code(call)[:60]
+        if any(isinstance(p, _REPEATING) for p in parents[:-1]):
+            return f"`{text}` is called in a loop or a function: its result may be one of `{name}`'s arrays"
+        if isinstance(statement, cst.Expr):
+            return None  # the result is not kept
+        target = statement.targets[0].target if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+            else None
+        if not isinstance(target, cst.Name):
+            return f"`{text}` may return one of `{name}`'s arrays, and its result is kept"
+        first_call = min(self.calls) if self.calls else None
+        for node, found in occurrences.get(target.value, ()):
+            if found[-1:] and isinstance(found[-1], cst.AssignTarget):
+                if found[-2] is not statement:
+                    return f"`{target.value}` is bound more than once"
+                continue
+            position = self.positions[node].start
+            if any(isinstance(p, _REPEATING) for p in found) or (
+                    first_call is not None and (position.line, position.column) >= first_call):
+                return f"`{target.value} = {text}` may be one of `{name}`'s arrays, read after a call that donates it"
+            if not _shown(node, found):
+                return f"`{target.value} = {text}` may be one of `{name}`'s arrays and is kept"
+        return None
 
     # -- where the object comes from --------------------------------------
 
@@ -177,7 +231,7 @@ class _Finder:
             return None  # a binding: checked by _root and _constructor_kind
         if isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
                 and parent.value is node:
-            return self._argument_use(name, parents[-2], parent)
+            return self._argument_use(name, parents[-2], parent, parents)
         if isinstance(parent, cst.Attribute) and parent.value is node and len(parents) > 1 \
                 and isinstance(parents[-2], cst.Call) and parents[-2].func is parent:
             allowed = _METRIC_METHODS if metric else _METHODS
@@ -186,7 +240,7 @@ class _Finder:
             return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
         return f"`{name}` is used as `{_code(_outermost(node, parents))[:60]}`, which may take its arrays"
 
-    def _argument_use(self, name: str, call: cst.Call, arg: cst.Arg) -> str | None:
+    def _argument_use(self, name: str, call: cst.Call, arg: cst.Arg, parents: tuple) -> str | None:
         qualified = self._resolve(call.func)
         if qualified in _READERS:
             return None
@@ -202,6 +256,7 @@ class _Finder:
             return f"`{name}` is passed to `{qualified}`, which may keep its arrays"
         position = self.positions[call].start
         self.calls.append((position.line, position.column))  # the join checks it is an nnx.jit call
+        self.calls_in_defs |= any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)
         return None
 
     def _resolve(self, func) -> str | None:
@@ -239,8 +294,8 @@ def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
                 if not (isinstance(node, (cst.FunctionDef, cst.ClassDef)) and child is node.name):
                     walk(child, inner, hidden)
 
-    body = scope.body if isinstance(scope, cst.FunctionDef) else scope
-    walk(body, (scope,) if isinstance(scope, cst.FunctionDef) else (), frozenset())
+    # the scope itself is not a parent: only the defs and loops inside it run code later or again
+    walk(scope.body if isinstance(scope, cst.FunctionDef) else scope, (), frozenset())
     return found
 
 
@@ -276,6 +331,18 @@ def _bound_values(name: str, occurrences) -> list | None:
 
 def _in_target(parents: tuple) -> bool:
     return any(isinstance(p, (cst.AssignTarget, cst.For, cst.CompFor, cst.WithItem)) for p in parents)
+
+
+def _shown(node: cst.Name, parents: tuple) -> bool:
+    """A read that keeps nothing: the value shown by itself (a notebook cell's last
+    line), printed, or its shape or dtype."""
+    parent = parents[-1] if parents else None
+    if isinstance(parent, cst.Expr):
+        return True
+    if isinstance(parent, cst.Attribute) and parent.attr.value in _SHOWN_ATTRIBUTES:
+        return True
+    return isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
+        and isinstance(parents[-2].func, cst.Name) and parents[-2].func.value == "print"
 
 
 def _first_name(call: cst.Call) -> str | None:

@@ -1,10 +1,11 @@
 """nnx objects that provably own their arrays are donated by the default fix;
 those whose arrays something else may hold are not (flax 0.12.8, optax 0.2.8).
 
-flax's MNIST tutorial as its users write it: a Module made from a PRNG seed,
-``nnx.Optimizer`` of a standard optax transform, a ``MultiMetric`` of
-``Average``, train and eval views of the model (``nnx.view``), an ``nnx.jit``
-train step and eval step.  The default ``jaxmem-fix`` donates the model (its
+flax's MNIST tutorial as its users write it: a Module made from a PRNG seed and
+called once to show its output's shape, ``nnx.Optimizer`` of a standard optax
+transform, a ``MultiMetric`` of ``Average``, train and eval views of the model
+(``nnx.view``), an ``nnx.jit`` train step and eval step, the final parameters
+read after training.  The default ``jaxmem-fix`` donates the model (its
 train view), the optimizer and the metrics; the fixed program prints the same
 losses, and the arrays each object was made with are deleted (recorded by a
 runner the analysis never sees).
@@ -26,6 +27,7 @@ pytest.importorskip("flax")
 pytest.importorskip("optax")
 
 TUTORIAL = """\
+import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
@@ -59,6 +61,8 @@ def eval_step(model, metrics, batch):
 
 def main():
     model = Model(nnx.Rngs(0))
+    y = model(jnp.ones((1, 4)))
+    print(y.shape)
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
     metrics = nnx.MultiMetric(loss=nnx.metrics.Average("loss"))
     train_model = nnx.view(model, deterministic=False, use_running_average=False)
@@ -71,6 +75,8 @@ def main():
             eval_step(eval_model, metrics, jnp.ones((2, 4)))
             print("eval", round(float(metrics.compute()["loss"]), 4))
             metrics.reset()
+    final = jax.tree_util.tree_leaves(nnx.state(model))
+    print("final", round(sum(float(leaf.sum()) for leaf in final if jnp.issubdtype(leaf.dtype, jnp.floating)), 4))
 
 
 main()
