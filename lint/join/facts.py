@@ -845,16 +845,19 @@ class FactExtractor:
         escapes: list[Use] = []
         alias_reads: list[Use] = []
         owner_of = lambda k: _owner(k, flow, params, assigned, is_module, self_name)  # noqa: E731
-        self._aliases_of(key, call, flow, point, owner_of, escapes, alias_reads, {key}, 0)
+        self._aliases_of(key, call, flow, point, owner_of, escapes, alias_reads, {key}, 0, None)
         return escapes, alias_reads
 
     def _aliases_of(self, key, call, flow: Flow, point: Point, owner_of, escapes: list[Use],
-                    alias_reads: list[Use], seen: set, hops: int) -> None:
+                    alias_reads: list[Use], seen: set, hops: int, made: Point | None) -> None:
+        """``made``: for an alias (``hops`` > 0), the point where ``key`` got the value."""
         ctx = self.ctx
         reaching = flow.nodes_reaching(call)
         for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
             if reaching is not None and p.node not in reaching:
                 continue  # no path leads from this event to the call
+            if made is not None and not flow.search(made, key, until_event=event).reached:
+                continue  # ``key`` holds another value by then (``R = state.x`` ... ``R = new``)
             if event.kind == ESCAPE and event.key is None:
                 continue  # closures: see arg_facts
             elif event.kind == ESCAPE and overlaps(event.key, key):
@@ -901,7 +904,8 @@ class FactExtractor:
                 alias_reads.append(ctx.use(read, "alias"))
             if hops < _MAX_ALIAS_HOPS and target not in seen:
                 seen.add(target)  # ``j = a`` after ``a = s``: ``j`` holds ``s``'s arrays too
-                self._aliases_of(target, call, flow, point, owner_of, escapes, alias_reads, seen, hops + 1)
+                self._aliases_of(target, call, flow, point, owner_of, escapes, alias_reads, seen, hops + 1,
+                                 after_event)
 
 
 _MAX_ALIAS_HOPS = 4  # a = s; b = a; ...: how many names an alias is followed through

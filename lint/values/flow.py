@@ -485,12 +485,14 @@ class Flow:
             self._reaching[point.node] = found
         return self._reaching[point.node]
 
-    def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None) -> SearchResult:
+    def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None,
+               until_event: Event | None = None) -> SearchResult:
         """Walk forward from ``start``; stop each path at the first kill of ``key``.
 
         By default a path also stops at the first read of ``key`` (liveness).
         With ``until_call``, reads do not stop it; reaching that call's CALL
         event does, and is recorded in ``reached`` (does a value flow there?).
+        ``until_event`` is the same for one event of the graph.
         """
         result = SearchResult()
         work: list[Point] = [start]
@@ -509,13 +511,17 @@ class Flow:
                 for target in node.exc:
                     push(target)
                 event = node.events[index]
+                if event is until_event:
+                    result.reached.append(Point(point.node, index))
+                    stopped = True
+                    break
                 if event.key is None:
                     if until_call is not None and event.kind == CALL and event.node is until_call:
                         result.reached.append(Point(point.node, index))
                         stopped = True
                         break
                     continue
-                if event.kind == READ and until_call is None and overlaps(event.key, key):
+                if event.kind == READ and until_call is None and until_event is None and overlaps(event.key, key):
                     result.reads.append(event)
                     stopped = True
                     break
