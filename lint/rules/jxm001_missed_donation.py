@@ -63,8 +63,14 @@ RULE = Rule(
     not `LookaheadParams.init_synced`, which holds one tree twice; values
     that hold no arrays, such as configs, flags, paths and devices, never
     count as sharing);
-    and the body has an output built from it. Anything less is medium (the
-    message says why) and applied only with `--unsafe-fixes`. `jaxmem
+    and the body has an output built from it. An nnx Module, Optimizer or
+    Metric that an `nnx.jit` step updates in place is high when it was made
+    with new arrays and nothing takes an array out of it (only nnx.jit calls,
+    `train()`/`eval()`/`update()`/`reset()`, views that do the same). No value
+    that may hold the state's very arrays (`x[:]`, `d.copy()`,
+    `list(d.values())`, another name for it) is read after the call. Anything
+    less is medium (the message says why) and applied only with
+    `--unsafe-fixes`. `jaxmem
     verify` confirms the aliasing on the backend.
     ''',
     invalid=(
@@ -242,8 +248,56 @@ RULE = Rule(
             confidence=Confidence.MEDIUM,
             note="a loop variable is still held by the list it came from",
         ),
+        Example(
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+                def __call__(self, x):
+                    return self.lin(x)
+
+            @nnx.jit  # JXM001
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+                optimizer.update(model, grads)
+
+            def main(batches):
+                model = Model(nnx.Rngs(0))
+                optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+                for batch in batches:
+                    train_step(model, optimizer, batch)
+                return model
+            """,
+            confidence=Confidence.HIGH,
+            note="nnx writes both back; made with new arrays and only handed to nnx.jit: nothing else holds them "
+                 "(run in tests/codemod/test_fix_nnx_owned_runs.py)",
+        ),
     ),
     valid=(
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def step(state, batch):
+                return jax.tree_util.tree_map(lambda v: v + batch, state)
+
+            def train(batches):
+                state = {"w": jnp.zeros(4) * 1}
+                first = state.copy()  # a dict's copy holds the very same arrays
+                for batch in batches:
+                    state = step(state, batch)
+                return first["w"]
+            """,
+            note="`first` holds `state`'s arrays and is read after the calls "
+                 "(run in tests/codemod/test_fix_alias_runs.py)",
+        ),
         Example(
             """
             import jax
