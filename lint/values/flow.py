@@ -144,8 +144,11 @@ def _view_arguments(call: cst.Call, imported: frozenset[str] = frozenset()) -> l
         # a method of a value (``x.reshape(n, m)``: the receiver is the operand, see
         # _method_receiver); what it may return of its arguments: ``d.get(k, default)``
         method = call.func.attr.value
-        if method in ("get", "pop", "setdefault"):
+        if method in ("get", "pop"):
             return positional[1:] + keywords
+        if method in CONTAINER_METHODS:
+            # ``nbrs = nbrs.update(state.position)``: what it returns may hold what it stored
+            return positional + keywords
         return keywords if method in ("replace", "_replace") else []
     if dotted.endswith("array") and any(arg.keyword is not None and arg.keyword.value == "copy"
                                         and not (isinstance(arg.value, cst.Name) and arg.value.value == "True")
