@@ -72,7 +72,7 @@ from jaxmem.lint.values.key_reads import (
     parameter_key_reads,
 )
 from jaxmem.lint.values.metadata import is_metadata_call
-from jaxmem.lint.values.nnx_ownership import Ownership, nnx_ownership, occurrences
+from jaxmem.lint.values.nnx_ownership import Ownership, might_make_nnx_object, nnx_ownership, occurrences
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -701,6 +701,11 @@ class FactExtractor:
         """Whether the local ``name`` of the current scope, an nnx object, owns its arrays."""
         scope = self.scope.function if self.scope.function is not None else self.ctx.module
         memo = (id(scope), name)
+        if memo not in self._nnx_own:
+            writes = self.provenance.writes_of((name,))
+            if not writes or not all(event.origin_kind == "value" and isinstance(event.origin, cst.Call)
+                                     and might_make_nnx_object(event.origin) for event in writes):
+                self._nnx_own[memo] = None  # not made by a class call or a view: no scope walk needed
         if memo not in self._nnx_own:
             if id(scope) not in self._occurrences:
                 self._occurrences[id(scope)] = occurrences(scope)

@@ -65,6 +65,14 @@ class Ownership:
     classes: tuple[str, ...] = ()  # qualified classes of other modules it is made by: project classes, for the join
 
 
+def might_make_nnx_object(call: cst.Call) -> bool:
+    """A cheap first look: a class call (``CNN(...)``, ``nnx.Optimizer(...)``) or
+    ``nnx.view(...)``; anything else is never an object this module proves its own."""
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else \
+        call.func.value if isinstance(call.func, cst.Name) else ""
+    return name[:1].isupper() or name == "view"
+
+
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
                   unclean_classes: frozenset[str] = frozenset()) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
