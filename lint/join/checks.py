@@ -376,6 +376,16 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
     for use in arg.alias_reads:
         if d.keeps_module_args:
             break  # the alias is the same Module, written back by nnx
+        if use.kind == "maybe-alias":
+            out.add(
+                "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
+                f"`{use.text}` may share its arrays with `{subject}` (one was made from the other by a call that "
+                f"can hand back what it was given), which was donated to `{d.function}` at line {rc.call.line}: if "
+                f"it does, reading it {raises} \"Array has been deleted\"{unsure}; copy it before the call or stop "
+                f"donating",
+                confidence=Confidence.MEDIUM, evidence=[where], **common,
+            )
+            continue
         out.add(
             "JXM101", rc.path, _span(use.line, use.col, use.line, use.col + len(use.text)),
             f"`{use.text}` refers to the value of `{subject}`, which was donated to `{d.function}` at line "

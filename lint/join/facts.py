@@ -850,12 +850,13 @@ class FactExtractor:
         escapes: list[Use] = []
         alias_reads: list[Use] = []
         owner_of = lambda k: _owner(k, flow, params, assigned, is_module, self_name)  # noqa: E731
-        self._aliases_of(key, call, flow, point, owner_of, escapes, alias_reads, {key}, 0, None)
+        self._aliases_of(key, call, flow, point, owner_of, escapes, alias_reads, {key}, 0, None, False)
         return escapes, alias_reads
 
     def _aliases_of(self, key, call, flow: Flow, point: Point, owner_of, escapes: list[Use],
-                    alias_reads: list[Use], seen: set, hops: int, made: Point | None) -> None:
-        """``made``: for an alias (``hops`` > 0), the point where ``key`` got the value."""
+                    alias_reads: list[Use], seen: set, hops: int, made: Point | None, maybe: bool) -> None:
+        """``made``: for an alias (``hops`` > 0), the point where ``key`` got the value;
+        ``maybe``: it got it through a call that may return a new value instead."""
         ctx = self.ctx
         reaching = flow.nodes_reaching(call)
         for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
@@ -894,7 +895,7 @@ class FactExtractor:
                                            f"which {'the caller' if source_owner == PARAM else 'something else'} "
                                            f"may still hold", "borrowed"))
                     for read in flow.search(point, source).reads:
-                        alias_reads.append(ctx.use(read, "alias"))
+                        alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
                 continue
             if kind != "alias":
                 if kind == "call" and self._keeps_nothing(event.node):
@@ -904,16 +905,33 @@ class FactExtractor:
             target = event.key
             if event.kind == ALIAS or owner_of(target) != LOCAL or target[0] in flow.captured:
                 escapes.append(Use(*_line_col(ctx, event.node), f"stored in `{render(target)}`", "stored"))
+            through_call = maybe or not _holds_as_is(event, key)
             after = flow.search(point, target)
             for read in after.reads:
-                alias_reads.append(ctx.use(read, "alias"))
+                alias_reads.append(ctx.use(read, "maybe-alias" if through_call else "alias"))
             if hops < _MAX_ALIAS_HOPS and target not in seen:
                 seen.add(target)  # ``j = a`` after ``a = s``: ``j`` holds ``s``'s arrays too
                 self._aliases_of(target, call, flow, point, owner_of, escapes, alias_reads, seen, hops + 1,
-                                 after_event)
+                                 after_event, through_call)
 
 
 _MAX_ALIAS_HOPS = 4  # a = s; b = a; ...: how many names an alias is followed through
+
+
+def _holds_as_is(event: Event, key) -> bool:
+    """Whether the alias ``event`` makes surely holds ``key``'s arrays: a name, attribute
+    or constant subscript of it, a literal container of such, an element a loop takes from
+    it, a container it is stored in; not the result of a call (``x.reshape(n)``,
+    ``state.get_params()``: maybe the very array, maybe a new one)."""
+    if event.kind == ALIAS or event.origin_kind == "iter":
+        return True
+    if not any(overlaps(s, key) for s in event.sources):
+        return False  # only through ``parts``: a method jaxmem does not know
+    origin = event.origin
+    if event.origin_kind == "value" and isinstance(origin, (cst.Tuple, cst.List, cst.Dict)):
+        return all(ref_key(e.value) is not None for e in origin.elements
+                   if isinstance(e, (cst.Element, cst.DictElement)))
+    return event.origin_kind in ("value", "unpack") and origin is not None and ref_key(origin) is not None
 _MAX_CALLER_DEPTH = 3  # nested defs calling nested defs: how far "the caller's caller" is followed
 _DYNAMIC_LOOKUPS = frozenset({"locals", "vars", "eval", "exec", "globals"})
 

@@ -71,3 +71,19 @@ def test_the_arguments_of_a_method_are_not_its_result():
     facts = [facts_for_file("m.py", text, ALL, project_hints({"m.py": text}))]
     (result,) = report(facts, ALL)
     assert not [f for f in result.findings if f.code == "JXM101"], [f.message for f in result.findings]
+
+
+DONATING = HEAD.replace("@jax.jit\ndef step", "@functools.partial(jax.jit, donate_argnums=0)\ndef step")
+
+
+@pytest.mark.parametrize("binding,sure", [
+    ("j = s", True), ('j = s["a"]', True), ("j = [s]", True), ("j = None\nfor j in s.values():\n    pass", True),
+    ('j = s["a"].reshape(3)', False), ("j = s.copy()", False), ("j = s.get_part()", False),
+])
+def test_a_read_after_donation_through_an_alias_says_whether_it_surely_crashes(binding, sure):
+    text = "import functools\n" + DONATING + textwrap.indent(binding + "\ns = step(s)\nprint(j)\n", "    ")
+    facts = [facts_for_file("m.py", text, ALL, project_hints({"m.py": text}))]
+    (result,) = report(facts, ALL)
+    (finding,) = [f for f in result.findings if f.code == "JXM101"]
+    assert ("refers to the value of `s`" in finding.message) is sure, finding.message
+    assert ("may share its arrays with `s`" in finding.message) is not sure, finding.message
