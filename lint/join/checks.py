@@ -622,6 +622,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
     evidence = []
     owned = []
+    scalar = True
     for rc in calls:
         arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
         if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
@@ -629,7 +630,14 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         evidence.append(Evidence(f"`{arg.text}` is updated in place and written back by nnx at the call at "
                                  f"{rc.path}:{rc.call.line}", rc.path, rc.call.line))
         owned.append(_module_doubt(arg, rc, project))
+        scalar = scalar and arg.nnx_own is not None and arg.nnx_own.scalar
     if not evidence:
+        return
+    if scalar:
+        out.report(def_path).refusals.append(Refusal(
+            def_path, definition.line, definition.function, name,
+            f"not worth donating: `{name}` is an nnx Variable made from a Python number (`nnx.Param(1)`): a "
+            f"scalar, a few bytes"))
         return
     confidence, why = Confidence.HIGH, ""
     # nnx objects share Variables with other Modules (``ema.apply_to(model)``,

@@ -40,6 +40,7 @@ import libcst as cst
 from jaxmem.lint.syntax.walk import children
 
 _VIEW = "flax.nnx.view"
+_VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "BatchStat", "Cache", "Intermediate"))
 _OPTIMIZER = "flax.nnx.Optimizer"
 _RNGS = "flax.nnx.Rngs"
 _READERS = frozenset({"flax.nnx.display", "print"})
@@ -63,6 +64,7 @@ class Ownership:
     doubt: str | None
     calls: tuple[tuple[int, int], ...] = ()
     classes: tuple[str, ...] = ()  # qualified classes of other modules it is made by: project classes, for the join
+    scalar: bool = False  # an nnx Variable of a Python number (``nnx.Param(1)``): no device buffer to reuse
 
 
 def might_make_nnx_object(call: cst.Call) -> bool:
@@ -125,7 +127,8 @@ class _Finder:
             position = self.positions[node].start
             if self.calls_in_defs or not self.calls or (position.line, position.column) <= max(self.calls):
                 return Ownership(doubt)
-        return Ownership(None, tuple(self.calls), tuple(self.classes))
+        scalar = self._constructor_kind(root, occurrences) == "scalar"
+        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar)
 
     def _eager_doubt(self, name: str, parents: tuple, occurrences) -> str | None:
         """Why calling the object outside a jit (``y = model(x)``) may leave its arrays in
@@ -185,6 +188,8 @@ class _Finder:
         if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
             return None
         qualified = self._resolve(value.func)
+        if qualified in _VARIABLES and value.args and _is_number(value.args[0].value):
+            return "scalar"
         if qualified == _OPTIMIZER:
             return "optimizer" if self.provenance.new_state_nnx_optimizer(value) else None
         if qualified in _METRICS:
@@ -351,6 +356,13 @@ def _shown(node: cst.Name, parents: tuple) -> bool:
         return True
     return isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
         and isinstance(parents[-2].func, cst.Name) and parents[-2].func.value == "print"
+
+
+def _is_number(expr) -> bool:
+    """``1``, ``-0.5``: a Python number literal."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _first_name(call: cst.Call) -> str | None:

@@ -712,3 +712,25 @@ def test_only_the_optimizer_bound_where_init_runs_decides(first, second, propose
     exec(compile(source.replace("@jax.jit", "@functools.partial(jax.jit, static_argnums=0)")
                  .replace("import jax\n", "import functools\nimport jax\n", 1), "prog.py", "exec"), namespace)
     assert (namespace["leaves"] > 0) is proposed  # sgd without momentum: no array to donate
+
+
+def test_an_nnx_variable_of_a_python_number_is_not_worth_donating():
+    # flax's graph_utils_test: ``v = nnx.Param(1)`` updated in place by an nnx.jit step (a scalar)
+    source = """\
+from flax import nnx
+
+
+@nnx.jit
+def f(v):
+    v[...] += 1
+
+
+def main():
+    v = nnx.Param(1)
+    for _ in range(3):
+        f(v)
+    return v
+"""
+    assert [f for f in _findings(source, "JXM001")] == []
+    (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals if r.parameter == "v"]
+    assert "Variable made from a Python number" in refusal.reason
