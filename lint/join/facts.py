@@ -9,6 +9,7 @@ once the definitions of every file in the run are known.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import re
 import sys
@@ -214,16 +215,41 @@ class FileFacts:
     clean_classes: frozenset[str] = frozenset()
 
 
-def _reads_any(cls: cst.ClassDef, names: frozenset[str]) -> bool:
-    """Whether the class's code reads one of ``names`` from the module (its methods'
-    parameters and locals are other values)."""
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
+
+
+def _reads_other_than(cls: cst.ClassDef, known: frozenset[str]) -> bool:
+    """Whether the class's code reads a module-level name other than ``known`` (its
+    methods' parameters and locals, and its own attributes, are other values)."""
+    bound = {cls.name.value}
+    loaded: set[str] = set()
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef):
-            if free_names(stmt) & names:
-                return True
-        elif any(isinstance(node, cst.Name) and node.value in names for node in descendants(stmt)):
-            return True
-    return False
+            bound.add(stmt.name.value)
+            loaded |= free_names(stmt)
+            continue
+        loaded |= _loaded_names(stmt)
+        for small in small_statements([stmt], into_scopes=False):
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    bound.update(_bound_names(target.target))
+            elif isinstance(small, cst.AnnAssign):
+                bound.update(_bound_names(small.target))
+    return bool(loaded - known - bound)
+
+
+def _loaded_names(node) -> set[str]:
+    """The names ``node`` mentions as variables (not ``x.attr``'s attribute, not keywords)."""
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, cst.Attribute):
+        return _loaded_names(node.value)
+    if isinstance(node, cst.Arg):
+        return _loaded_names(node.value)
+    out: set[str] = set()
+    for child in children(node):
+        out |= _loaded_names(child)
+    return out
 
 
 def module_names_for(path: str) -> tuple[str, ...]:
@@ -324,10 +350,12 @@ class _Context:
         """Top-level classes whose code reads a module-level variable (``self.pe = nnx.Cache(PE)``):
         an object they make may hold arrays another name holds too."""
         if self._classes_reading is None:
-            variables = self.module_variables()
+            # every name a class reads that is not an import, a top-level def or class, or a
+            # builtin counts (cheaper than collecting the module's variables, and never fewer)
+            known = frozenset(self.imports.names) | frozenset(self.module_definitions) | _BUILTIN_NAMES
             self._classes_reading = frozenset(
                 stmt.name.value for stmt in self.module.body
-                if isinstance(stmt, cst.ClassDef) and _reads_any(stmt, variables))
+                if isinstance(stmt, cst.ClassDef) and _reads_other_than(stmt, known))
         return self._classes_reading
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
@@ -1096,8 +1124,9 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     ctx = _Context(module, positions, imports, sites, finder, source)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
-    facts.clean_classes = frozenset(
-        stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef)) - ctx.classes_reading_module_values()
+    classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))
+    if classes:  # (most files have none: then the module's variables need not be collected)
+        facts.clean_classes = classes - ctx.classes_reading_module_values()
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

@@ -105,6 +105,9 @@ _VIEW_CALLS = {
     "cond": 3, "switch": 2, "fori_loop": 3, "while_loop": 2, "scan": 1, "associative_scan": 1, "map": 1,
     "functools.reduce": 1, "copy.copy": 0,
 }
+_VIEW_CALLS_BY_LAST: dict[str, list[tuple[str, int]]] = {}  # by the last name: one dict lookup per call
+for _suffix, _position in _VIEW_CALLS.items():
+    _VIEW_CALLS_BY_LAST.setdefault(_suffix.rpartition(".")[2], []).append((_suffix, _position))
 # Builtins (called by their bare name) whose result holds the values they are given.
 _VIEW_BUILTINS = frozenset({"list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "iter", "next",
                             "min", "max", "zip", "enumerate", "getattr", "vars", "map", "filter"})
@@ -158,7 +161,7 @@ def _view_arguments(call: cst.Call, imported: frozenset[str] = frozenset()) -> l
         if dotted in ("map", "filter"):
             positional = positional[1:]  # map(f, xs): f's results, or xs's elements
         return positional + keywords + starred
-    for suffix, position in _VIEW_CALLS.items():
+    for suffix, position in _VIEW_CALLS_BY_LAST.get(dotted.rpartition(".")[2], ()):
         if dotted == suffix or dotted.endswith("." + suffix):
             if position == 1 and suffix in ("tree.map", "tree_map", "map") and positional \
                     and _makes_new_arrays(positional[0]):
