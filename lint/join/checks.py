@@ -622,6 +622,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
     evidence = []
     owned = []
+    texts: set[str] = set()
     scalar = True
     for rc in calls:
         arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
@@ -630,6 +631,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         evidence.append(Evidence(f"`{arg.text}` is updated in place and written back by nnx at the call at "
                                  f"{rc.path}:{rc.call.line}", rc.path, rc.call.line))
         owned.append(_module_doubt(arg, rc, project))
+        texts.add(arg.text)
         scalar = scalar and arg.nnx_own is not None and arg.nnx_own.scalar
     if not evidence:
         return
@@ -645,7 +647,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     # see may keep the old arrays (flax's ema_test crashed when this was high).
     doubts = [doubt for doubt in owned if doubt is not None][:1]
     if not doubts:
-        shown = ", ".join(sorted({arg_text for arg_text in (e.message.split("`")[1] for e in evidence)}))
+        shown = ", ".join(sorted(texts))
         evidence.append(Evidence(f"`{shown}` is made here with new arrays and only handed to nnx.jit calls, "
                                  f"nnx.display, train()/eval()/update()/reset() and views that do the same: "
                                  f"nothing else holds its arrays", calls[0].path, calls[0].call.line))

@@ -352,7 +352,7 @@ class _Context:
         if self._classes_reading is None:
             # every name a class reads that is not an import, a top-level def or class, or a
             # builtin counts (cheaper than collecting the module's variables, and never fewer)
-            known = frozenset(self.imports.names) | frozenset(self.module_definitions) | _BUILTIN_NAMES
+            known = self.imported_names | _BUILTIN_NAMES
             self._classes_reading = frozenset(
                 stmt.name.value for stmt in self.module.body
                 if isinstance(stmt, cst.ClassDef) and _reads_other_than(stmt, known))
@@ -960,6 +960,8 @@ def _holds_as_is(event: Event, key) -> bool:
         return all(ref_key(e.value) is not None for e in origin.elements
                    if isinstance(e, (cst.Element, cst.DictElement)))
     return event.origin_kind in ("value", "unpack") and origin is not None and ref_key(origin) is not None
+
+
 _MAX_CALLER_DEPTH = 3  # nested defs calling nested defs: how far "the caller's caller" is followed
 _DYNAMIC_LOOKUPS = frozenset({"locals", "vars", "eval", "exec", "globals"})
 
@@ -1125,7 +1127,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))
-    if classes:  # (most files have none: then the module's variables need not be collected)
+    if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)

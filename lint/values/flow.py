@@ -137,22 +137,33 @@ def applied_transform(call: cst.Call) -> bool:
 
 def _view_arguments(call: cst.Call, imported: frozenset[str] = frozenset()) -> list:
     """The arguments whose arrays ``call``'s result may be (``x`` in ``jax.tree.leaves(x)``)."""
+    if _method_receiver(call, imported) is not None:
+        return _method_view_arguments(call)
+    return _function_view_arguments(call)
+
+
+def _method_view_arguments(call: cst.Call) -> list:
+    """For a method of a value (``x.reshape(n, m)``: the receiver is the operand, see
+    _method_receiver), the arguments its result may hold: ``d.get(k, default)``."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    keywords = [arg.value for arg in call.args if arg.keyword is not None]
+    method = call.func.attr.value
+    if method in ("get", "pop"):
+        return positional[1:] + keywords
+    if method in CONTAINER_METHODS:
+        # ``nbrs = nbrs.update(state.position)``: what it returns may hold what it stored
+        return positional + keywords
+    return keywords if method in ("replace", "_replace") else []
+
+
+def _function_view_arguments(call: cst.Call) -> list:
+    """For a function (not a method of a value), the arguments its result may be."""
     positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
     if applied_transform(call):
         return positional
     dotted = _dotted(call.func)
     keywords = [arg.value for arg in call.args if arg.keyword is not None]
     starred = [arg.value for arg in call.args if arg.star]
-    if _method_receiver(call, imported) is not None:
-        # a method of a value (``x.reshape(n, m)``: the receiver is the operand, see
-        # _method_receiver); what it may return of its arguments: ``d.get(k, default)``
-        method = call.func.attr.value
-        if method in ("get", "pop"):
-            return positional[1:] + keywords
-        if method in CONTAINER_METHODS:
-            # ``nbrs = nbrs.update(state.position)``: what it returns may hold what it stored
-            return positional + keywords
-        return keywords if method in ("replace", "_replace") else []
     if dotted.endswith("array") and any(arg.keyword is not None and arg.keyword.value == "copy"
                                         and not (isinstance(arg.value, cst.Name) and arg.value.value == "True")
                                         for arg in call.args):
@@ -304,10 +315,12 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
     if key is not None:
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
     if isinstance(expr, cst.Call):
-        viewed = _view_arguments(expr, imported)
         found = _method_receiver(expr, imported)
-        if found is not None and found[1]:
-            viewed = [found[0], *viewed]
+        if found is None:
+            viewed = _function_view_arguments(expr)
+        else:
+            receiver, known = found
+            viewed = ([receiver] if known else []) + _method_view_arguments(expr)
         return tuple(k for value in viewed for k in direct_refs(value, imported))
     if isinstance(expr, cst.Attribute):
         if expr.attr.value in BENIGN_ATTRIBUTES:

@@ -54,6 +54,29 @@ EMA_STEP = """
     main()
 """
 
+# The step, and a run that gets its state from ``initial_state(n)``, called twice with
+# the same ``n`` (the second call of a cached helper returns what the first one did).
+RUN_TWICE = """
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return state * 0.5 + batch.mean()
+
+
+    def run(n):
+        state = initial_state(n)
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, n)))
+        return float(state.sum())
+
+
+    def main():
+        print(run(4), run(4))
+
+
+    main()
+    """
+
 PROGRAMS = {
     # The EMA copy built by a helper: every parameter buffer is held twice.
     "ema-helper": {"train.py": EMA_STATE + """
@@ -179,26 +202,7 @@ PROGRAMS = {
     @functools.lru_cache(maxsize=None)
     def initial_state(n):
         return jnp.ones((n, n))
-
-
-    @jax.jit  # the step
-    def train_step(state, batch):
-        return state * 0.5 + batch.mean()
-
-
-    def run(n):
-        state = initial_state(n)
-        for _ in range(3):
-            state = train_step(state, jnp.ones((2, n)))
-        return float(state.sum())
-
-
-    def main():
-        print(run(4), run(4))
-
-
-    main()
-    """},
+""" + RUN_TWICE},
     # The same, one helper away: the helper's result is the cached one.
     "helper-of-lru-cached-helper": {"train.py": """
     import functools
@@ -214,26 +218,7 @@ PROGRAMS = {
 
     def initial_state(n):
         return cached_ones(n)
-
-
-    @jax.jit  # the step
-    def train_step(state, batch):
-        return state * 0.5 + batch.mean()
-
-
-    def run(n):
-        state = initial_state(n)
-        for _ in range(3):
-            state = train_step(state, jnp.ones((2, n)))
-        return float(state.sum())
-
-
-    def main():
-        print(run(4), run(4))
-
-
-    main()
-    """},
+""" + RUN_TWICE},
     # A helper returns what another helper returns: a module-level array.
     "helper-of-global-returning-helper": {"train.py": """
     import functools
