@@ -72,8 +72,11 @@ def test_a_record_of_the_wrong_shape_is_exit_2_naming_the_file(project, jaxmem):
 
 
 def _interrupt(project, tool, args, stdin):
+    # SIGINT back to its default in the child: a runner started in the background
+    # (``nohup .ci/run &``) ignores it, and Python then never raises KeyboardInterrupt.
     process = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), tool), *args], cwd=project,
-                               stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(2.0)  # past the interpreter's start, into the command
     if process.poll() is not None:
         process.communicate()
