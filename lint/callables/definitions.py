@@ -23,16 +23,16 @@ from jaxmem.lint.callables.jit_api import Transform
 from jaxmem.lint.callables.jit_calls import JitCallReader
 from jaxmem.lint.callables.library_callables import (
     KnownCallable,
+    library_method,
     makes_optax_transform,
     optax_field,
-    optax_method,
     transform_updates,
     unpacked_from,
 )
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
 from jaxmem.lint.syntax.positions import Positions
-from jaxmem.lint.syntax.walk import blocks_of, small_statements, suite_statements
+from jaxmem.lint.syntax.walk import blocks_of, descendants, small_statements, suite_statements
 from jaxmem.lint.values.output_parts import returned_parts
 from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
 from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
@@ -133,6 +133,52 @@ def _single_assignments(body) -> dict[str, cst.BaseExpression]:
     return {k: v for k, v in seen.items() if k not in repeated}
 
 
+def _bindings(body, name: str) -> list:
+    """Each binding of ``name`` in ``body``, its nested blocks included (``with``,
+    ``if``, loops), nested scopes not: the value of a plain ``name = value``, else None."""
+    return [value for stmt in body for node in (stmt, *descendants(stmt, into_scopes=False))
+            for value in _binding_values(node, name)]
+
+
+def _binding_values(node, name: str) -> list:
+    """For each binding of ``name`` by ``node``, its value when it is a plain
+    ``name = value``, else None."""
+    if isinstance(node, cst.Assign):
+        plain = [t for t in node.targets if isinstance(t.target, cst.Name) and t.target.value == name]
+        unpacked = sum(name in _target_names(t.target) for t in node.targets if not isinstance(t.target, cst.Name))
+        return [node.value] * len(plain) + [None] * unpacked
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return [None] if name in _target_names(node.target) else []
+    if isinstance(node, cst.AsName):
+        return [None] if name in _target_names(node.name) else []
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return [None] if node.name.value == name else []
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [None] * sum(item.name.value == name for item in node.names)
+    if isinstance(node, cst.Del):
+        return [None] if name in _target_names(node.target) else []
+    if isinstance(node, cst.ImportAlias) and node.asname is None:
+        return [None] if _dotted_root(node.name) == name else []
+    return []
+
+
+def _target_names(target) -> list[str]:
+    """The names an assignment target binds (``a``, ``(a, *b)``, not ``x.y`` or ``x[0]``)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _dotted_root(name) -> str:
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value if isinstance(name, cst.Name) else ""
+
+
 def _functions_in(body) -> dict[str, cst.FunctionDef]:
     return {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
 
@@ -199,9 +245,9 @@ class DefinitionFinder:
                     isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators
                 )
                 return (sig if is_static else sig.drop_leading(1)), expr.attr.value, node, None
-            known = optax_method(expr.attr.value)
-            if known is not None and self._is_optax_transform(expr.value.value, scopes):
-                return known.signature, expr.attr.value, known, None  # jax.jit(tx.update)
+            known = self._library_method(expr.value.value, expr.attr.value, scopes)
+            if known is not None:
+                return known.signature, expr.attr.value, known, None  # jax.jit(tx.update), jax.jit(buffer.add)
             return None, expr.attr.value, None, self.imports.resolve(expr)
         if isinstance(expr, cst.Call) and self.calls.is_partial(expr.func) and expr.args:
             inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
@@ -212,14 +258,21 @@ class DefinitionFinder:
             return (inner_sig.drop_leading(len(bound), keywords) if inner_sig else None), name, node, qual
         return None, None, None, None
 
-    def _is_optax_transform(self, name: str, scopes: list[_Scope]) -> bool:
-        """Whether ``name`` is bound, in the innermost scope that assigns it, to an optax transform."""
+    def _library_method(self, name: str, method: str, scopes: list[_Scope]) -> KnownCallable | None:
+        """The contract of ``name.<method>`` when ``name`` is bound, in the innermost scope
+        that assigns it, to a library object jaxmem knows (an optax transform, a flashbax buffer)."""
         for scope in reversed(scopes):
-            if scope.kind == "class":
+            if scope.kind == "class" or scope.node is None:
                 continue
-            if name in scope.constants:
-                return makes_optax_transform(scope.constants[name], self.imports)
-        return False
+            bindings = _bindings(_scope_body(scope), name)
+            if isinstance(scope.node, cst.Module) and any(
+                    isinstance(node, cst.Global) and any(item.name.value == name for item in node.names)
+                    for node in descendants(scope.node)):
+                return None  # a function rebinds the module's name
+            if bindings:
+                # the only binding, a plain ``name = value``: any other may hand out another object
+                return library_method(bindings[0], method, self.imports) if len(bindings) == 1 else None
+        return None
 
     def _unpacked_library_function(self, name: str, scopes: list[_Scope]) -> KnownCallable | None:
         """``opt_init, opt_update = optax.adam(lr)``: the optax function ``name`` is bound to."""

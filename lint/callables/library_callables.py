@@ -12,8 +12,12 @@ a pair of functions with a documented contract (checked on optax 0.2.8,
 * ``init(params)`` returns a new state.
 
 ``params`` may feed an output (weight decay adds it to the updates) or not:
-whether donating it frees anything is unknown (``maybe``).  Anything else
-jitted without a visible body stays unknown.
+whether donating it frees anything is unknown (``maybe``).  A flashbax buffer (``buffer = fbx.make_flat_buffer(...)``, any factory of
+``FLASHBAX_BUFFERS``; checked on flashbax 0.1.3) is a dataclass of functions:
+``jax.jit(buffer.add)`` takes ``(state, batch)`` and returns a state with the
+structure, shapes and dtypes of ``state``; ``batch`` is written into it.
+
+Anything else jitted without a visible body stays unknown.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.callables.signatures import POSITIONAL, VAR_KEYWORD, Param, Signature
+from jaxmem.lint.values.array_api import FLASHBAX_BUFFERS
 from jaxmem.lint.values.usefulness import MAYBE, PRESERVED
 
 # optax namespaces whose calls return no GradientTransformation (trees, losses, projections).
@@ -54,6 +59,13 @@ _OPTAX_INIT = KnownCallable(
 # Position of each function in the GradientTransformation NamedTuple, (init, update).
 _OPTAX_METHODS = {"init": _OPTAX_INIT, "update": _OPTAX_UPDATE}
 _OPTAX_FIELDS = ("init", "update")
+_FLASHBAX_METHODS = {
+    "add": KnownCallable(
+        signature=Signature((Param("state", POSITIONAL), Param("batch", POSITIONAL))),
+        outputs=(("state", PRESERVED), ("batch", MAYBE)),
+        parts=(frozenset({"state"}),),
+    ),
+}
 
 
 def makes_optax_transform(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
@@ -70,6 +82,21 @@ def makes_optax_transform(value: cst.BaseExpression | None, imports: ImportTable
 def optax_method(name: str) -> KnownCallable | None:
     """The contract of ``GradientTransformation.<name>`` (``init`` or ``update``)."""
     return _OPTAX_METHODS.get(name)
+
+
+def makes_flashbax_buffer(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """Whether ``value`` is a call of a flashbax buffer factory: ``fbx.make_flat_buffer(...)``."""
+    return isinstance(value, cst.Call) and imports.resolve(value.func) in FLASHBAX_BUFFERS
+
+
+def library_method(value: cst.BaseExpression | None, name: str, imports: ImportTable) -> KnownCallable | None:
+    """The contract of ``obj.<name>`` where ``obj`` is made by ``value``: an optax
+    transform's ``init``/``update``, a flashbax buffer's ``add``; None when unknown."""
+    if makes_optax_transform(value, imports):
+        return optax_method(name)
+    if makes_flashbax_buffer(value, imports):
+        return _FLASHBAX_METHODS.get(name)
+    return None
 
 
 def optax_field(position: int, targets: int) -> KnownCallable | None:

@@ -746,13 +746,16 @@ class FactExtractor:
         """Whether a call that received the value provably keeps no reference to it:
         ``tx.init(params)`` or ``opt_init(params)`` of a standard optax transform (a pure
         function whose state is new buffers, checked per transform in
-        ``test_array_api_facts``), or a jit called where it is made
+        ``test_array_api_facts``), ``buffer.init(x)`` of a flashbax buffer, a method that only reads
+        (``vault.write(state)``, see ``READING_METHODS``), or a jit called where it is made
         (``jax.pmap(opt_init)(params)``: the traced function sees tracers, never the array)."""
         if not isinstance(node, cst.Call):
             return False
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1:
-            return self.provenance.is_new_state_optimizer(func.value)
+            return self.provenance.inits_new_arrays(func.value)
+        if self.provenance.only_reads(func):
+            return True  # buffer.sample(state, key), vault.write(state)
         return self.provenance.is_transform_init(func) or self.provenance.immediate_jit(node)
 
     def summarize_nested(self, parent: _Scope) -> dict[str, tuple[FunctionSummary, Signature]]:

@@ -155,6 +155,7 @@ TWICE = "twice"
 READS = "reads"
 
 JAX, FLAX, OPTAX, EQX = "jax 0.10.2", "flax 0.12.8", "optax 0.2.8", "equinox 0.13.8"
+FLASHBAX = "flashbax 0.1.3"
 
 CALL_EFFECTS: dict[str, tuple[str, str]] = {
     # new memory
@@ -188,6 +189,9 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "jax.eval_shape": (READS, JAX),
     "jax.debug.print": (READS, JAX),
     "jax.debug.visualize_array_sharding": (READS, JAX),
+    # Vault(experience_structure=state.experience): reads shapes and dtypes, keeps no array
+    "flashbax.vault.Vault": (READS, FLASHBAX),
+    "flashbax.vault.vault.Vault": (READS, FLASHBAX),
 }
 # Checkpoint savers that write synchronously: every array is on disk (or
 # copied to the host) before they return, so they keep nothing.  Only when
@@ -266,6 +270,27 @@ OPTAX_NEW_STATE = frozenset(
     )
 )
 
+# flashbax replay-buffer factories, checked on flashbax 0.1.3 (each under
+# ``tests/lint/test_array_api_facts.py``): the buffer holds functions only; its
+# ``init(experience)`` returns new arrays (``empty_like``, broadcast), none of
+# ``experience``'s; its ``add(state, batch)`` returns a state with the
+# structure, shapes and dtypes of ``state``, so a donated state is reused whole.
+# Not ``make_trajectory_queue``: a jitted ``add`` donating its state leaves
+# some leaves undeleted.
+FLASHBAX_BUFFERS = frozenset(
+    prefix + name
+    for name in ("flat_buffer", "item_buffer", "trajectory_buffer", "prioritised_flat_buffer",
+                 "prioritised_item_buffer", "prioritised_trajectory_buffer")
+    for prefix in ("flashbax.make_", "flashbax.buffers.make_", f"flashbax.buffers.{name}.make_")
+)
+# Methods that only read their arguments, by what made the receiver: nothing of
+# them is kept after the call, nor returned (checked on flashbax 0.1.3 by
+# buffer pointers; ``Vault.write`` finishes its writes before it returns).
+READING_METHODS: dict[str, frozenset[str]] = {
+    **{factory: frozenset({"sample", "can_sample"}) for factory in FLASHBAX_BUFFERS},
+    "flashbax.vault.Vault": frozenset({"write"}),
+    "flashbax.vault.vault.Vault": frozenset({"write"}),
+}
 
 # optax transforms whose state holds no array when every argument is a number
 # (``optax.sgd(0.02)`` without momentum: EmptyStates only), checked on optax 0.2.8;
@@ -338,6 +363,7 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         "jax.sharding.PositionalSharding",
         "functools.partial",  # of array-free parts
         *sorted(OPTAX_NEW_STATE),  # GradientTransformation: functions, no arrays
+        *sorted(FLASHBAX_BUFFERS),  # a buffer: functions, no arrays
     )},
     "absl.flags.FLAGS": "value",
     # dtypes: ``jnp.float32`` as a value is a scalar type (called, it makes an array)

@@ -46,6 +46,7 @@ from jaxmem.lint.syntax.walk import children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
+    FLASHBAX_BUFFERS,
     HOLDS,
     INIT_APPLY_PAIRS,
     METADATA_ATTRIBUTES,
@@ -53,6 +54,7 @@ from jaxmem.lint.values.array_api import (
     OPTAX_NEW_STATE,
     OPTAX_NO_STATE,
     PARTITION,
+    READING_METHODS,
     READS,
     REPLICATORS,
     STATIC_FIELDS,
@@ -285,7 +287,7 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
         if _is_model_init(call, qualified, method):
             return [Origin(FRESH, line, text)]  # model.init(rng, x): new variables
-        if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value, depth):
+        if method == "init" and len(call.args) == 1 and self.inits_new_arrays(call.func.value, depth):
             return [Origin(FRESH, line, text)]  # optax.adam(...).init(params): zeros_like moments
         if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, after, depth):
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
@@ -468,7 +470,7 @@ class Provenance:
             return True
         if _is_model_init(call, qualified, method):
             return True
-        if method == "init" and len(call.args) == 1 and self.is_new_state_optimizer(call.func.value):
+        if method == "init" and len(call.args) == 1 and self.inits_new_arrays(call.func.value):
             return True
         if method in _FRESH_METHODS and qualified is None and self._inits_from_key(call, None, 0):
             return True
@@ -531,6 +533,27 @@ class Provenance:
             return qualified in OPTAX_NEW_STATE
 
         return self.bound_only_to(expr, made_by, depth)
+
+    def inits_new_arrays(self, receiver, depth: int = 0) -> bool:
+        """Whether ``receiver.init(x)`` returns new arrays only and keeps none of ``x``'s:
+        ``receiver`` is a standard optax transform (:meth:`is_new_state_optimizer`) or a
+        flashbax buffer (``fbx.make_flat_buffer(...)``, see ``FLASHBAX_BUFFERS``)."""
+        return self.is_new_state_optimizer(receiver, depth) or self.is_flashbax_buffer(receiver, depth)
+
+    def is_flashbax_buffer(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` is a flashbax buffer of ``FLASHBAX_BUFFERS``, or a name bound only to one."""
+        return self.bound_only_to(
+            expr, lambda call, inner: self.ctx.imports.resolve(call.func) in FLASHBAX_BUFFERS, depth)
+
+    def only_reads(self, func) -> bool:
+        """Whether ``func`` is ``obj.method`` where ``obj`` is bound only to a library object
+        whose ``method`` keeps and returns nothing of its arguments (``READING_METHODS``:
+        ``buffer.sample(state, key)`` of a flashbax buffer, ``vault.write(state)``)."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        return self.bound_only_to(
+            func.value, lambda call, inner: method in READING_METHODS.get(self.ctx.imports.resolve(call.func), ()), 0)
 
     def is_stateless_optimizer(self, expr, depth: int = 0, at: Point | None = None) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` holds no array
