@@ -32,7 +32,7 @@ from jaxmem.lint.callables.library_callables import (
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
 from jaxmem.lint.syntax.positions import Positions
-from jaxmem.lint.syntax.walk import blocks_of, descendants, small_statements, suite_statements
+from jaxmem.lint.syntax.walk import blocks_of, descendants, small_statements, suite_statements, target_names
 from jaxmem.lint.values.output_parts import returned_parts
 from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
 from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
@@ -145,31 +145,20 @@ def _binding_values(node, name: str) -> list:
     ``name = value``, else None."""
     if isinstance(node, cst.Assign):
         plain = [t for t in node.targets if isinstance(t.target, cst.Name) and t.target.value == name]
-        unpacked = sum(name in _target_names(t.target) for t in node.targets if not isinstance(t.target, cst.Name))
+        unpacked = sum(name in target_names(t.target) for t in node.targets if not isinstance(t.target, cst.Name))
         return [node.value] * len(plain) + [None] * unpacked
     if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-        return [None] if name in _target_names(node.target) else []
+        return [None] if name in target_names(node.target) else []
     if isinstance(node, cst.AsName):
-        return [None] if name in _target_names(node.name) else []
+        return [None] if name in target_names(node.name) else []
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
         return [None] if node.name.value == name else []
     if isinstance(node, (cst.Global, cst.Nonlocal)):
         return [None] * sum(item.name.value == name for item in node.names)
     if isinstance(node, cst.Del):
-        return [None] if name in _target_names(node.target) else []
+        return [None] if name in target_names(node.target) else []
     if isinstance(node, cst.ImportAlias) and node.asname is None:
         return [None] if _dotted_root(node.name) == name else []
-    return []
-
-
-def _target_names(target) -> list[str]:
-    """The names an assignment target binds (``a``, ``(a, *b)``, not ``x.y`` or ``x[0]``)."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
     return []
 
 

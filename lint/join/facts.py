@@ -44,6 +44,7 @@ from jaxmem.lint.syntax.walk import (
     small_statements,
     statements,
     suite_statements,
+    target_names,
 )
 from jaxmem.lint.values.array_api import (
     NEW,
@@ -232,9 +233,9 @@ def _reads_other_than(cls: cst.ClassDef, known: frozenset[str]) -> bool:
         for small in small_statements([stmt], into_scopes=False):
             if isinstance(small, cst.Assign):
                 for target in small.targets:
-                    bound.update(_bound_names(target.target))
+                    bound.update(target_names(target.target))
             elif isinstance(small, cst.AnnAssign):
-                bound.update(_bound_names(small.target))
+                bound.update(target_names(small.target))
     return bool(loaded - known - bound)
 
 
@@ -323,7 +324,7 @@ class _Context:
                 elif isinstance(node, (cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)):
                     target = node.target if not isinstance(node, cst.WithItem) else (
                         node.asname.name if node.asname else None)
-                    for bound in _bound_names(target):
+                    for bound in target_names(target):
                         if isinstance(node, cst.AssignTarget) and bound in values and values[bound] is not None \
                                 and isinstance(node.target, cst.Name):
                             continue  # NAME = value: collected above (at module level) or a local
@@ -507,16 +508,6 @@ class _Summaries:
                 returned = tuple(dict.fromkeys(returned + summary.returned))
             self.done[name] = FunctionSummary(twice, returned)
         return self.done[name]
-
-
-def _bound_names(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _bound_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return []
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:

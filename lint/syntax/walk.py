@@ -117,3 +117,14 @@ def small_statements(body, *, into_scopes: bool = True) -> Iterator[cst.BaseSmal
     for stmt in statements(body, into_scopes=into_scopes):
         if isinstance(stmt, cst.SimpleStatementLine):
             yield from stmt.body
+
+
+def target_names(target) -> list[str]:
+    """The names an assignment target binds (``a``, ``(a, *b)``; not ``x.y`` or ``x[0]``)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []

@@ -23,7 +23,7 @@ from collections import Counter
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import children, statements, suite_statements
+from jaxmem.lint.syntax.walk import children, statements, suite_statements, target_names
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 from jaxmem.lint.values.refs import ident, literal_subscript
 
@@ -205,16 +205,16 @@ def _bound_by(node: cst.CSTNode) -> list[str]:
     if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Param:
         names = [node.name.value]
     elif kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del):
-        names = _names_in(node.target)
+        names = target_names(node.target)
     elif kind is cst.WithItem and node.asname is not None:
-        names = _names_in(node.asname.name)
+        names = target_names(node.asname.name)
     elif kind is cst.ExceptHandler and node.name is not None:
-        names = _names_in(node.name.name)
+        names = target_names(node.name.name)
     elif kind is cst.ImportAlias:
         name = node.asname.name if node.asname is not None else node.name
         while isinstance(name, cst.Attribute):
             name = name.value
-        names = _names_in(name)
+        names = target_names(name)
     elif kind in (cst.Global, cst.Nonlocal):
         names = [item.name.value for item in node.names]
     elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
@@ -224,12 +224,3 @@ def _bound_by(node: cst.CSTNode) -> list[str]:
     else:
         return []
     return [ident(name) for name in names]
-
-def _names_in(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []

@@ -43,6 +43,7 @@ from jaxmem.lint.syntax.walk import (
     descendants,
     small_statements,
     suite_statements,
+    target_names,
 )
 from jaxmem.lint.values.array_api import (
     CARRY_KEYWORDS,
@@ -207,16 +208,6 @@ def _children_exprs(node):
             yield from _children_exprs(child)
 
 
-def _targets(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _targets(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _targets(target.value)
-    return []
-
-
 def _is_scalar_param(param: cst.Param) -> bool:
     annotation = param.annotation.annotation if param.annotation is not None else None
     if isinstance(annotation, cst.Name) and annotation.value in _SCALAR_ANNOTATIONS:
@@ -295,7 +286,7 @@ def _statement(body: _Body, small, replaces: bool = True) -> _Flow:
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
         for target in targets:
             body.note_mutation(target)
-            for name in _targets(target):
+            for name in target_names(target):
                 # A rebinding replaces the name's value (in source order; loops get a
                 # second pass): ``state = nnx.call(state).inc()`` is no longer the parameter.
                 keeps = isinstance(small, cst.AugAssign) or not replaces

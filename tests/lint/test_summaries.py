@@ -39,6 +39,8 @@ def _texts() -> dict[str, str]:
     texts = dict(CRAFTED)
     for folder in ("examples", "jaxmem", "lint", "codemod", "runtime_check", "tests", "benchmarks"):
         for path in sorted((REPO / folder).rglob("*.py")):
+            if ".cache" in path.parts or not path.is_file():
+                continue  # benchmarks/.cache holds the downloaded corpus, not this repository's code
             texts[str(path.relative_to(REPO))] = path.read_text(encoding="utf-8", errors="surrogateescape")
     return texts
 
