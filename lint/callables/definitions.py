@@ -27,7 +27,7 @@ from jaxmem.lint.callables.library_callables import (
     makes_optax_transform,
     optax_field,
     transform_updates,
-    unpacked_from,
+    unpacked_in,
 )
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
@@ -135,19 +135,16 @@ def _single_assignments(body) -> dict[str, cst.BaseExpression]:
 
 def _bindings(body, name: str) -> list:
     """Each binding of ``name`` in ``body``, its nested blocks included (``with``,
-    ``if``, loops), nested scopes not: the value of a plain ``name = value``, else None."""
-    return [value for stmt in body for node in (stmt, *descendants(stmt, into_scopes=False))
-            for value in _binding_values(node, name)]
+    ``if``, loops), nested scopes not: the ``cst.Assign`` of an assignment, else None."""
+    return [found for stmt in body for node in (stmt, *descendants(stmt, into_scopes=False))
+            for found in _binding_nodes(node, name)]
 
 
-def _binding_values(node, name: str) -> list:
-    """For each binding of ``name`` by ``node``, its value when it is a plain
-    ``name = value``, else None."""
+def _binding_nodes(node, name: str) -> list:
+    """For each binding of ``name`` by ``node``: ``node`` when it is an assignment, else None."""
     if isinstance(node, cst.Assign):
-        plain = [t for t in node.targets if isinstance(t.target, cst.Name) and t.target.value == name]
-        unpacked = sum(name in target_names(t.target) for t in node.targets if not isinstance(t.target, cst.Name))
-        return [node.value] * len(plain) + [None] * unpacked
-    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return [node] * sum(name in target_names(t.target) for t in node.targets)
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.Del)):
         return [None] if name in target_names(node.target) else []
     if isinstance(node, cst.AsName):
         return [None] if name in target_names(node.name) else []
@@ -155,8 +152,6 @@ def _binding_values(node, name: str) -> list:
         return [None] if node.name.value == name else []
     if isinstance(node, (cst.Global, cst.Nonlocal)):
         return [None] * sum(item.name.value == name for item in node.names)
-    if isinstance(node, cst.Del):
-        return [None] if name in target_names(node.target) else []
     if isinstance(node, cst.ImportAlias) and node.asname is None:
         return [None] if _dotted_root(node.name) == name else []
     return []
@@ -200,6 +195,7 @@ class DefinitionFinder:
         self.public_module = public_module
         self.sites: list[DefinitionSite] = []
         self.module_functions = _functions_in(module.body)
+        self._globals: frozenset[str] | None = None
         self.factories: dict[str, DefinitionSite] = {}
         self._update_names: dict[int, frozenset[str]] = {}  # scope node id -> names bound to an optax update
 
@@ -248,31 +244,46 @@ class DefinitionFinder:
         return None, None, None, None
 
     def _library_method(self, name: str, method: str, scopes: list[_Scope]) -> KnownCallable | None:
-        """The contract of ``name.<method>`` when ``name`` is bound, in the innermost scope
-        that assigns it, to a library object jaxmem knows (an optax transform, a flashbax buffer)."""
-        for scope in reversed(scopes):
-            if scope.kind == "class" or scope.node is None:
-                continue
-            bindings = _bindings(_scope_body(scope), name)
-            if isinstance(scope.node, cst.Module) and any(
-                    isinstance(node, cst.Global) and any(item.name.value == name for item in node.names)
-                    for node in descendants(scope.node)):
-                return None  # a function rebinds the module's name
-            if bindings:
-                # the only binding, a plain ``name = value``: any other may hand out another object
-                return library_method(bindings[0], method, self.imports) if len(bindings) == 1 else None
-        return None
+        """The contract of ``name.<method>`` when ``name`` is bound only to a library
+        object jaxmem knows (an optax transform, a flashbax buffer): ``name = value``."""
+        assign = self._sole_assignment(name, scopes)
+        if assign is None or not any(isinstance(t.target, cst.Name) for t in assign.targets):
+            return None
+        return library_method(assign.value, method, self.imports)
 
     def _unpacked_library_function(self, name: str, scopes: list[_Scope]) -> KnownCallable | None:
         """``opt_init, opt_update = optax.adam(lr)``: the optax function ``name`` is bound to."""
+        assign = self._sole_assignment(name, scopes)
+        found = unpacked_in([assign], name) if assign is not None else None
+        if found is None:
+            return None
+        value, position, targets = found
+        return optax_field(position, targets) if makes_optax_transform(value, self.imports) else None
+
+    def _sole_assignment(self, name: str, scopes: list[_Scope]) -> cst.Assign | None:
+        """The assignment that is the only binding of ``name`` in the innermost enclosing
+        scope that binds it; None when that scope binds it otherwise (a parameter, a loop,
+        ``with ... as``, ``global``) or more than once: any other binding may hand out
+        another object."""
         for scope in reversed(scopes):
             if scope.kind == "class" or scope.node is None:
                 continue
-            found = unpacked_from(_scope_body(scope), name)
-            if found is not None:
-                value, position, targets = found
-                return optax_field(position, targets) if makes_optax_transform(value, self.imports) else None
+            if isinstance(scope.node, (cst.FunctionDef, cst.Lambda)) and \
+                    ident(name) in {param.name for param in Signature.of(scope.node).params}:
+                return None
+            if isinstance(scope.node, cst.Module) and name in self._declared_global():
+                return None  # a function rebinds the module's name
+            bindings = _bindings(_scope_body(scope), name)
+            if bindings:
+                return bindings[0] if len(bindings) == 1 else None
         return None
+
+    def _declared_global(self) -> frozenset[str]:
+        """Names some function of the module declares ``global``."""
+        if self._globals is None:
+            self._globals = frozenset(item.name.value for node in descendants(self.module)
+                                      if isinstance(node, cst.Global) for item in node.names)
+        return self._globals
 
     def _preserving_names(self, scopes: list[_Scope]) -> frozenset[str]:
         """Names the enclosing scopes bind to an optax transform's ``update``

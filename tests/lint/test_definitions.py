@@ -132,3 +132,40 @@ def test_extra_wrapper_from_config():
 
 def test_non_jax_jit_is_ignored():
     assert _defs("import numba\n@numba.jit\ndef f(x): ...") == []
+
+
+LIBRARY_OBJECTS = """
+import flashbax as fbx
+import optax
+
+tx = optax.adam(1e-3)
+opt_init, opt_update = optax.adam(1e-3)
+buffer = fbx.make_flat_buffer(max_length=8, min_length=1, sample_batch_size=2)
+"""
+
+
+@pytest.mark.parametrize("body, params", [
+    pytest.param("update_fn = jax.jit(tx.update)", ["updates", "state", "params", "extra_args"], id="optax-method"),
+    pytest.param("update_fn = jax.jit(opt_update)", ["updates", "state", "params", "extra_args"], id="optax-unpacked"),
+    pytest.param("add = jax.jit(buffer.add)", ["state", "batch"], id="flashbax-add"),
+    pytest.param("def run():\n    with ctx():\n        b = fbx.make_item_buffer(max_length=8, min_length=1,"
+                 " sample_batch_size=2)\n        add = jax.jit(b.add)", ["state", "batch"], id="bound-in-a-with"),
+])
+def test_a_jit_of_a_library_objects_function_gets_its_contract(body, params):
+    (d,) = _defs(LIBRARY_OBJECTS + body)
+    assert [p.name for p in d.signature.params] == params and d.outputs is not None
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("def run(buffer):\n    add = jax.jit(buffer.add)", id="a-parameter-shadows-it"),
+    pytest.param("def run(opt_update):\n    f = jax.jit(opt_update)", id="a-parameter-shadows-the-unpacked"),
+    pytest.param("def run(tx):\n    f = jax.jit(tx.update)", id="a-parameter-shadows-the-transform"),
+    pytest.param("def run(items):\n    for buffer in items:\n        add = jax.jit(buffer.add)", id="a-loop-variable"),
+    pytest.param("if flag:\n    buffer = other()\nadd = jax.jit(buffer.add)", id="rebound-in-an-if"),
+    pytest.param("def swap():\n    global tx\n    tx = other()\nf = jax.jit(tx.update)", id="rebound-through-global"),
+    pytest.param("def run():\n    with ctx() as buffer:\n        add = jax.jit(buffer.add)", id="with-as"),
+    pytest.param("opt_update = other\nf = jax.jit(opt_update)", id="unpacked-then-rebound"),
+])
+def test_a_name_that_may_hold_another_object_gets_no_contract(body):
+    (d,) = _defs(LIBRARY_OBJECTS + body)
+    assert d.signature is None and d.outputs is None
