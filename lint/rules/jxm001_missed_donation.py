@@ -277,6 +277,24 @@ RULE = Rule(
             note="nnx writes both back; made with new arrays and only handed to nnx.jit: nothing else holds them "
                  "(run in tests/codemod/test_fix_nnx_owned_runs.py)",
         ),
+        Example(
+            """
+            import flashbax as fbx
+            import jax
+
+            buffer = fbx.make_flat_buffer(max_length=1024, min_length=64, sample_batch_size=32)
+            add = jax.jit(buffer.add)  # JXM001
+
+            def collect(transitions, first):
+                state = buffer.init(first)
+                for transition in transitions:
+                    state = add(state, transition)
+                return state
+            """,
+            confidence=Confidence.HIGH,
+            note="a flashbax buffer's init makes new arrays and its add returns the state's structure "
+                 "(checked on flashbax 0.1.3; run in tests/codemod/test_fix_flashbax_runs.py)",
+        ),
     ),
     valid=(
         Example(
