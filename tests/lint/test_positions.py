@@ -79,7 +79,7 @@ def test_positions_match_libcst(source):
     assert _assert_same_positions(module) > 0
 
 
-@pytest.mark.parametrize("path", _real_files())
+@pytest.mark.parametrize("path", list(_real_files()))
 def test_positions_match_libcst_on_every_node_of_real_files(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     assert _assert_same_positions(module) > 400
