@@ -71,12 +71,18 @@ def test_a_record_of_the_wrong_shape_is_exit_2_naming_the_file(project, jaxmem):
     assert "calls.json" in result.stderr
 
 
+_WITH_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                        "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 def _interrupt(project, tool, args, stdin):
-    # SIGINT back to its default in the child: a runner started in the background
-    # (``nohup .ci/run &``) ignores it, and Python then never raises KeyboardInterrupt.
-    process = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), tool), *args], cwd=project,
-                               stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # SIGINT back to its default before the tool starts: a runner started in the background
+    # (``nohup .ci/run &``) ignores it, and Python then never raises KeyboardInterrupt.  A
+    # trampoline that execs the tool, not preexec_fn: running Python between fork and exec
+    # in this multithreaded (JAX) process may deadlock.
+    tool_path = os.path.join(os.path.dirname(sys.executable), tool)
+    process = subprocess.Popen([sys.executable, "-c", _WITH_DEFAULT_SIGINT, tool_path, *args], cwd=project,
+                               stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.0)  # past the interpreter's start, into the command
     if process.poll() is not None:
         process.communicate()
