@@ -133,27 +133,37 @@ def _single_assignments(body) -> dict[str, cst.BaseExpression]:
     return {k: v for k, v in seen.items() if k not in repeated}
 
 
-def _bindings(body, name: str) -> list:
-    """Each binding of ``name`` in ``body``, its nested blocks included (``with``,
-    ``if``, loops), nested scopes not: the ``cst.Assign`` of an assignment, else None."""
-    return [found for stmt in body for node in (stmt, *descendants(stmt, into_scopes=False))
-            for found in _binding_nodes(node, name)]
+def _bindings(body) -> dict[str, list]:
+    """Each name ``body`` binds, its nested blocks included (``with``, ``if``, loops),
+    nested scopes not, with one entry per binding: the ``cst.Assign`` of an
+    assignment, else None."""
+    found: dict[str, list] = {}
+    for stmt in body:
+        for node in (stmt, *descendants(stmt, into_scopes=False)):
+            for name, binding in _bound_by(node):
+                found.setdefault(name, []).append(binding)
+    return found
 
 
-def _binding_nodes(node, name: str) -> list:
-    """For each binding of ``name`` by ``node``: ``node`` when it is an assignment, else None."""
-    if isinstance(node, cst.Assign):
-        return [node] * sum(name in target_names(t.target) for t in node.targets)
-    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.Del)):
-        return [None] if name in target_names(node.target) else []
-    if isinstance(node, cst.AsName):
-        return [None] if name in target_names(node.name) else []
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        return [None] if node.name.value == name else []
-    if isinstance(node, (cst.Global, cst.Nonlocal)):
-        return [None] * sum(item.name.value == name for item in node.names)
-    if isinstance(node, cst.ImportAlias) and node.asname is None:
-        return [None] if _dotted_root(node.name) == name else []
+_TARGETED = (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.Del)
+
+
+def _bound_by(node) -> list[tuple[str, cst.Assign | None]]:
+    """The names ``node`` binds: with ``node`` when it is an assignment, else None.
+    (Exact type tests: libcst's classes are ABCs, whose isinstance checks are slow.)"""
+    kind = type(node)
+    if kind is cst.Assign:
+        return [(name, node) for t in node.targets for name in target_names(t.target)]
+    if kind in _TARGETED:
+        return [(name, None) for name in target_names(node.target)]
+    if kind is cst.AsName:
+        return [(name, None) for name in target_names(node.name)]
+    if kind is cst.FunctionDef or kind is cst.ClassDef:
+        return [(node.name.value, None)]
+    if kind is cst.Global or kind is cst.Nonlocal:
+        return [(item.name.value, None) for item in node.names]
+    if kind is cst.ImportAlias and node.asname is None:
+        return [(_dotted_root(node.name), None)]
     return []
 
 
@@ -196,6 +206,7 @@ class DefinitionFinder:
         self.sites: list[DefinitionSite] = []
         self.module_functions = _functions_in(module.body)
         self._globals: frozenset[str] | None = None
+        self._scope_bindings: dict[int, dict[str, list]] = {}  # scope node id -> name -> its bindings
         self.factories: dict[str, DefinitionSite] = {}
         self._update_names: dict[int, frozenset[str]] = {}  # scope node id -> names bound to an optax update
 
@@ -271,11 +282,15 @@ class DefinitionFinder:
             if isinstance(scope.node, (cst.FunctionDef, cst.Lambda)) and \
                     ident(name) in {param.name for param in Signature.of(scope.node).params}:
                 return None
-            if isinstance(scope.node, cst.Module) and name in self._declared_global():
-                return None  # a function rebinds the module's name
-            bindings = _bindings(_scope_body(scope), name)
-            if bindings:
-                return bindings[0] if len(bindings) == 1 else None
+            key = id(scope.node)
+            if key not in self._scope_bindings:
+                self._scope_bindings[key] = _bindings(_scope_body(scope))
+            bindings = self._scope_bindings[key].get(name)
+            if not bindings:
+                continue
+            if len(bindings) > 1 or (isinstance(scope.node, cst.Module) and name in self._declared_global()):
+                return None  # bound twice, or a function rebinds the module's name
+            return bindings[0]
         return None
 
     def _declared_global(self) -> frozenset[str]:

@@ -549,8 +549,8 @@ class Provenance:
         """Whether ``func`` is ``obj.method`` where ``obj`` is bound only to a library object
         whose ``method`` keeps and returns nothing of its arguments (``READING_METHODS``:
         ``buffer.sample(state, key)`` of a flashbax buffer, ``vault.write(state)``)."""
-        if not isinstance(func, cst.Attribute):
-            return False
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _READING_METHOD_NAMES:
+            return False  # most calls: no flow query
         method = func.attr.value
         return self.bound_only_to(
             func.value, lambda call, inner: method in READING_METHODS.get(self.ctx.imports.resolve(call.func), ()), 0)
@@ -1112,6 +1112,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     return bool(containers) and _escapes(containers, function)
 
 
+_READING_METHOD_NAMES = frozenset().union(*READING_METHODS.values())
 _NON_KEEPING_ROOTS = frozenset({"jax", "jnp", "np", "numpy", "optax", "math"})
 
 
