@@ -32,7 +32,7 @@ from jaxmem.lint.callables.library_callables import (
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
 from jaxmem.lint.syntax.positions import Positions
-from jaxmem.lint.syntax.walk import blocks_of, descendants, small_statements, suite_statements, target_names
+from jaxmem.lint.syntax.walk import blocks_of, bound_names, descendants, small_statements, suite_statements
 from jaxmem.lint.values.output_parts import returned_parts
 from jaxmem.lint.values.refs import RefKey, ident, literal_part, ref_key, render
 from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
@@ -138,39 +138,15 @@ def _bindings(body) -> dict[str, list]:
     nested scopes not, with one entry per binding: the ``cst.Assign`` of an
     assignment, else None."""
     found: dict[str, list] = {}
+    assign = None
     for stmt in body:
         for node in (stmt, *descendants(stmt, into_scopes=False)):
-            for name, binding in _bound_by(node):
-                found.setdefault(name, []).append(binding)
+            if type(node) is cst.Assign:
+                assign = node  # its targets come next (pre-order)
+            binding = assign if type(node) is cst.AssignTarget else None
+            for name in bound_names(node):
+                found.setdefault(ident(name), []).append(binding)
     return found
-
-
-_TARGETED = (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.Del)
-
-
-def _bound_by(node) -> list[tuple[str, cst.Assign | None]]:
-    """The names ``node`` binds: with ``node`` when it is an assignment, else None.
-    (Exact type tests: libcst's classes are ABCs, whose isinstance checks are slow.)"""
-    kind = type(node)
-    if kind is cst.Assign:
-        return [(name, node) for t in node.targets for name in target_names(t.target)]
-    if kind in _TARGETED:
-        return [(name, None) for name in target_names(node.target)]
-    if kind is cst.AsName:
-        return [(name, None) for name in target_names(node.name)]
-    if kind is cst.FunctionDef or kind is cst.ClassDef:
-        return [(node.name.value, None)]
-    if kind is cst.Global or kind is cst.Nonlocal:
-        return [(item.name.value, None) for item in node.names]
-    if kind is cst.ImportAlias and node.asname is None:
-        return [(_dotted_root(node.name), None)]
-    return []
-
-
-def _dotted_root(name) -> str:
-    while isinstance(name, cst.Attribute):
-        name = name.value
-    return name.value if isinstance(name, cst.Name) else ""
 
 
 def _functions_in(body) -> dict[str, cst.FunctionDef]:
@@ -285,7 +261,7 @@ class DefinitionFinder:
             key = id(scope.node)
             if key not in self._scope_bindings:
                 self._scope_bindings[key] = _bindings(_scope_body(scope))
-            bindings = self._scope_bindings[key].get(name)
+            bindings = self._scope_bindings[key].get(ident(name))
             if not bindings:
                 continue
             if len(bindings) > 1 or (isinstance(scope.node, cst.Module) and name in self._declared_global()):

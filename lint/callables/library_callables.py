@@ -12,7 +12,9 @@ a pair of functions with a documented contract (checked on optax 0.2.8,
 * ``init(params)`` returns a new state.
 
 ``params`` may feed an output (weight decay adds it to the updates) or not:
-whether donating it frees anything is unknown (``maybe``).  A flashbax buffer (``buffer = fbx.make_flat_buffer(...)``, any factory of
+whether donating it frees anything is unknown (``maybe``).
+
+A flashbax buffer (``buffer = fbx.make_flat_buffer(...)``, any factory of
 ``FLASHBAX_BUFFERS``; checked on flashbax 0.1.3) is a dataclass of functions:
 ``jax.jit(buffer.add)`` takes ``(state, batch)`` and returns a state with the
 structure, shapes and dtypes of ``state``; ``batch`` is written into it.

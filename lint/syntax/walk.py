@@ -128,3 +128,34 @@ def target_names(target) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return []
+
+
+def bound_names(node: cst.CSTNode) -> list[str]:
+    """The names ``node`` itself binds (a def or class, a parameter, an assignment
+    target, a loop or comprehension target, ``with``/``except ... as``, an import,
+    ``global``/``nonlocal``, a ``match`` capture), as written (not NFKC-normalised).
+    Exact type tests: libcst's classes are ABCs, whose isinstance checks are slow."""
+    kind = type(node)
+    if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Param:
+        return [node.name.value]
+    if kind in _TARGETED:
+        return target_names(node.target)
+    if kind is cst.WithItem and node.asname is not None:
+        return target_names(node.asname.name)
+    if kind is cst.ExceptHandler and node.name is not None:
+        return target_names(node.name.name)
+    if kind is cst.ImportAlias:
+        name = node.asname.name if node.asname is not None else node.name
+        while isinstance(name, cst.Attribute):
+            name = name.value
+        return target_names(name)
+    if kind is cst.Global or kind is cst.Nonlocal:
+        return [item.name.value for item in node.names]
+    if (kind is cst.MatchAs or kind is cst.MatchStar) and node.name is not None:
+        return [node.name.value]
+    if kind is cst.MatchMapping and node.rest is not None:
+        return [node.rest.value]
+    return []
+
+
+_TARGETED = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del})

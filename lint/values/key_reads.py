@@ -23,7 +23,7 @@ from collections import Counter
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import children, statements, suite_statements, target_names
+from jaxmem.lint.syntax.walk import bound_names, children, statements, suite_statements
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 from jaxmem.lint.values.refs import ident, literal_subscript
 
@@ -201,26 +201,4 @@ def _defaults(params: cst.Parameters) -> list[cst.CSTNode]:
 
 
 def _bound_by(node: cst.CSTNode) -> list[str]:
-    kind = type(node)
-    if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Param:
-        names = [node.name.value]
-    elif kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del):
-        names = target_names(node.target)
-    elif kind is cst.WithItem and node.asname is not None:
-        names = target_names(node.asname.name)
-    elif kind is cst.ExceptHandler and node.name is not None:
-        names = target_names(node.name.name)
-    elif kind is cst.ImportAlias:
-        name = node.asname.name if node.asname is not None else node.name
-        while isinstance(name, cst.Attribute):
-            name = name.value
-        names = target_names(name)
-    elif kind in (cst.Global, cst.Nonlocal):
-        names = [item.name.value for item in node.names]
-    elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
-        names = [node.name.value]
-    elif kind is cst.MatchMapping and node.rest is not None:
-        names = [node.rest.value]
-    else:
-        return []
-    return [ident(name) for name in names]
+    return [ident(name) for name in bound_names(node)]
