@@ -23,6 +23,7 @@ from jaxmem.lint.callables.jit_api import Transform
 from jaxmem.lint.callables.jit_calls import JitCallReader
 from jaxmem.lint.callables.library_callables import (
     KnownCallable,
+    library_function,
     library_method,
     makes_optax_transform,
     optax_field,
@@ -207,7 +208,11 @@ class DefinitionFinder:
             known = self._unpacked_library_function(expr.value, scopes)
             if known is not None:
                 return known.signature, expr.value, known, None
-            return None, expr.value, None, self.imports.resolve(expr)
+            qualified = self.imports.resolve(expr)
+            known = library_function(qualified)
+            if known is not None:
+                return known.signature, expr.value, known, None  # from mujoco.mjx import step; jax.jit(step)
+            return None, expr.value, None, qualified
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
             if cls is not None and expr.value.value in ("self", "cls") and expr.attr.value in cls.functions:
@@ -220,7 +225,11 @@ class DefinitionFinder:
             known = self._library_method(expr.value.value, expr.attr.value, scopes)
             if known is not None:
                 return known.signature, expr.attr.value, known, None  # jax.jit(tx.update), jax.jit(buffer.add)
-            return None, expr.attr.value, None, self.imports.resolve(expr)
+            qualified = self.imports.resolve(expr)
+            known = library_function(qualified)
+            if known is not None:
+                return known.signature, expr.attr.value, known, None  # jax.jit(mjx.step)
+            return None, expr.attr.value, None, qualified
         if isinstance(expr, cst.Call) and self.calls.is_partial(expr.func) and expr.args:
             inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
             bound = [a for a in expr.args[1:] if a.keyword is None and not a.star]

@@ -19,6 +19,10 @@ A flashbax buffer (``buffer = fbx.make_flat_buffer(...)``, any factory of
 ``jax.jit(buffer.add)`` takes ``(state, batch)`` and returns a state with the
 structure, shapes and dtypes of ``state``; ``batch`` is written into it.
 
+mujoco-mjx's pipeline functions (``jax.jit(mjx.step)``, any of
+``MJX_DATA_STEPS``; checked on mujoco-mjx 3.17.0) take ``(m, d)`` and return
+a ``Data`` with the structure, shapes and dtypes of ``d``.
+
 Anything else jitted without a visible body stays unknown.
 """
 
@@ -30,7 +34,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.callables.signatures import POSITIONAL, VAR_KEYWORD, Param, Signature
-from jaxmem.lint.values.array_api import FLASHBAX_BUFFERS
+from jaxmem.lint.values.array_api import FLASHBAX_BUFFERS, MJX_DATA_STEPS
 from jaxmem.lint.values.usefulness import MAYBE, PRESERVED
 
 # optax namespaces whose calls return no GradientTransformation (trees, losses, projections).
@@ -68,6 +72,18 @@ _FLASHBAX_METHODS = {
         parts=(frozenset({"state"}),),
     ),
 }
+
+_MJX_STEP = KnownCallable(
+    signature=Signature((Param("m", POSITIONAL), Param("d", POSITIONAL))),
+    outputs=(("m", MAYBE), ("d", PRESERVED)),
+    parts=(frozenset({"d"}),),
+)
+
+
+def library_function(qualified: str | None) -> KnownCallable | None:
+    """The contract of a library function jitted by its import-resolved name
+    (``jax.jit(mjx.step)``); None when unknown."""
+    return _MJX_STEP if qualified in MJX_DATA_STEPS else None
 
 
 def makes_optax_transform(value: cst.BaseExpression | None, imports: ImportTable) -> bool:

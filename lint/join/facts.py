@@ -454,7 +454,7 @@ class _Context:
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
-        if call_effect(qualified) in (READS, NEW) or saves_synchronously(qualified, call):
+        if call_effect(qualified, call=call) in (READS, NEW) or saves_synchronously(qualified, call):
             return False  # print, logging, copy.deepcopy, a checkpoint save: nothing kept after the call
         key = ref_key(func)
         if key is not None and key in {site.definition.callee for site in self.sites}:

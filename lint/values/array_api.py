@@ -67,6 +67,26 @@ SHAPE_PRESERVING = frozenset(
 # ``while_loop(cond, body, init)``, ``scan(f, init, xs)`` (first of its pair).
 CARRY_PRESERVING = {"jax.lax.fori_loop": 3, "jax.lax.while_loop": 2, "jax.lax.scan": 1}
 CARRY_KEYWORDS = {"jax.lax.fori_loop": "init_val", "jax.lax.while_loop": "init_val", "jax.lax.scan": "init"}
+# mujoco-mjx's pipeline functions ``f(m, d) -> Data``: the result has the
+# structure, shapes and dtypes of ``d`` (checked on mujoco-mjx 3.17.0 with its
+# JAX implementation, the default on CPU, GPU and TPU; each one run with ``d``
+# donated by ``tests/lint/test_mjx_facts.py``).  Inputs a function never reads
+# are dropped by jit and stay readable; the others are reused.
+MJX_DATA_STEPS = frozenset(
+    "mujoco.mjx." + name for name in (
+        "step", "forward", "euler", "implicit", "rungekutta4", "inverse",
+        "fwd_position", "fwd_velocity", "fwd_actuation", "fwd_acceleration",
+        "kinematics", "collision", "com_pos", "com_vel", "crb", "factor_m", "make_constraint", "solve",
+        "passive", "transmission", "tendon", "tendon_armature", "tendon_bias", "subtree_vel", "camlight",
+        "rne_postconstraint", "sensor_pos", "sensor_vel", "sensor_acc",
+    )
+)
+# Calls whose result has the structure, shapes and dtypes of one argument:
+# ``(position, keyword)`` of that argument (the loops above, mjx's steps).
+RESULT_OF_ARGUMENT: dict[str, tuple[int, str]] = {
+    **{name: (position, CARRY_KEYWORDS[name]) for name, position in CARRY_PRESERVING.items()},
+    **{name: (1, "d") for name in MJX_DATA_STEPS},
+}
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
 SHAPE_PRESERVING_METHODS = frozenset(
@@ -155,7 +175,7 @@ TWICE = "twice"
 READS = "reads"
 
 JAX, FLAX, OPTAX, EQX = "jax 0.10.2", "flax 0.12.8", "optax 0.2.8", "equinox 0.13.8"
-FLASHBAX = "flashbax 0.1.3"
+FLASHBAX, MJX = "flashbax 0.1.3", "mujoco-mjx 3.17.0"
 
 CALL_EFFECTS: dict[str, tuple[str, str]] = {
     # new memory
@@ -181,6 +201,13 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "dict": (HOLDS, "Python"),
     "tuple": (HOLDS, "Python"),
     "list": (HOLDS, "Python"),
+    # copies of host MuJoCo structs (or new zeros): no buffer of the arguments,
+    # none shared between the model and the data; only for the default
+    # implementation (see MJX_MAKERS)
+    "mujoco.mjx.put_model": (NEW, MJX),
+    "mujoco.mjx.put_data": (NEW, MJX),
+    "mujoco.mjx.make_data": (NEW, MJX),
+    "mujoco.mjx.get_data": (READS, MJX),  # copies to a new host MjData, keeps nothing
     # the same tree twice
     "optax.LookaheadParams.init_synced": (TWICE, OPTAX),  # LookaheadParams(fast=p, slow=p)
     # only read
@@ -193,6 +220,13 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "flashbax.vault.Vault": (READS, FLASHBAX),
     "flashbax.vault.vault.Vault": (READS, FLASHBAX),
 }
+# mujoco-mjx's makers, with how many arguments they may take by position and
+# still use the default (JAX) implementation: ``put_data(m, d)``, ``put_model(m)``,
+# ``make_data(m)``.  Checked on mujoco-mjx 3.17.0 by buffer pointers over its
+# test models (``tests/lint/test_mjx_facts.py``): the result shares no buffer
+# with the host structs, with an mjx Model it is made from, or within itself.
+# With another ``impl`` (Warp, C++) they are unknown.
+MJX_MAKERS = {"mujoco.mjx.put_model": 1, "mujoco.mjx.put_data": 2, "mujoco.mjx.make_data": 1}
 # Checkpoint savers that write synchronously: every array is on disk (or
 # copied to the host) before they return, so they keep nothing.  Only when
 # called without the keywords that hand the save to a background worker
@@ -301,11 +335,14 @@ OPTAX_NO_STATE = frozenset(
 )
 
 
-def call_effect(qualified: str | None, method: str | None = None) -> str | None:
+def call_effect(qualified: str | None, method: str | None = None, call=None) -> str | None:
     """What a call does with its arguments: NEW, HOLDS, TWICE, READS, or None (unknown).
 
     ``qualified`` is the import-resolved callee; ``method`` the attribute name
-    when the callee is ``receiver.method`` and cannot be resolved."""
+    when the callee is ``receiver.method`` and cannot be resolved; ``call`` the
+    call itself, needed for the entries that depend on its arguments (MJX_MAKERS)."""
+    if qualified in MJX_MAKERS and not _default_mjx_call(call, MJX_MAKERS[qualified]):
+        return None
     if qualified is not None and qualified in CALL_EFFECTS:
         return CALL_EFFECTS[qualified][0]
     if qualified is not None and qualified in FRESH_CONSTRUCTORS:
@@ -317,6 +354,17 @@ def call_effect(qualified: str | None, method: str | None = None) -> str | None:
     if qualified is not None and qualified.rsplit(".", 1)[-1] in METHOD_EFFECTS:
         return METHOD_EFFECTS[qualified.rsplit(".", 1)[-1]][0]
     return None
+
+
+def _default_mjx_call(call, positional: int) -> bool:
+    """Whether ``call`` (an mjx maker's) picks the default implementation: no ``impl``
+    argument, by keyword or by position, and no ``*args``/``**kwargs``."""
+    if call is None:
+        return False
+    args = call.args
+    if any(arg.star for arg in args) or any(arg.keyword is not None and arg.keyword.value == "impl" for arg in args):
+        return False
+    return sum(arg.keyword is None for arg in args) <= positional
 
 
 def is_constructor_like(call) -> bool:

@@ -293,7 +293,7 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
         if self.is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
-        effect = call_effect(qualified, method if qualified is None else None)
+        effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
         if effect == TWICE:
@@ -466,7 +466,7 @@ class Provenance:
             return True
         if self.immediate_jit(call):
             return True
-        if call_effect(qualified, method if qualified is None else None) == NEW:
+        if call_effect(qualified, method if qualified is None else None, call) == NEW:
             return True
         if _is_model_init(call, qualified, method):
             return True
@@ -1046,7 +1046,7 @@ class _Holdings:
         if method in _FRESH_METHODS and qualified is None and len(call.args) == 1 and call.args[0].keyword is None \
                 and isinstance(call.args[0].value, cst.Name) and self.prng.get(call.args[0].value.value):
             return ()  # network.init(key): new parameters from a PRNG key
-        effect = call_effect(qualified, method if qualified is None else None)
+        effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW and qualified not in ("jax.numpy.asarray",):
             return ()
         args = [a for a in call.args if not _is_static_field(call, a)]

@@ -46,10 +46,9 @@ from jaxmem.lint.syntax.walk import (
     target_names,
 )
 from jaxmem.lint.values.array_api import (
-    CARRY_KEYWORDS,
-    CARRY_PRESERVING,
     INDEXED_UPDATE_METHODS,
     PRNG_CONSUMERS_PREFIX,
+    RESULT_OF_ARGUMENT,
     SHAPE_CHANGING,
     SHAPE_CHANGING_METHODS,
     SHAPE_PRESERVING,
@@ -136,9 +135,9 @@ class _Body:
             return _EMPTY
         if qualified in TREE_MAPS:
             return _union(*arg_flows[1:]) if arg_flows else _EMPTY
-        if qualified in CARRY_PRESERVING:
-            carry = _carry_argument(call, qualified)
-            return self.expr(carry) if carry is not None else _maybe(_union(*arg_flows))
+        if qualified in RESULT_OF_ARGUMENT:
+            kept = _kept_argument(call, qualified)
+            return self.expr(kept) if kept is not None else _maybe(_union(*arg_flows))
         if qualified in SHAPE_PRESERVING:
             return _union(*arg_flows)
         if isinstance(call.func, cst.Attribute):
@@ -186,17 +185,17 @@ class _Body:
             self.receivers.add(call.func.value.value)
 
 
-def _carry_argument(call: cst.Call, qualified: str):
-    """The initial carry of a ``jax.lax`` loop call, positional or by keyword
-    (``scan(f, init, xs, length=n)``, ``fori_loop(0, n, body, init_val=x)``), or None."""
-    keyword = CARRY_KEYWORDS[qualified]
+def _kept_argument(call: cst.Call, qualified: str):
+    """The argument whose structure the result of ``call`` has, positional or by keyword:
+    a ``jax.lax`` loop's initial carry (``scan(f, init, xs, length=n)``,
+    ``fori_loop(0, n, body, init_val=x)``), mjx's ``d`` (``mjx.step(m, d)``); or None."""
+    position, keyword = RESULT_OF_ARGUMENT[qualified]
     positional = [arg for arg in call.args if arg.keyword is None]
     if any(arg.star for arg in call.args):
         return None
     by_keyword = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
     if by_keyword:
         return by_keyword[0]
-    position = CARRY_PRESERVING[qualified]
     return positional[position].value if len(positional) > position else None
 
 
