@@ -79,29 +79,44 @@ def check_paths(
     paths = [str(p) for p in paths] or ["."]
     config = load_config(paths, config_file)
     settings = settings if settings is not None else config.settings
-    files = discover(paths, root=config.root, exclude=settings.exclude, include=settings.include,
-                     force_exclude=force_exclude)
-    context = context_files(paths, files, config.root, settings, stdin_filename) if whole_project else []
-    cache = FactsCache(config.root, settings) if use_cache else None
-    run = _Run(settings, cache, progress, total=len(files), context=set(context),
+    files, context = _discover(paths, config.root, settings, force_exclude, stdin_filename, whole_project)
+    caches = _Caches(FactsCache(config.root, settings) if use_cache else None, whole_runs=STDIN not in files)
+    run = _Run(settings, caches.facts, progress, total=len(files), context=set(context),
                per_file_ignores=PerFileIgnores(settings.per_file_ignores, config.root))
+    read = _read(files + context, settings, stdin_filename, stdin)
+    reports = caches.stored_reports((os.getcwd(), paths, whole_project, force_exclude, settings), run, read)
+    if reports is not None:
+        return reports
+    sources = _decode(run, read)
+    del read  # the bytes of every file
+    sources = _select_context(run, sources)
+    summary, hints = _summarize(caches, sources, settings)
+    run.compute(_plan_facts(run, caches, sources, summary, hints), jobs, hints)
+    caches.save_indexes(limit=2 * len(files + context) + 1000)  # room for this project and some edits
+    reports = run.finish(caches.joined)
+    caches.store_run(reports, run)
+    return reports
 
-    raws = [read_raw(path, stdin_filename=stdin_filename, stdin=stdin, max_bytes=settings.max_file_size)
-            for path in files + context]
-    run_cache = inputs = None
-    if cache is not None and STDIN not in files:
-        # Everything the reports depend on, file by file (a decoding problem
-        # is a function of the path and the bytes).
-        records = [(raw.path, raw.digest, raw.problem, path in run.context, run.in_package(raw.path))
-                   for path, raw in zip(files + context, raws)]
-        run_cache = RunCache(cache, (os.getcwd(), paths, whole_project, force_exclude, settings))
-        inputs = inputs_digest(records)
-        reports = run_cache.get(inputs, {record[0] for record in records if not record[3]})
-        if reports is not None:
-            return reports
 
+def _discover(paths, root, settings: Settings, force_exclude: bool, stdin_filename: str | None,
+              whole_project: bool) -> tuple[list[str], list[str]]:
+    """The files to report on, and the project's other files (see :func:`context_files`)."""
+    files = discover(paths, root=root, exclude=settings.exclude, include=settings.include,
+                     force_exclude=force_exclude)
+    context = context_files(paths, files, root, settings, stdin_filename) if whole_project else []
+    return files, context
+
+
+def _read(paths: list[str], settings: Settings, stdin_filename: str | None, stdin) -> list[tuple]:
+    """``(path, raw)`` for each of ``paths``: its bytes and their digest, or why they could not be read."""
+    return [(path, read_raw(path, stdin_filename=stdin_filename, stdin=stdin, max_bytes=settings.max_file_size))
+            for path in paths]
+
+
+def _decode(run: _Run, read: list[tuple]) -> list[tuple]:
+    """``(path, source)`` for each file that decodes; the others become problems of ``run``."""
     sources = []
-    for path, raw in zip(files + context, raws):
+    for path, raw in read:
         source = decode_raw(raw)
         run.digests[source.path] = source.digest
         if source.notebook is not None:
@@ -113,43 +128,49 @@ def check_paths(
         else:
             run.order.append(source.path)
             sources.append((path, source))
-    del raws
+    return sources
 
+
+def _select_context(run: _Run, sources: list[tuple]) -> list[tuple]:
+    """``sources`` without the project's files that cannot matter to the requested ones.
+
+    Of the project's other files, only those that import, call or pass what
+    the requested files define, or that the requested files import, are kept.
+    """
+    if not run.context:
+        return sources
     from jaxmem.lint import engine
-    from jaxmem.lint.syntax.relevance import hints_of, summary_involves_jit, summary_reachable_hints
-    from jaxmem.summaries import Summaries
 
-    if run.context:
-        # Of the project's other files, only those that import, call or pass
-        # what the requested files define, or that the requested files import.
-        wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context})
-        sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
-        kept = {s.path for _, s in sources}
-        run.order = [p for p in run.order if p in kept or p not in run.context]
-    # What the textual pre-filter needs of each file, by content digest.
-    summaries = Summaries(cache)
-    summary = {source.path: summaries.summary(source.digest, source.text) for _, source in sources}
+    wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context})
+    sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
+    kept = {s.path for _, s in sources}
+    run.order = [p for p in run.order if p in kept or p not in run.context]
+    return sources
+
+
+def _summarize(caches: _Caches, sources: list[tuple], settings: Settings) -> tuple[dict, frozenset]:
+    """The pre-filter's summary of each source by path, and the project's hints."""
+    from jaxmem.lint.syntax.relevance import hints_of
+
+    summary = caches.summaries(sources)
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
     hints = hints_of([summary[s.path] for _, s in sources], settings, [s.text for _, s in sources])
+    return summary, hints
+
+
+def _plan_facts(run: _Run, caches: _Caches, sources: list[tuple], summary: dict, hints: frozenset) -> list:
+    """Give ``run`` the facts of each skipped, cached or deferred source; returns the others
+    as ``(path, text, digest, cacheable)`` for :meth:`_Run.compute`."""
+    from jaxmem.lint.syntax.relevance import summary_involves_jit, summary_reachable_hints
+
+    run.digesting = caches.run is not None
+    caches.open_file_lookups()
     pending = []
-    # Each file's cache key and facts digest in the stored join (see jaxmem.runcache).
-    known = run_cache.facts_digests() if run_cache is not None else {}
-    run.digesting = run_cache is not None
-    skipped_index = cache.skipped_index() if cache is not None else {}
-    skipped_now: dict = {}
     for path, source in sources:
         run.texts[source.path] = source.text
-        if not summary_involves_jit(summary[source.path], source.text, settings, hints):
-            # Skipped by the engine after a syntax check, whose verdict is kept
-            # in one small index by content digest.
-            private = summary[source.path].private
-            if source.digest in skipped_index:
-                facts = engine.skipped_facts(source.path, source.text, settings,
-                                             parse_error=skipped_index[source.digest], private=private)
-            else:
-                facts = engine.skipped_facts(source.path, source.text, settings, private=private)
-            skipped_now[source.digest] = facts.parse_error
+        if not summary_involves_jit(summary[source.path], source.text, run.settings, hints):
+            facts = caches.skipped_facts(source, summary[source.path].private, run.settings)
             run.add_facts(source.path, facts, _skipped_facts_digest(facts))
             continue
         # Which parts of a file are analysed depends on the names it can call
@@ -157,30 +178,10 @@ def check_paths(
         # package (its functions are then public): both belong in the cache key.
         digest = _facts_digest(source.digest, summary_reachable_hints(summary[source.path], hints),
                                run.in_package(source.path))
-        cacheable = cache is not None and path != STDIN
-        key = cache.key(source.path, digest) if cacheable else None
-        if key is not None and known.get(source.path, ("",))[0] == key[:32]:  # 128 bits of the sha256
-            # Unchanged since the stored join: decoded only if the join must run again.
-            run.defer(source.path, digest, key, known[source.path][1])
-            continue
-        cached = cache.load(source.path, digest) if cacheable else None
-        if cached is not None:
-            run.entries[source.path] = (digest, key)
-            run.add_facts(source.path, *cached)
-        else:
+        cacheable = caches.facts is not None and path != STDIN
+        if not (cacheable and caches.settle(run, source.path, digest)):
             pending.append((source.path, source.text, digest, cacheable))
-    run.hints = hints
-    run.compute(pending, jobs, hints)
-    if cache is not None:
-        limit = 2 * len(files + context) + 1000  # room for this project and some edits
-        summaries.save(limit)
-        cache.save_skipped_index(skipped_index, skipped_now, limit)
-    reports = run.finish(run_cache.joined if run_cache is not None else None)
-    if run_cache is not None and not run.errors:
-        run_cache.put(inputs, reports, run.join)
-    if cache is not None and cache.wrote:
-        cache.prune()
-    return reports
+    return pending
 
 
 def context_files(paths, files: list[str], root, settings: Settings, stdin_filename: str | None = None) -> list[str]:
@@ -343,6 +344,95 @@ def _with_python_error_position(facts, text: str):
     return facts if error is None else dataclasses.replace(facts, parse_error=error)
 
 
+class _Caches:
+    """The cache layers of one run, each looked up before computing and stored after.
+
+    Each file's facts (:class:`FactsCache`, which :class:`_Run` also reads
+    and writes), the pre-filter's indexes by content digest (summaries, the
+    skipped files' syntax verdicts), and the whole run's reports and join
+    (:class:`RunCache`, not for stdin).  Without a cache every look-up
+    misses and nothing is stored.
+    """
+
+    def __init__(self, facts: FactsCache | None, whole_runs: bool):
+        self.facts = facts
+        self.run: RunCache | None = None
+        self.whole_runs = facts is not None and whole_runs
+        self.inputs: str | None = None  # the key of this run's reports in self.run
+        self.joined_files: dict = {}  # path -> (cache key, facts digest) of each file in the stored join
+        self.summary_index = None
+        self.skipped: dict = {}  # content digest -> syntax verdict of files skipped in earlier runs
+        self.skipped_now: dict = {}  # ... and in this run
+
+    def stored_reports(self, shape: tuple, run: _Run, read: list[tuple]) -> list[FileReport] | None:
+        """The reports of an earlier run of ``shape`` that read the same files; ``None`` on a miss."""
+        if not self.whole_runs:
+            return None
+        # Everything the reports depend on, file by file (a decoding problem
+        # is a function of the path and the bytes).
+        records = [(raw.path, raw.digest, raw.problem, path in run.context, run.in_package(raw.path))
+                   for path, raw in read]
+        self.run = RunCache(self.facts, shape)
+        self.inputs = inputs_digest(records)
+        return self.run.get(self.inputs, {record[0] for record in records if not record[3]})
+
+    def summaries(self, sources: list[tuple]) -> dict:
+        """Each source's pre-filter summary by path: from the index, else computed."""
+        from jaxmem.summaries import Summaries
+
+        self.summary_index = Summaries(self.facts)
+        return {source.path: self.summary_index.summary(source.digest, source.text) for _, source in sources}
+
+    def open_file_lookups(self) -> None:
+        """Read what :meth:`skipped_facts` and :meth:`settle` look up: the stored join's files, the verdicts."""
+        self.joined_files = self.run.facts_digests() if self.run is not None else {}
+        self.skipped = self.facts.skipped_index() if self.facts is not None else {}
+
+    def skipped_facts(self, source, private: frozenset[str], settings: Settings):
+        """The facts of a file the pre-filter skips, its syntax verdict from the index, else found now."""
+        from jaxmem.lint import engine
+
+        if source.digest in self.skipped:
+            facts = engine.skipped_facts(source.path, source.text, settings,
+                                         parse_error=self.skipped[source.digest], private=private)
+        else:
+            facts = engine.skipped_facts(source.path, source.text, settings, private=private)
+        self.skipped_now[source.digest] = facts.parse_error
+        return facts
+
+    def settle(self, run: _Run, path: str, digest: str) -> bool:
+        """Give ``run`` the cached facts of ``path`` under ``digest`` (see :func:`_facts_digest`),
+        deferred when unchanged since the stored join; whether there were any."""
+        key = self.facts.key(path, digest)
+        if self.joined_files.get(path, ("",))[0] == key[:32]:  # 128 bits of the sha256
+            # Decoded only if the join must run again.
+            run.defer(path, digest, key, self.joined_files[path][1])
+            return True
+        cached = self.facts.load(path, digest)
+        if cached is None:
+            return False
+        run.entries[path] = (digest, key)
+        run.add_facts(path, *cached)
+        return True
+
+    def save_indexes(self, limit: int) -> None:
+        """Store the summaries and verdicts of this run, ``limit`` entries at most in each index."""
+        if self.facts is not None:
+            self.summary_index.save(limit)
+            self.facts.save_skipped_index(self.skipped, self.skipped_now, limit)
+
+    def joined(self, facts_digest: str) -> list[FileReport] | None:
+        """The stored join of the facts with ``facts_digest`` (see :func:`joined_digest`); ``None`` on a miss."""
+        return self.run.joined(facts_digest) if self.run is not None else None
+
+    def store_run(self, reports: list[FileReport], run: _Run) -> None:
+        """Store the run's reports and join (not when the engine failed on a file), then prune the cache."""
+        if self.run is not None and not run.errors:
+            self.run.put(self.inputs, reports, run.join)
+        if self.facts is not None and self.facts.wrote:
+            self.facts.prune()
+
+
 @dataclass
 class _Run:
     """The state of one check: facts gathered so far, problems, noqa comments."""
@@ -395,7 +485,9 @@ class _Run:
         self._tick(path)
 
     def compute(self, pending: list, jobs: int, hints: frozenset) -> None:
-        """Run the engine on every ``(path, text, digest, cacheable)`` in ``pending``."""
+        """Run the engine on every ``(path, text, digest, cacheable)`` in ``pending`` (``hints``:
+        see ``engine.facts_for_file``; kept for files analysed again at the join)."""
+        self.hints = hints
         workers = (os.cpu_count() or 1) if jobs <= 0 else jobs
         workers = min(workers, len(pending))
         with fewer_collections():
