@@ -22,7 +22,7 @@ from typing import Callable
 import libcst as cst
 
 from jaxmem.lint.callables.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
-from jaxmem.lint.syntax.walk import children, suite_statements
+from jaxmem.lint.syntax.walk import children, suite_statements, target_names
 from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.values.metadata import is_metadata_key
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key
@@ -258,7 +258,7 @@ def _comprehension_refs(expr, imported: frozenset[str] = frozenset()) -> tuple[R
     iterables = []
     comp = expr.for_in
     while comp is not None:
-        bound.update(_target_names(comp.target))
+        bound.update(map(ident, target_names(comp.target)))
         iterables.append(comp.iter)
         comp = comp.inner_for_in
     elements = (expr.value,) if isinstance(expr, cst.DictComp) else (expr.elt,)  # keys: hashable, not arrays
@@ -396,16 +396,6 @@ def _operands(expr) -> tuple:
     return ()
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [ident(target.value)]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _target_names(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
-
-
 def free_names(node: cst.CSTNode) -> set[str]:
     """Names ``node`` (a def or lambda) reads from enclosing scopes."""
     read: set[str] = set()
@@ -426,9 +416,9 @@ def free_names(node: cst.CSTNode) -> set[str]:
                 stack.append(current.default)
             continue
         if kind is cst.AssignTarget:
-            bound.update(_target_names(current.target))
+            bound.update(map(ident, target_names(current.target)))
         elif kind is cst.For or kind is cst.CompFor:
-            bound.update(_target_names(current.target))
+            bound.update(map(ident, target_names(current.target)))
         elif kind is cst.FunctionDef:
             bound.add(ident(current.name.value))
         elif (kind is cst.Import or kind is cst.ImportFrom) and type(current.names) is not cst.ImportStar:
@@ -1150,7 +1140,7 @@ class FlowBuilder:
         first = True
         while comp is not None:
             self._expr(comp.iter, events, frozenset(skip if first else bound))
-            bound.update(_target_names(comp.target))
+            bound.update(map(ident, target_names(comp.target)))
             for condition in comp.ifs:
                 self._expr(condition.test, events, frozenset(bound))
             comp = comp.inner_for_in
