@@ -29,6 +29,7 @@ from jaxmem.lint.callables.library_callables import (
     optax_field,
     transform_updates,
     unpacked_in,
+    vmapped,
 )
 from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import DonationSpec, read_spec
@@ -230,6 +231,13 @@ class DefinitionFinder:
             if known is not None:
                 return known.signature, expr.attr.value, known, None  # jax.jit(mjx.step)
             return None, expr.attr.value, None, qualified
+        if isinstance(expr, cst.Call) and self.imports.resolve(expr.func) == "jax.vmap" and expr.args:
+            # jax.jit(jax.vmap(mjx.step, in_axes=(None, 0))): only a library contract is carried over
+            sig, name, known, _ = self.signature_of_wrapped(expr.args[0].value, scopes)
+            known = vmapped(known, expr) if isinstance(known, KnownCallable) else None
+            if known is not None:
+                return sig, name, known, None
+            return None, None, None, None
         if isinstance(expr, cst.Call) and self.calls.is_partial(expr.func) and expr.args:
             inner_sig, name, node, qual = self.signature_of_wrapped(expr.args[0].value, scopes)
             bound = [a for a in expr.args[1:] if a.keyword is None and not a.star]
@@ -543,6 +551,7 @@ class DefinitionFinder:
             self._visit_value(key, value.body, scopes)
             self._visit_value(key, value.orelse, scopes)
             return
+        value = _compiled_jit(value, self.calls) or value
         found = self.calls.jit_call(value)
         if found is not None:
             transform, options, wrapped_expr = found
@@ -562,6 +571,22 @@ class DefinitionFinder:
                 signature=sig, wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
                 env_scopes=factory_scopes,
             )
+
+
+def _compiled_jit(value: cst.BaseExpression, calls: JitCallReader) -> cst.Call | None:
+    """The jit of ``jax.jit(f, donate_argnums=1).lower(m, d).compile()``, compiled ahead of
+    time: the result takes the jit's arguments and donates as it does.  None for any other
+    value, and when the jit has static arguments (the compiled callable no longer takes them)."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "compile"
+            and isinstance(value.func.value, cst.Call) and isinstance(value.func.value.func, cst.Attribute)
+            and value.func.value.func.attr.value == "lower"):
+        return None
+    jitted = value.func.value.func.value
+    found = calls.jit_call(jitted)
+    if found is None or any(arg.keyword is not None and arg.keyword.value in ("static_argnums", "static_argnames")
+                            for arg in found[1].args):
+        return None
+    return jitted
 
 
 def returned_function(function: cst.FunctionDef) -> cst.FunctionDef | cst.Lambda | None:

@@ -86,6 +86,43 @@ def library_function(qualified: str | None) -> KnownCallable | None:
     return _MJX_STEP if qualified in MJX_DATA_STEPS else None
 
 
+def vmapped(known: KnownCallable, vmap: cst.Call) -> KnownCallable | None:
+    """The contract of ``jax.vmap(f, in_axes=..., out_axes=...)`` for a function ``f`` of
+    contract ``known``: a parameter mapped on axis 0, with outputs on axis 0, keeps
+    its verdict (its output is batched the same way); an unmapped one (``None``)
+    only broadcasts into outputs of another shape.  None when the axes are not
+    literals this reads (``in_axes=(None, 0)``, ``in_axes=0``)."""
+    params = known.signature.positional
+    options = {arg.keyword.value: arg.value for arg in vmap.args[1:] if arg.keyword is not None}
+    if any(arg.keyword is None or arg.star for arg in vmap.args[1:]) or set(options) - {"in_axes", "out_axes"}:
+        return None  # axes by position, **options or other options (axis_name, spmd_axis_name...)
+    if "out_axes" in options and _axis(options["out_axes"]) != 0:
+        return None
+    in_axes = options.get("in_axes", cst.Integer("0"))
+    if isinstance(in_axes, cst.Tuple) and len(in_axes.elements) == len(params):
+        axes = [_axis(element.value) for element in in_axes.elements]
+    else:
+        axes = [_axis(in_axes)] * len(params)
+    if any(axis not in (0, None) for axis in axes) or all(axis is None for axis in axes):
+        return None
+    unmapped = {param.name for param, axis in zip(params, axes) if axis is None}
+    return KnownCallable(
+        signature=known.signature,
+        outputs=tuple((name, MAYBE if name in unmapped and verdict == PRESERVED else verdict)
+                      for name, verdict in known.outputs),
+        parts=tuple(part - unmapped for part in known.parts),
+    )
+
+
+def _axis(node) -> int | None | str:
+    """``0`` -> 0, ``None`` -> None; anything else -> "unknown"."""
+    if isinstance(node, cst.Name) and node.value == "None":
+        return None
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    return "unknown"
+
+
 def makes_optax_transform(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
     """Whether ``value`` is a call that returns an optax transform: ``optax.adam(1e-3)``,
     ``optax.chain(...)``, ``optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)``."""

@@ -29,6 +29,7 @@ from jaxmem.lint.callables.jit_api import (
     NON_RETAINING_BUILTINS,
     NON_RETAINING_ROOTS,
     PARTIAL_NAMES,
+    transform_for,
 )
 from jaxmem.lint.callables.library_callables import unpacked_in
 from jaxmem.lint.callables.signatures import (
@@ -451,6 +452,8 @@ class _Context:
             return False  # hk.experimental.tabulate(step)(state, batch): traced for a table, not kept
         if isinstance(func, cst.Call) and self.imports.resolve(func.func) in TRACING_TRANSFORMS:
             return False  # jax.vmap(f)(x): f sees tracers; a result that is x is an alias (direct_refs)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("lower", "trace") and self._is_jit(func.value):
+            return False  # jax.jit(f).lower(state): traced with the shapes only, keeps no array (jax 0.10.2)
         qualified = self.imports.resolve(func)
         if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
             return False
@@ -460,6 +463,13 @@ class _Context:
         if key is not None and key in {site.definition.callee for site in self.sites}:
             return False
         return True
+
+    def _is_jit(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` is a jit made where it is used (``jax.jit(f)``) or a jitted callable's name."""
+        if isinstance(expr, cst.Call):
+            return transform_for(self.imports.resolve(expr.func)) is not None
+        key = ref_key(expr)
+        return key is not None and key in {site.definition.callee for site in self.sites}
 
     def _keeps_no_argument(self, name: str) -> bool:
         """Whether ``name`` is a top-level function whose body shows it keeps no

@@ -295,6 +295,26 @@ RULE = Rule(
             note="a flashbax buffer's init makes new arrays and its add returns the state's structure "
                  "(checked on flashbax 0.1.3; run in tests/codemod/test_fix_flashbax_runs.py)",
         ),
+        Example(
+            """
+            import jax
+            import mujoco
+            from mujoco import mjx
+
+            jit_step = jax.jit(mjx.step)  # JXM001
+
+            def simulate(xml, steps):
+                mj_model = mujoco.MjModel.from_xml_string(xml)
+                mjx_model = mjx.put_model(mj_model)
+                mjx_data = mjx.put_data(mj_model, mujoco.MjData(mj_model))
+                for _ in range(steps):
+                    mjx_data = jit_step(mjx_model, mjx_data)
+                return mjx_data
+            """,
+            confidence=Confidence.HIGH,
+            note="mjx.put_data makes new device buffers and mjx.step returns a Data of its input's structure "
+                 "(checked on mujoco-mjx 3.17.0; run in tests/codemod/test_fix_mjx_runs.py)",
+        ),
     ),
     valid=(
         Example(

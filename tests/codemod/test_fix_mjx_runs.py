@@ -33,6 +33,7 @@ XML = '''
 '''
 
 jit_step = jax.jit(mjx.step)
+batch_step = jax.jit(jax.vmap(mjx.step, in_axes=(None, 0)))
 
 
 @jax.jit
@@ -51,7 +52,12 @@ def main():
         mjx_data = jit_step(mjx_model, mjx_data)
         mjx_data = controlled_step(mjx_model, mjx_data, jnp.full((1,), 0.1 * i))
         heights.append(float(mjx.get_data(mj_model, mjx_data).qpos[2]))
-    print("time", round(float(mjx_data.time), 4), "height", round(heights[-1], 5), "mj", mj_data.qpos[2])
+    time = float(mjx_data.time)
+    batch = jax.vmap(lambda q: mjx_data.replace(qpos=q))(jnp.tile(mjx_data.qpos, (4, 1)))
+    for _ in range(5):
+        batch = batch_step(mjx_model, batch)
+    print("time", round(time, 4), "height", round(heights[-1], 5), "mj", mj_data.qpos[2],
+          "batch", round(float(batch.qpos[:, 2].sum()), 5))
 
 
 if __name__ == "__main__":
@@ -91,6 +97,7 @@ def test_default_fix_donates_the_device_data_and_the_program_runs(tmp_path):
     fixed = path.read_text()
     assert "jax.jit(mjx.step, donate_argnums=1)" in fixed
     assert "@partial(jax.jit, donate_argnums=1)\ndef controlled_step" in fixed
+    assert "jax.jit(jax.vmap(mjx.step, in_axes=(None, 0)), donate_argnums=1)" in fixed
     assert _last_line(_run(sys.executable, "sim.py", cwd=tmp_path)) == expected
 
     namespace = {"__name__": "sim"}
@@ -101,7 +108,10 @@ def test_default_fix_donates_the_device_data_and_the_program_runs(tmp_path):
     first = mjx.put_data(mj_model, mujoco.MjData(mj_model))
     second = namespace["jit_step"](mjx_model, first)
     namespace["controlled_step"](mjx_model, second, jax.numpy.ones(1))
-    for old in (first, second):
+    fresh = mjx.put_data(mj_model, mujoco.MjData(mj_model))
+    batch = jax.tree.map(lambda leaf: jax.numpy.stack([leaf, leaf]), fresh)
+    namespace["batch_step"](mjx_model, batch)
+    for old in (first, second, batch):
         assert any(leaf.is_deleted() for leaf in jax.tree.leaves(old))
     assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(mjx_model))
 

@@ -52,6 +52,8 @@ FORMS = [
     pytest.param("def make():\n    def g(x, y): ...\n    return jax.jit(g, donate_argnums=0)\nf = make()", "f",
                  "jax.jit", "call", {0}, id="factory"),
     pytest.param("def g(x, y): ...\nf = cache or jax.jit(g)", "f", "jax.jit", "call", set(), id="or-expression"),
+    pytest.param("def g(x, y): ...\nf = jax.jit(g, donate_argnums=1).lower(a, b).compile()", "f", "jax.jit", "call",
+                 {1}, id="compiled-ahead-of-time"),
 ]
 
 
@@ -169,3 +171,9 @@ def test_a_jit_of_a_library_objects_function_gets_its_contract(body, params):
 def test_a_name_that_may_hold_another_object_gets_no_contract(body):
     (d,) = _defs(LIBRARY_OBJECTS + body)
     assert d.signature is None and d.outputs is None
+
+
+def test_a_jit_compiled_ahead_of_time_with_static_arguments_is_not_a_definition():
+    # the compiled function no longer takes the static arguments: positions would shift
+    assert _defs("def g(n, x): ...\nf = jax.jit(g, static_argnums=0).lower(3, a).compile()") == []
+    assert _defs("def g(x): ...\nf = jax.jit(g).lower(a)") == []  # lowered, not compiled: not callable

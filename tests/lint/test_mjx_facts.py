@@ -14,7 +14,7 @@ import libcst as cst
 import pytest
 
 from jaxmem.lint.callables.imports import ImportTable
-from jaxmem.lint.callables.library_callables import library_function
+from jaxmem.lint.callables.library_callables import library_function, vmapped
 from jaxmem.lint.values import array_api
 from jaxmem.lint.values.array_api import NEW, READS, call_effect
 from jaxmem.lint.values.usefulness import PRESERVED
@@ -161,3 +161,34 @@ def test_each_import_spelling_resolves_to_the_contract(imports, expression):
     assert getattr(__import__(module, fromlist=[attribute]), attribute) is getattr(mjx, attribute)
     assert library_function(qualified) is not None
     assert library_function("mujoco.mjx.ray") is None  # returns distances, not a Data
+
+
+def test_a_vmapped_step_reuses_the_donated_batch(model):
+    m, d, mx = model
+    batch = jax.vmap(lambda q: mjx.put_data(m, d).replace(qpos=q))(jax.numpy.ones((4, m.nq)))
+    before = [(leaf.shape, leaf.dtype) for leaf in jax.tree.leaves(batch)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jax.jit(jax.vmap(mjx.step, in_axes=(None, 0)), donate_argnums=1)(mx, batch)
+    assert [(leaf.shape, leaf.dtype) for leaf in jax.tree.leaves(out)] == before
+    assert any(leaf.is_deleted() for leaf in jax.tree.leaves(batch))
+    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(mx))
+
+
+@pytest.mark.parametrize("vmap, verdicts", [
+    ("jax.vmap(f, in_axes=(None, 0))", {"m": "maybe", "d": PRESERVED}),
+    ("jax.vmap(f)", {"m": "maybe", "d": PRESERVED}),
+    ("jax.vmap(f, in_axes=0, out_axes=0)", {"m": "maybe", "d": PRESERVED}),
+    ("jax.vmap(f, in_axes=(0, None))", {"m": "maybe", "d": "maybe"}),
+    ("jax.vmap(f, in_axes=(None, 1))", None),
+    ("jax.vmap(f, in_axes=axes)", None),
+    ("jax.vmap(f, out_axes=1)", None),
+    ("jax.vmap(f, (None, 0))", None),
+    ("jax.vmap(f, in_axes=(None, None))", None),
+    ("jax.vmap(f, axis_name='batch')", None),
+])
+def test_vmap_keeps_the_contract_only_for_parameters_mapped_on_axis_0(vmap, verdicts):
+    found = vmapped(library_function("mujoco.mjx.step"), cst.parse_expression(vmap))
+    assert (dict(found.outputs) if found is not None else None) == verdicts
+    if verdicts is not None:
+        assert found.parts == (frozenset({"d"} if verdicts["d"] == PRESERVED else ()),)
