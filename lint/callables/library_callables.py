@@ -19,6 +19,11 @@ A flashbax buffer (``buffer = fbx.make_flat_buffer(...)``, any factory of
 ``jax.jit(buffer.add)`` takes ``(state, batch)`` and returns a state with the
 structure, shapes and dtypes of ``state``; ``batch`` is written into it.
 
+A blackjax sampling algorithm (``algo = blackjax.nuts(...)``, any of
+``BLACKJAX_ALGORITHMS``; checked on blackjax 1.7.1): ``jax.jit(algo.step)``
+takes ``(rng_key, state)`` and returns ``(new_state, info)``, the new state
+with the structure, shapes and dtypes of ``state``.
+
 mujoco-mjx's pipeline functions (``jax.jit(mjx.step)``, any of
 ``MJX_DATA_STEPS``; checked on mujoco-mjx 3.17.0) take ``(m, d)`` and return
 a ``Data`` with the structure, shapes and dtypes of ``d``.
@@ -34,7 +39,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.callables.signatures import POSITIONAL, VAR_KEYWORD, Param, Signature
-from jaxmem.lint.values.array_api import FLASHBAX_BUFFERS, MJX_DATA_STEPS
+from jaxmem.lint.values.array_api import BLACKJAX_ALGORITHMS, FLASHBAX_BUFFERS, MJX_DATA_STEPS
 from jaxmem.lint.values.usefulness import MAYBE, PRESERVED
 
 # optax namespaces whose calls return no GradientTransformation (trees, losses, projections).
@@ -70,6 +75,13 @@ _FLASHBAX_METHODS = {
         signature=Signature((Param("state", POSITIONAL), Param("batch", POSITIONAL))),
         outputs=(("state", PRESERVED), ("batch", MAYBE)),
         parts=(frozenset({"state"}),),
+    ),
+}
+_BLACKJAX_METHODS = {
+    "step": KnownCallable(
+        signature=Signature((Param("rng_key", POSITIONAL), Param("state", POSITIONAL))),
+        outputs=(("rng_key", MAYBE), ("state", PRESERVED)),
+        parts=(frozenset({"state"}), frozenset()),
     ),
 }
 
@@ -144,13 +156,21 @@ def makes_flashbax_buffer(value: cst.BaseExpression | None, imports: ImportTable
     return isinstance(value, cst.Call) and imports.resolve(value.func) in FLASHBAX_BUFFERS
 
 
+def makes_blackjax_algorithm(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """Whether ``value`` is a call of a blackjax sampling algorithm: ``blackjax.nuts(logdensity, ...)``."""
+    return isinstance(value, cst.Call) and imports.resolve(value.func) in BLACKJAX_ALGORITHMS
+
+
 def library_method(value: cst.BaseExpression | None, name: str, imports: ImportTable) -> KnownCallable | None:
     """The contract of ``obj.<name>`` where ``obj`` is made by ``value``: an optax
-    transform's ``init``/``update``, a flashbax buffer's ``add``; None when unknown."""
+    transform's ``init``/``update``, a flashbax buffer's ``add``, a blackjax
+    algorithm's ``step``; None when unknown."""
     if makes_optax_transform(value, imports):
         return optax_method(name)
     if makes_flashbax_buffer(value, imports):
         return _FLASHBAX_METHODS.get(name)
+    if makes_blackjax_algorithm(value, imports):
+        return _BLACKJAX_METHODS.get(name)
     return None
 
 

@@ -175,8 +175,17 @@ TWICE = "twice"
 READS = "reads"
 
 JAX, FLAX, OPTAX, EQX = "jax 0.10.2", "flax 0.12.8", "optax 0.2.8", "equinox 0.13.8"
-FLASHBAX, MJX = "flashbax 0.1.3", "mujoco-mjx 3.17.0"
+FLASHBAX, MJX, BLACKJAX = "flashbax 0.1.3", "mujoco-mjx 3.17.0", "blackjax 1.7.1"
 
+# blackjax sampling algorithms (``algo = blackjax.nuts(logdensity, step_size, imm)``),
+# checked on blackjax 1.7.1 (``tests/lint/test_blackjax_facts.py``): ``algo.init(position)``
+# (``ghmc``, ``mclmc``: ``init(position, rng_key)``) returns a state that holds
+# ``position``'s arrays as they are, the rest new; ``algo.step(rng_key, state)`` returns
+# ``(new_state, info)``, the new state with ``state``'s structure, shapes and dtypes.
+BLACKJAX_ALGORITHMS = frozenset(
+    "blackjax." + name for name in ("hmc", "nuts", "mala", "rmh", "normal_random_walk", "additive_step_random_walk",
+                                    "barker_proposal", "ghmc", "mclmc")
+)
 CALL_EFFECTS: dict[str, tuple[str, str]] = {
     # new memory
     "copy.deepcopy": (NEW, JAX),  # jax.Array.__deepcopy__ copies the buffer
@@ -208,6 +217,10 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "mujoco.mjx.put_data": (NEW, MJX),
     "mujoco.mjx.make_data": (NEW, MJX),
     "mujoco.mjx.get_data": (READS, MJX),  # copies to a new host MjData, keeps nothing
+    # the sampler's state holds the position as it is (the rest is new): BLACKJAX_ALGORITHMS
+    # (``blackjax.nuts.init(position, logdensity_fn)``; normal_random_walk is a plain function)
+    **{f"{algorithm}.init": (HOLDS, BLACKJAX) for algorithm in BLACKJAX_ALGORITHMS
+       if algorithm != "blackjax.normal_random_walk"},
     # the same tree twice
     "optax.LookaheadParams.init_synced": (TWICE, OPTAX),  # LookaheadParams(fast=p, slow=p)
     # only read

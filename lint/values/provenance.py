@@ -46,6 +46,7 @@ from jaxmem.lint.syntax.walk import children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
+    BLACKJAX_ALGORITHMS,
     FLASHBAX_BUFFERS,
     HOLDS,
     INIT_APPLY_PAIRS,
@@ -293,6 +294,9 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
         if self.is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
+        if method == "init" and self.is_blackjax_algorithm(call.func.value, depth):
+            # nuts.init(position): holds the position as it is, the rest is new
+            return self._of_holding_call(call, after, depth, line, text, receiver_held=False)
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -313,12 +317,14 @@ class Provenance:
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
-    def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str) -> list[Origin]:
+    def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str,
+                         receiver_held: bool = True) -> list[Origin]:
         """A call whose result holds its arguments as they are (``TrainState.create``,
         ``.replace``, a dataclass): the result is own only if each held argument
-        is, and none is still held elsewhere after the donating call."""
+        is, and none is still held elsewhere after the donating call.  The receiver
+        of a method counts as an argument unless ``receiver_held`` is False."""
         held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
-        if (isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
+        if (receiver_held and isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
                 and not _is_class_name(call.func.value)):
             held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
@@ -544,6 +550,11 @@ class Provenance:
         """Whether ``expr`` is a flashbax buffer of ``FLASHBAX_BUFFERS``, or a name bound only to one."""
         return self.bound_only_to(
             expr, lambda call, inner: self.ctx.imports.resolve(call.func) in FLASHBAX_BUFFERS, depth)
+
+    def is_blackjax_algorithm(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` is a blackjax sampling algorithm of ``BLACKJAX_ALGORITHMS``, or a name bound only to one."""
+        return self.bound_only_to(
+            expr, lambda call, inner: self.ctx.imports.resolve(call.func) in BLACKJAX_ALGORITHMS, depth)
 
     def only_reads(self, func) -> bool:
         """Whether ``func`` is ``obj.method`` where ``obj`` is bound only to a library object

@@ -182,7 +182,8 @@ def test_every_table_entry_names_the_version_it_was_checked_against():
     for table in (array_api.CALL_EFFECTS, array_api.METHOD_EFFECTS):
         for name, (effect, checked) in table.items():
             assert effect in (NEW, HOLDS, TWICE, READS, array_api.PARTITION), name
-            assert checked.split()[0] in ("jax", "flax", "optax", "equinox", "flashbax", "mujoco-mjx", "Python"), name
+            assert checked.split()[0] in ("jax", "flax", "optax", "equinox", "flashbax", "mujoco-mjx", "blackjax",
+                                          "Python"), name
 
 
 def test_jitted_results_are_new_buffers_even_for_passed_through_outputs():

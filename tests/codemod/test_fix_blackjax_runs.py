@@ -1,0 +1,92 @@
+"""A blackjax sampling loop, ``state, info = jax.jit(nuts.step)(key, state)``,
+is fixed by the default ``jaxmem-fix``: a blackjax algorithm's ``init`` holds
+the position as it is and makes the rest new, and its ``step`` returns a
+state of the same structure, so the state is donated; the fixed program
+prints the same and its old states are deleted.  When the position is read
+after the loop, the state shares its arrays: left alone, and it crashes when
+forced."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("blackjax")
+
+PROGRAM = """
+import blackjax
+import jax
+import jax.numpy as jnp
+
+
+def logdensity(x):
+    return -0.5 * jnp.sum((x["w"] - 1.0) ** 2)
+
+
+nuts = blackjax.nuts(logdensity, 0.5, jnp.ones(3))
+step = jax.jit(nuts.step)
+
+
+def main():
+    state = nuts.init({"w": jnp.zeros(3)})
+    key = jax.random.key(0)
+    total = 0.0
+    for _ in range(20):
+        key, sample_key = jax.random.split(key)
+        state, info = step(sample_key, state)
+        total += float(info.acceptance_rate)
+    print("mean", round(float(state.position["w"].mean()), 4), "acceptance", round(total / 20, 4))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+READS_POSITION = PROGRAM.replace(
+    '    state = nuts.init({"w": jnp.zeros(3)})\n',
+    '    position = {"w": jnp.zeros(3)}\n    state = nuts.init(position)\n',
+).replace('round(total / 20, 4))', 'round(total / 20, 4), "start", float(position["w"].sum()))')
+
+
+def _run(*command, cwd):
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _fix(tmp_path, program):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "sample.py"
+    path.write_text(program)
+    fixer = os.path.join(os.path.dirname(sys.executable), "jaxmem-fix")
+    return path, _run(fixer, "sample.py", cwd=tmp_path)
+
+
+def test_default_fix_donates_the_sampler_state_and_the_program_runs(tmp_path):
+    expected = _run(sys.executable, "-c", PROGRAM, cwd=tmp_path)
+    assert expected.returncode == 0 and expected.stdout.startswith("mean "), expected.stderr
+    path, result = _fix(tmp_path, PROGRAM)
+    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    fixed = path.read_text()
+    assert "step = jax.jit(nuts.step, donate_argnums=1)" in fixed
+    after = _run(sys.executable, "sample.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+
+    namespace = {"__name__": "sample"}
+    exec(compile(fixed, str(path), "exec"), namespace)
+    jnp = jax.numpy
+    position = {"w": jnp.zeros(3)}
+    state = namespace["nuts"].init(position)
+    namespace["step"](jax.random.key(1), state)
+    assert all(leaf.is_deleted() for leaf in jax.tree.leaves(state))
+
+
+def test_a_position_read_after_the_loop_is_left_alone_and_crashes_when_forced(tmp_path):
+    assert _run(sys.executable, "-c", READS_POSITION, cwd=tmp_path).returncode == 0
+    path, result = _fix(tmp_path, READS_POSITION)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert path.read_text() == READS_POSITION
+
+    forced = READS_POSITION.replace("jax.jit(nuts.step)", "jax.jit(nuts.step, donate_argnums=1)")
+    crash = _run(sys.executable, "-c", forced, cwd=tmp_path)
+    assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
