@@ -186,6 +186,9 @@ BLACKJAX_ALGORITHMS = frozenset(
     "blackjax." + name for name in ("hmc", "nuts", "mala", "rmh", "normal_random_walk", "additive_step_random_walk",
                                     "barker_proposal", "ghmc", "mclmc")
 )
+# Their module-level ``init`` functions (``blackjax.nuts.init(position, logdensity_fn)``;
+# ``normal_random_walk`` is a plain function): the state holds only the position.
+BLACKJAX_INITS = frozenset(f"{name}.init" for name in BLACKJAX_ALGORITHMS if name != "blackjax.normal_random_walk")
 CALL_EFFECTS: dict[str, tuple[str, str]] = {
     # new memory
     "copy.deepcopy": (NEW, JAX),  # jax.Array.__deepcopy__ copies the buffer
@@ -217,10 +220,8 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "mujoco.mjx.put_data": (NEW, MJX),
     "mujoco.mjx.make_data": (NEW, MJX),
     "mujoco.mjx.get_data": (READS, MJX),  # copies to a new host MjData, keeps nothing
-    # the sampler's state holds the position as it is (the rest is new): BLACKJAX_ALGORITHMS
-    # (``blackjax.nuts.init(position, logdensity_fn)``; normal_random_walk is a plain function)
-    **{f"{algorithm}.init": (HOLDS, BLACKJAX) for algorithm in BLACKJAX_ALGORITHMS
-       if algorithm != "blackjax.normal_random_walk"},
+    # the sampler's state holds the position as it is, the rest is new (see BLACKJAX_INITS)
+    **{name: (HOLDS, BLACKJAX) for name in BLACKJAX_INITS},
     # the same tree twice
     "optax.LookaheadParams.init_synced": (TWICE, OPTAX),  # LookaheadParams(fast=p, slow=p)
     # only read

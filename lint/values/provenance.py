@@ -47,6 +47,7 @@ from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
     BLACKJAX_ALGORITHMS,
+    BLACKJAX_INITS,
     FLASHBAX_BUFFERS,
     HOLDS,
     INIT_APPLY_PAIRS,
@@ -294,9 +295,10 @@ class Provenance:
             return [Origin(FRESH, line, text)]  # network.init(key): new parameters from a PRNG key
         if self.is_transform_init(call.func):
             return [Origin(FRESH, line, text)]  # init, apply = hk.transform(f); init(rng, x): new parameters
-        if method == "init" and self.is_blackjax_algorithm(call.func.value, depth):
-            # nuts.init(position): holds the position as it is, the rest is new
-            return self._of_holding_call(call, after, depth, line, text, receiver_held=False)
+        if method == "init" and (qualified in BLACKJAX_INITS
+                                 or (qualified is None and self.is_blackjax_algorithm(call.func.value, depth))):
+            # nuts.init(position), blackjax.nuts.init(position, logdensity_fn): holds the position, the rest is new
+            return self._of_holding_call(call, after, depth, line, text, held=_position_argument(call))
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -318,15 +320,17 @@ class Provenance:
         return [Origin(DERIVED, line, text, shared_with=shared)]
 
     def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str,
-                         receiver_held: bool = True) -> list[Origin]:
+                         held: list | None = None) -> list[Origin]:
         """A call whose result holds its arguments as they are (``TrainState.create``,
         ``.replace``, a dataclass): the result is own only if each held argument
-        is, and none is still held elsewhere after the donating call.  The receiver
-        of a method counts as an argument unless ``receiver_held`` is False."""
-        held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
-        if (receiver_held and isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
-                and not _is_class_name(call.func.value)):
-            held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
+        is, and none is still held elsewhere after the donating call.  ``held``: the
+        expressions the result holds, when known; by default every argument, and a
+        method's receiver."""
+        if held is None:
+            held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
+            if (isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None
+                    and not _is_class_name(call.func.value)):
+                held.append(call.func.value)  # state.replace(step=0) keeps state's other leaves
         reasons = [reason for _, reason in self._arg_reasons(call, after, held)]
         # ``state = state.replace(f=p)``: the old state's field ``f`` (where an earlier
         # run of this very call put ``p``) is replaced, so that write holds nothing twice.
@@ -1075,6 +1079,17 @@ class _Holdings:
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)
         return tuple((key, False) for key, _ in parts) + held_elsewhere
+
+
+def _position_argument(call: cst.Call) -> list | None:
+    """``[position]`` of a blackjax ``init(position, ...)`` call, by position or keyword;
+    None (every argument held) when ``*args``/``**kwargs`` may hide it."""
+    if any(arg.star for arg in call.args):
+        return None
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "position"):
+            return [arg.value]
+    return []
 
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:

@@ -90,3 +90,35 @@ def test_a_position_read_after_the_loop_is_left_alone_and_crashes_when_forced(tm
     forced = READS_POSITION.replace("jax.jit(nuts.step)", "jax.jit(nuts.step, donate_argnums=1)")
     crash = _run(sys.executable, "-c", forced, cwd=tmp_path)
     assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
+
+
+MODULE_LEVEL_INIT = """
+import blackjax
+import jax
+import jax.numpy as jnp
+
+
+def sample(center):
+    def logdensity_fn(x):
+        return -0.5 * jnp.sum((x - center) ** 2)
+
+    state = blackjax.hmc.init(jnp.zeros(3), logdensity_fn)
+    kernel = blackjax.hmc(logdensity_fn, step_size=0.1, inverse_mass_matrix=jnp.ones(3), num_integration_steps=5)
+    step = jax.jit(kernel.step)
+    for i in range(10):
+        state, _ = step(jax.random.key(i), state)
+    return state
+
+
+print("mean", round(float(sample(jnp.ones(3)).position.mean()), 4))
+"""
+
+
+def test_the_module_level_init_holds_only_the_position_and_the_fixed_program_runs(tmp_path):
+    expected = _run(sys.executable, "-c", MODULE_LEVEL_INIT, cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    path, result = _fix(tmp_path, MODULE_LEVEL_INIT)
+    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    assert "step = jax.jit(kernel.step, donate_argnums=1)" in path.read_text()
+    after = _run(sys.executable, "sample.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr

@@ -20,8 +20,11 @@ jnp = pytest.importorskip("jax.numpy")
 blackjax = pytest.importorskip("blackjax")
 
 
+_CENTER = jnp.full(3, 0.5)  # closed over by the log density: the state must not hold it
+
+
 def _logdensity(x):
-    return -0.5 * jnp.sum(x["a"] ** 2) - 0.5 * jnp.sum(x["b"] ** 2)
+    return -0.5 * jnp.sum(x["a"] ** 2) - 0.5 * jnp.sum((x["b"] - _CENTER) ** 2)
 
 
 _IMM = jnp.ones(5)
@@ -58,12 +61,14 @@ def test_the_table_lists_every_algorithm_checked_here():
 def test_init_holds_the_position_and_a_donated_step_reuses_the_state(name):
     algorithm, keyed = _algorithm(name)
     position = {"a": jnp.ones(2), "b": jnp.zeros(3)}
-    state = algorithm.init(position, jax.random.key(1)) if keyed else algorithm.init(position)
+    key = jax.random.key(1)
+    state = algorithm.init(position, key) if keyed else algorithm.init(position)
     leaves = jax.tree.leaves(state)
     pointers = [leaf.unsafe_buffer_pointer() for leaf in leaves]
     assert _pointers(position) <= set(pointers)  # the position's arrays, as they are
     assert len(pointers) == len(set(pointers))  # nothing twice
-    assert not set(pointers) & _pointers(_IMM)  # nothing of the algorithm's own arrays
+    # nothing of the algorithm's or the log density's arrays, nor the key: only the position is held
+    assert not set(pointers) & (_pointers(_IMM) | _pointers(_CENTER) | _pointers(jax.random.key_data(key)))
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "Some donated buffers were not usable" would fail here
