@@ -7,11 +7,10 @@ its old states deleted), a donated state read after the call is a JXM101
 that really raises, and a jit with static arguments (which the compiled
 function no longer takes) is left alone."""
 
-import os
-import subprocess
 import sys
 
 import pytest
+from fix_runs import fix, fix_and_rerun, load, run, tool
 
 jax = pytest.importorskip("jax")
 
@@ -54,34 +53,11 @@ STATIC = PROGRAM.replace("def update(state, batch):", "def update(scale, state, 
     "jax.jit(update, static_argnums=0).lower(0.1, initial_state(), BATCH)")
 
 
-def _run(*command, cwd):
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-def _tool(name):
-    return os.path.join(os.path.dirname(sys.executable), name)
-
-
-def _write(tmp_path, program):
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "train.py"
-    path.write_text(program)
-    return path
-
-
 def test_default_fix_donates_to_the_compiled_jit_and_the_program_runs(tmp_path):
-    expected = _run(sys.executable, "-c", PROGRAM, cwd=tmp_path)
-    assert expected.returncode == 0, expected.stderr
-    path = _write(tmp_path, PROGRAM)
-    result = _run(_tool("jaxmem-fix"), "train.py", cwd=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr  # changed
-    fixed = path.read_text()
-    assert "step = jax.jit(update, donate_argnums=0).lower(initial_state(), BATCH).compile()" in fixed
-    after = _run(sys.executable, "train.py", cwd=tmp_path)
-    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+    path = fix_and_rerun(tmp_path, PROGRAM)
+    assert "step = jax.jit(update, donate_argnums=0).lower(initial_state(), BATCH).compile()" in path.read_text()
 
-    namespace = {"__name__": "train"}
-    exec(compile(fixed, str(path), "exec"), namespace)
+    namespace = load(path)
     state = namespace["initial_state"]()
     namespace["step"](state, namespace["BATCH"])
     assert all(leaf.is_deleted() for leaf in jax.tree.leaves(state))
@@ -89,17 +65,16 @@ def test_default_fix_donates_to_the_compiled_jit_and_the_program_runs(tmp_path):
 
 
 def test_a_read_after_a_compiled_donation_is_jxm101_and_really_raises(tmp_path):
-    crash = _run(sys.executable, "-c", READ_AFTER, cwd=tmp_path)
+    crash = run(sys.executable, "-c", READ_AFTER, cwd=tmp_path)
     assert crash.returncode != 0 and "Array has been deleted" in crash.stderr, crash.stderr
-    _write(tmp_path, READ_AFTER)
-    checked = _run(_tool("jaxmem"), "check", "train.py", cwd=tmp_path)
+    (tmp_path / "train.py").write_text(READ_AFTER)
+    checked = run(tool("jaxmem"), "check", "train.py", cwd=tmp_path)
     assert "JXM101" in checked.stdout and "state" in checked.stdout, checked.stdout
 
 
 def test_a_compiled_jit_with_static_arguments_is_left_alone(tmp_path):
-    expected = _run(sys.executable, "-c", STATIC, cwd=tmp_path)
+    expected = run(sys.executable, "-c", STATIC, cwd=tmp_path)
     assert expected.returncode == 0, expected.stderr
-    path = _write(tmp_path, STATIC)
-    result = _run(_tool("jaxmem-fix"), "--unsafe-fixes", "train.py", cwd=tmp_path)
+    path, result = fix(tmp_path, STATIC, "--unsafe-fixes")
     assert result.returncode == 0, result.stdout + result.stderr
     assert path.read_text() == STATIC

@@ -6,11 +6,10 @@ prints the same and its old states are deleted.  When the position is read
 after the loop, the state shares its arrays: left alone, and it crashes when
 forced."""
 
-import os
-import subprocess
 import sys
 
 import pytest
+from fix_runs import fix, fix_and_rerun, load, run
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("blackjax")
@@ -50,30 +49,11 @@ READS_POSITION = PROGRAM.replace(
 ).replace('round(total / 20, 4))', 'round(total / 20, 4), "start", float(position["w"].sum()))')
 
 
-def _run(*command, cwd):
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-def _fix(tmp_path, program):
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "sample.py"
-    path.write_text(program)
-    fixer = os.path.join(os.path.dirname(sys.executable), "jaxmem-fix")
-    return path, _run(fixer, "sample.py", cwd=tmp_path)
-
-
 def test_default_fix_donates_the_sampler_state_and_the_program_runs(tmp_path):
-    expected = _run(sys.executable, "-c", PROGRAM, cwd=tmp_path)
-    assert expected.returncode == 0 and expected.stdout.startswith("mean "), expected.stderr
-    path, result = _fix(tmp_path, PROGRAM)
-    assert result.returncode == 1, result.stdout + result.stderr  # changed
-    fixed = path.read_text()
-    assert "step = jax.jit(nuts.step, donate_argnums=1)" in fixed
-    after = _run(sys.executable, "sample.py", cwd=tmp_path)
-    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+    path = fix_and_rerun(tmp_path, PROGRAM, name="sample.py")
+    assert "step = jax.jit(nuts.step, donate_argnums=1)" in path.read_text()
 
-    namespace = {"__name__": "sample"}
-    exec(compile(fixed, str(path), "exec"), namespace)
+    namespace = load(path)
     jnp = jax.numpy
     position = {"w": jnp.zeros(3)}
     state = namespace["nuts"].init(position)
@@ -82,13 +62,13 @@ def test_default_fix_donates_the_sampler_state_and_the_program_runs(tmp_path):
 
 
 def test_a_position_read_after_the_loop_is_left_alone_and_crashes_when_forced(tmp_path):
-    assert _run(sys.executable, "-c", READS_POSITION, cwd=tmp_path).returncode == 0
-    path, result = _fix(tmp_path, READS_POSITION)
+    assert run(sys.executable, "-c", READS_POSITION, cwd=tmp_path).returncode == 0
+    path, result = fix(tmp_path, READS_POSITION, name="sample.py")
     assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
     assert path.read_text() == READS_POSITION
 
     forced = READS_POSITION.replace("jax.jit(nuts.step)", "jax.jit(nuts.step, donate_argnums=1)")
-    crash = _run(sys.executable, "-c", forced, cwd=tmp_path)
+    crash = run(sys.executable, "-c", forced, cwd=tmp_path)
     assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
 
 
@@ -115,10 +95,5 @@ print("mean", round(float(sample(jnp.ones(3)).position.mean()), 4))
 
 
 def test_the_module_level_init_holds_only_the_position_and_the_fixed_program_runs(tmp_path):
-    expected = _run(sys.executable, "-c", MODULE_LEVEL_INIT, cwd=tmp_path)
-    assert expected.returncode == 0, expected.stderr
-    path, result = _fix(tmp_path, MODULE_LEVEL_INIT)
-    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    path = fix_and_rerun(tmp_path, MODULE_LEVEL_INIT, name="sample.py")
     assert "step = jax.jit(kernel.step, donate_argnums=1)" in path.read_text()
-    after = _run(sys.executable, "sample.py", cwd=tmp_path)
-    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr

@@ -11,7 +11,6 @@ liveness case files, the bundled example and the forms that once failed
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest

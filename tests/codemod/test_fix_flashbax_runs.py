@@ -6,11 +6,10 @@ arrays, ``add`` returns the state's structure, ``sample``/``can_sample`` and a
 fixed program prints the same and its old states are deleted.  A buffer name
 that may be bound to another object is left alone: forced, it crashes."""
 
-import os
-import subprocess
 import sys
 
 import pytest
+from fix_runs import fix, last_line, load, run
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("flashbax")
@@ -94,36 +93,18 @@ if __name__ == "__main__":
 """
 
 
-def _run(*command, cwd):
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-def _fix(tmp_path, program, *options):
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "train.py"
-    path.write_text(program)
-    fixer = os.path.join(os.path.dirname(sys.executable), "jaxmem-fix")
-    return path, _run(fixer, *options, "train.py", cwd=tmp_path)
-
-
-def _last_line(result) -> str:
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
-
-
 def test_default_fix_donates_the_buffer_state_and_the_program_runs(tmp_path):
-    expected = _last_line(_run(sys.executable, "-c", PROGRAM, cwd=tmp_path))
+    expected = last_line(run(sys.executable, "-c", PROGRAM, cwd=tmp_path))
     assert expected.startswith("index 12 ")
-    path, result = _fix(tmp_path, PROGRAM)
+    path, result = fix(tmp_path, PROGRAM)
     assert result.returncode == 1, result.stdout + result.stderr  # changed
     fixed = path.read_text()
     assert "jax.jit(buffer.add, donate_argnums=0)" in fixed
     assert "donate_argnums=0)\ndef collect" in fixed
     assert "jax.jit(buffer.sample)" in fixed  # the state is read again after sampling
-    assert _last_line(_run(sys.executable, "train.py", cwd=tmp_path)) == expected
+    assert last_line(run(sys.executable, "train.py", cwd=tmp_path)) == expected
 
-    namespace = {"__name__": "train"}
-    exec(compile(fixed, str(path), "exec"), namespace)
+    namespace = load(path)
     jnp = jax.numpy
     transition = {"obs": jnp.zeros(3), "reward": jnp.float32(0.0)}
     first = namespace["buffer"].init(transition)
@@ -135,11 +116,11 @@ def test_default_fix_donates_the_buffer_state_and_the_program_runs(tmp_path):
 
 
 def test_a_buffer_name_bound_to_another_object_is_left_alone_and_crashes_when_forced(tmp_path):
-    assert _last_line(_run(sys.executable, "-c", MAYBE_ANOTHER_BUFFER, cwd=tmp_path)).startswith("done")
-    path, result = _fix(tmp_path, MAYBE_ANOTHER_BUFFER)
+    assert last_line(run(sys.executable, "-c", MAYBE_ANOTHER_BUFFER, cwd=tmp_path)).startswith("done")
+    path, result = fix(tmp_path, MAYBE_ANOTHER_BUFFER)
     assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
     assert path.read_text() == MAYBE_ANOTHER_BUFFER
 
     forced = MAYBE_ANOTHER_BUFFER.replace("jax.jit(buffer.add)", "jax.jit(buffer.add, donate_argnums=0)")
-    crash = _run(sys.executable, "-c", forced, cwd=tmp_path)
+    crash = run(sys.executable, "-c", forced, cwd=tmp_path)
     assert crash.returncode != 0 and "previously donated" in crash.stderr, crash.stderr

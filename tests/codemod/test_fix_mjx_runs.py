@@ -6,11 +6,10 @@ donated to ``jax.jit(mjx.step)`` and to a jitted step that calls mjx; the
 fixed program prints the same and the old data's buffers are deleted.  Data
 read after a step, or made with another implementation, is left alone."""
 
-import os
-import subprocess
 import sys
 
 import pytest
+from fix_runs import fix, last_line, load, run, tool
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("mujoco.mjx")
@@ -72,36 +71,18 @@ READ_AFTER = PROGRAM.replace(
 )
 
 
-def _run(*command, cwd):
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
-
-
-def _fix(tmp_path, program, *options):
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "sim.py"
-    path.write_text(program)
-    fixer = os.path.join(os.path.dirname(sys.executable), "jaxmem-fix")
-    return path, _run(fixer, *options, "sim.py", cwd=tmp_path)
-
-
-def _last_line(result) -> str:
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
-
-
 def test_default_fix_donates_the_device_data_and_the_program_runs(tmp_path):
-    expected = _last_line(_run(sys.executable, "-c", PROGRAM, cwd=tmp_path))
+    expected = last_line(run(sys.executable, "-c", PROGRAM, cwd=tmp_path))
     assert expected.startswith("time ")
-    path, result = _fix(tmp_path, PROGRAM)
+    path, result = fix(tmp_path, PROGRAM, name="sim.py")
     assert result.returncode == 1, result.stdout + result.stderr  # changed
     fixed = path.read_text()
     assert "jax.jit(mjx.step, donate_argnums=1)" in fixed
     assert "@partial(jax.jit, donate_argnums=1)\ndef controlled_step" in fixed
     assert "jax.jit(jax.vmap(mjx.step, in_axes=(None, 0)), donate_argnums=1)" in fixed
-    assert _last_line(_run(sys.executable, "sim.py", cwd=tmp_path)) == expected
+    assert last_line(run(sys.executable, "sim.py", cwd=tmp_path)) == expected
 
-    namespace = {"__name__": "sim"}
-    exec(compile(fixed, str(path), "exec"), namespace)
+    namespace = load(path)
     mujoco, mjx = namespace["mujoco"], namespace["mjx"]
     mj_model = mujoco.MjModel.from_xml_string(namespace["XML"])
     mjx_model = mjx.put_model(mj_model)
@@ -117,20 +98,20 @@ def test_default_fix_donates_the_device_data_and_the_program_runs(tmp_path):
 
 
 def test_data_read_after_the_step_is_left_alone_and_crashes_when_forced(tmp_path):
-    assert _last_line(_run(sys.executable, "-c", READ_AFTER, cwd=tmp_path)).startswith("time ")
-    path, result = _fix(tmp_path, READ_AFTER)
+    assert last_line(run(sys.executable, "-c", READ_AFTER, cwd=tmp_path)).startswith("time ")
+    path, result = fix(tmp_path, READ_AFTER, name="sim.py")
     assert "jax.jit(mjx.step)\n" in path.read_text()  # the read-after step is not donated
 
     forced = READ_AFTER.replace("jax.jit(mjx.step)", "jax.jit(mjx.step, donate_argnums=1)")
-    crash = _run(sys.executable, "-c", forced, cwd=tmp_path)
+    crash = run(sys.executable, "-c", forced, cwd=tmp_path)
     assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
 
 
 def test_data_made_with_another_implementation_is_not_fixed(tmp_path):
     other = PROGRAM.replace("mjx.put_data(mj_model, mj_data)", "mjx.put_data(mj_model, mj_data, impl=IMPL)")
     other = other.replace("jit_step = jax.jit(mjx.step)", "IMPL = 'jax'\njit_step = jax.jit(mjx.step)")
-    path, result = _fix(tmp_path, other)
+    path, result = fix(tmp_path, other, name="sim.py")
     assert "jax.jit(mjx.step)\n" in path.read_text()
-    checked = _run(os.path.join(os.path.dirname(sys.executable), "jaxmem"), "check", "sim.py", cwd=tmp_path)
+    checked = run(tool("jaxmem"), "check", "sim.py", cwd=tmp_path)
     assert "JXM001 `jit_step` does not donate `d`" in checked.stdout
     assert "medium confidence" in checked.stdout.split("jit_step` does not donate `d`")[1].splitlines()[0]

@@ -20,7 +20,6 @@ result and its old state deleted.
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -1,0 +1,52 @@
+"""Helpers of the fix-then-run tests of library contracts: a program written as
+a one-file project, run with this interpreter, and fixed by ``jaxmem-fix``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(*command, cwd) -> subprocess.CompletedProcess:
+    """``command`` in ``cwd``, its output captured (10 minutes at most)."""
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def tool(name: str) -> str:
+    """The path of a console script installed beside this interpreter (``jaxmem``, ``jaxmem-fix``)."""
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def fix(folder: Path, program: str, *options, name: str = "train.py") -> tuple[Path, subprocess.CompletedProcess]:
+    """Write ``program`` as ``name`` in a project at ``folder`` and run ``jaxmem-fix OPTIONS name`` on it."""
+    (folder / "pyproject.toml").write_text("")
+    path = folder / name
+    path.write_text(program)
+    return path, run(tool("jaxmem-fix"), *options, name, cwd=folder)
+
+
+def last_line(result: subprocess.CompletedProcess) -> str:
+    """The last line a successful run printed."""
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def load(path: Path) -> dict:
+    """The names the fixed program at ``path`` defines, run as an imported module (not ``__main__``)."""
+    namespace = {"__name__": path.stem}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace
+
+
+def fix_and_rerun(folder: Path, program: str, name: str = "train.py") -> Path:
+    """Run ``program``, fix it with the default ``jaxmem-fix`` (which must change it), run
+    the fixed file and check it prints the same; the fixed file's path."""
+    expected = run(sys.executable, "-c", program, cwd=folder)
+    assert expected.returncode == 0, expected.stderr
+    path, result = fix(folder, program, name=name)
+    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    after = run(sys.executable, name, cwd=folder)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+    return path
