@@ -459,15 +459,16 @@ class _Context:
             return False
         if call_effect(qualified, call=call) in (READS, NEW) or saves_synchronously(qualified, call):
             return False  # print, logging, copy.deepcopy, a checkpoint save: nothing kept after the call
-        key = ref_key(func)
-        if key is not None and key in {site.definition.callee for site in self.sites}:
-            return False
-        return True
+        return not self._names_a_jit(func)
 
     def _is_jit(self, expr: cst.BaseExpression) -> bool:
         """Whether ``expr`` is a jit made where it is used (``jax.jit(f)``) or a jitted callable's name."""
         if isinstance(expr, cst.Call):
             return transform_for(self.imports.resolve(expr.func)) is not None
+        return self._names_a_jit(expr)
+
+    def _names_a_jit(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` names a jitted callable of this module."""
         key = ref_key(expr)
         return key is not None and key in {site.definition.callee for site in self.sites}
 

@@ -119,6 +119,18 @@ def small_statements(body, *, into_scopes: bool = True) -> Iterator[cst.BaseSmal
             yield from stmt.body
 
 
+def call_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument ``call`` passes for a parameter at ``position`` named ``keyword``;
+    None when it passes none, or when ``*args``/``**kwargs`` may hide it."""
+    if any(arg.star for arg in call.args):
+        return None
+    by_keyword = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
+    if by_keyword:
+        return by_keyword[0]
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return positional[position].value if len(positional) > position else None
+
+
 def target_names(target) -> list[str]:
     """The names an assignment target binds (``a``, ``(a, *b)``; not ``x.y`` or ``x[0]``)."""
     if isinstance(target, cst.Name):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import children
+from jaxmem.lint.syntax.walk import call_argument, children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -1086,10 +1086,8 @@ def _position_argument(call: cst.Call) -> list | None:
     None (every argument held) when ``*args``/``**kwargs`` may hide it."""
     if any(arg.star for arg in call.args):
         return None
-    for index, arg in enumerate(call.args):
-        if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "position"):
-            return [arg.value]
-    return []
+    position = call_argument(call, 0, "position")
+    return [position] if position is not None else []
 
 
 def keeps_arguments(function: cst.FunctionDef) -> bool:

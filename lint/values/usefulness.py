@@ -39,6 +39,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.syntax.walk import (
+    call_argument,
     children,
     descendants,
     small_statements,
@@ -189,14 +190,7 @@ def _kept_argument(call: cst.Call, qualified: str):
     """The argument whose structure the result of ``call`` has, positional or by keyword:
     a ``jax.lax`` loop's initial carry (``scan(f, init, xs, length=n)``,
     ``fori_loop(0, n, body, init_val=x)``), mjx's ``d`` (``mjx.step(m, d)``); or None."""
-    position, keyword = RESULT_OF_ARGUMENT[qualified]
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if any(arg.star for arg in call.args):
-        return None
-    by_keyword = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
-    if by_keyword:
-        return by_keyword[0]
-    return positional[position].value if len(positional) > position else None
+    return call_argument(call, *RESULT_OF_ARGUMENT[qualified])
 
 
 def _children_exprs(node):
