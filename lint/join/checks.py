@@ -617,7 +617,8 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str
 
 
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
-                    name: str, out: Reporter, project: Index, partial_view: bool) -> None:
+                    name: str, out: Reporter, project: Index, partial_view: bool,
+                    siblings: tuple[JitDefinition, ...] = ()) -> None:
     """JXM001 for an ``nnx.jit`` parameter its body updates in place (a Module or
     Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
     evidence = []
@@ -651,8 +652,9 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         evidence.append(Evidence(f"`{shown}` is made here with new arrays and only handed to nnx.jit calls, "
                                  f"nnx.display, train()/eval()/update()/reset() and views that do the same: "
                                  f"nothing else holds its arrays", calls[0].path, calls[0].call.line))
-    if definition.public:
-        doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
+    public = next((d for d in (definition, *siblings) if d.public), None)
+    if public is not None:
+        doubts.append(f"`{public.function}` is public: callers outside this project are not seen")
     if partial_view:
         doubts.append("only this file was analysed: calls in other files are not seen")
     if doubts:
@@ -747,13 +749,15 @@ def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: 
 
 
 def _definition_doubts(definition: JitDefinition, def_path: str, name: str, project: Index,
-                       partial_view: bool) -> list[str]:
-    """What keeps any proposal for parameter ``name`` at medium, whatever the call sites say."""
+                       partial_view: bool, siblings: tuple[JitDefinition, ...] = ()) -> list[str]:
+    """What keeps any proposal for parameter ``name`` at medium, whatever the call sites say
+    (of ``definition`` or of any other name bound to its jit node, ``siblings``)."""
     doubts = []
-    if definition.public:
-        doubts.append(f"`{definition.function}` is public: callers outside this project are not seen")
-    if len(definition.callee) == 1 and project.passed_around(def_path, definition.callee[0], definition.scope):
-        doubts.append(f"`{definition.function}` is passed around as a value: not every call site is seen")
+    for d in (definition, *siblings):
+        if d.public:
+            doubts.append(f"`{d.function}` is public: callers outside this project are not seen")
+        if len(d.callee) == 1 and project.passed_around(def_path, d.callee[0], d.scope):
+            doubts.append(f"`{d.function}` is passed around as a value: not every call site is seen")
     if partial_view:
         doubts.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
                       "analyses the whole project)")
@@ -764,13 +768,14 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
 
 
 def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index, out: Reporter,
-            *, partial_view: bool = False) -> None:
-    """JXM001/JXM002 for the parameters ``definition`` does not donate yet."""
+            *, partial_view: bool = False, siblings: tuple[JitDefinition, ...] = ()) -> None:
+    """JXM001/JXM002 for the parameters ``definition`` does not donate yet (``calls``: those of
+    ``siblings`` too, the other names of its jit node)."""
     spec, sig = definition.spec, definition.signature
     if not calls or definition.form == IMMEDIATE:
         return
     if definition.transform == EQX_FILTER_JIT.name and spec.known and sig is not None:
-        return _propose_mode(definition, def_path, calls, project, out, partial_view)
+        return _propose_mode(definition, def_path, calls, project, out, partial_view, siblings)
     positional_view = sig is None and spec.known and spec.mode is None and all(not rc.call.has_star for rc in calls)
     if not spec.known or (sig is None and not positional_view):
         reason = spec.unknown_reason or "the jitted function's signature is not visible here"
@@ -801,7 +806,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                     candidates.append((None, param.name))
     for index, name in candidates:
         if definition.keeps_module_args and definition.output_verdict(name) == MUTATED:
-            _propose_module(definition, def_path, calls, index, name, out, project, partial_view)
+            _propose_module(definition, def_path, calls, index, name, out, project, partial_view, siblings)
             continue
         verdicts, blocked = _call_verdicts(definition, calls, index, name, project)
         if blocked is None:
@@ -830,7 +835,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if not verdicts:
             continue
         confidence = Confidence.lowest(v.confidence for _, v in verdicts)
-        extra = _definition_doubts(definition, def_path, name, project, partial_view)
+        extra = _definition_doubts(definition, def_path, name, project, partial_view, siblings)
         if extra:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
         evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
@@ -896,7 +901,7 @@ def _mode_param(definition: JitDefinition, calls: list[ResolvedCall], index: int
 
 
 def _propose_mode(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], project: Index,
-                  out: Reporter, partial_view: bool) -> None:
+                  out: Reporter, partial_view: bool, siblings: tuple[JitDefinition, ...] = ()) -> None:
     """JXM001 for an ``eqx.filter_jit`` function: a ``donate=`` mode, which donates
     every parameter it covers, proposed only when each of them may be donated."""
     sig = definition.signature
@@ -936,7 +941,7 @@ def _propose_mode(definition: JitDefinition, def_path: str, calls: list[Resolved
             continue
         others = [p.name for p in donated if p is not state]
         doubts = [d for p in donated for d in facts[p.name][2]]
-        doubts += _definition_doubts(definition, def_path, state.name, project, partial_view)
+        doubts += _definition_doubts(definition, def_path, state.name, project, partial_view, siblings)
         confidence = Confidence.lowest([facts[p.name][1] for p in donated] + [Confidence.HIGH])
         if doubts:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
@@ -1006,15 +1011,18 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
     called = called_definitions(all_facts, index) if not partial_view else set()
     any_donation = False
     for facts in all_facts:
-        for d in facts.definitions:
+        for d, siblings in _by_jit_node(facts.definitions):
             if d.spec.indices or d.spec.names:
                 any_donation = True
             for problem in d.problems:
                 out.add("JXM103", facts.path, _span(d.line, d.col, d.end_line, d.end_col),
                         f"invalid donation on `{d.function}`: {problem}", definition=d, definition_path=facts.path)
-            propose(d, facts.path, by_definition.get((facts.path, d.line, d.callee), []), index, out,
-                    partial_view=partial_view)
-            if not partial_view and (facts.path, d.line, d.callee) not in called:
+            if siblings is None:
+                continue  # proposed with the first definition of its jit node
+            keys = [(facts.path, s.line, s.callee) for s in (d, *siblings)]
+            propose(d, facts.path, [rc for key in keys for rc in by_definition.get(key, [])], index, out,
+                    partial_view=partial_view, siblings=siblings)
+            if not partial_view and not any(key in called for key in keys):
                 _note_uncalled(d, facts.path, index, out)
     if any_donation:
         for facts in all_facts:
@@ -1026,6 +1034,18 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
     for report in reports:
         report.findings = _dedupe(report.findings)
     return reports
+
+
+def _by_jit_node(definitions: list[JitDefinition]):
+    """Each definition with the other names bound to the same jit node (``f = make(); g = make()``,
+    a factory's one ``jax.jit``), or ``None`` after the first: one edit donates for every name, so a
+    parameter is proposed only when the calls through all of them allow it."""
+    nodes: dict[tuple[int, int], list[JitDefinition]] = defaultdict(list)
+    for d in definitions:
+        nodes[(d.line, d.col)].append(d)
+    for d in definitions:
+        group = nodes[(d.line, d.col)]
+        yield d, (tuple(group[1:]) if d is group[0] else None)
 
 
 def _note_uncalled(definition: JitDefinition, def_path: str, project: Index, out: Reporter) -> None:
