@@ -14,7 +14,8 @@ Resolution goes through the module's imports, so ``import jax as j``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -81,6 +82,10 @@ class JitDefinition:
     # Per returned part, the parameters that reach it (see :mod:`jaxmem.lint.values.output_parts`):
     # two donated parameters that reach only shared parts compete for one buffer.
     output_parts: tuple[frozenset[str], ...] | None = None
+    # ``f = make()``/``self.f = self._make()``: the factory whose call made it (its one jit node is
+    # every caller's), and whether this file calls it other than to bind a definition.
+    made_by: str | None = None
+    made_elsewhere: bool = False
 
     def output_verdict(self, name: str) -> str | None:
         """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""
@@ -162,6 +167,33 @@ def _body_of(node) -> list:
 def _scope_body(scope: _Scope) -> list:
     """The statements of a module or function scope."""
     return scope.node.body if isinstance(scope.node, cst.Module) else _body_of(scope.node)
+
+
+def _decorator_names(node: cst.FunctionDef) -> set[str | None]:
+    """The last name of each decorator of ``node`` (``property``, ``staticmethod``, ``cached_property``)."""
+    return {d.decorator.value if isinstance(d.decorator, cst.Name)
+            else getattr(getattr(d.decorator, "attr", None), "value", None) for d in node.decorators}
+
+
+@dataclass
+class _Product:
+    """The jitted callable a factory returns: what its definitions are made of."""
+
+    transform: Transform
+    form: str
+    options: cst.Call | None
+    signature: Signature | None
+    wrapped: str | None
+    function_node: object
+    wrapped_qualname: str | None
+    jit_node: cst.CSTNode  # the returned jit call, or the nested def's decorator
+    scopes: list[_Scope]  # the factory's body is the innermost
+
+    def fields(self) -> dict:
+        """``DefinitionFinder._add``'s keywords for a definition made by this factory."""
+        return dict(transform=self.transform, form=self.form, jit_node=self.jit_node, options=self.options,
+                    signature=self.signature, wrapped=self.wrapped, function_node=self.function_node, shift=0,
+                    wrapped_qualname=self.wrapped_qualname)
 
 
 class DefinitionFinder:
@@ -358,7 +390,21 @@ class DefinitionFinder:
         root.functions = _functions_in(self.module.body)
         root.constants = _single_assignments(self.module.body)
         self._walk_body(self.module.body, [root])
+        self._mark_factories_called_elsewhere()
         return self.sites
+
+    def _mark_factories_called_elsewhere(self) -> None:
+        """``made_elsewhere`` on each definition whose factory this file calls more often than it
+        binds definitions from it (``make()(x)``, ``steps = [make()]``): those share its jit node."""
+        bound = Counter(site.definition.made_by for site in self.sites if site.definition.made_by)
+        if not bound:
+            return
+        called = Counter(render(key) for node in descendants(self.module) if type(node) is cst.Call
+                         and (key := ref_key(node.func)) is not None and render(key) in bound)
+        for site in self.sites:
+            made_by = site.definition.made_by
+            if made_by and called[made_by] > bound[made_by]:
+                site.definition = replace(site.definition, made_elsewhere=True)
 
     def _walk_body(self, body, scopes: list[_Scope]) -> None:
         for stmt in body:
@@ -377,6 +423,7 @@ class DefinitionFinder:
             cls.functions = _functions_in(_body_of(stmt))
             cls.constants = _single_assignments(_body_of(stmt))
             self._walk_body(_body_of(stmt), scopes + [cls])
+            self._add_property_aliases(cls, scopes + [cls])
             return
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
@@ -389,6 +436,21 @@ class DefinitionFinder:
         # Compound statements: walk their blocks in the same scope.
         for block in blocks_of(stmt):
             self._walk_body(block, scopes)
+
+    def _add_property_aliases(self, cls: _Scope, scopes: list[_Scope]) -> None:
+        """``@property def step(self): return self._compiled_step``: calls through ``self.step``
+        reach the jit bound to ``self._compiled_step`` (a second name of its jit node)."""
+        visible = f"class:{cls.name}"
+        for name, method in cls.functions.items():
+            if not _decorator_names(method) & {"cached_property", "property"}:
+                continue
+            returned = {ref_key(small.value) for small in small_statements(_body_of(method), into_scopes=False)
+                        if isinstance(small, cst.Return) and small.value is not None}
+            for site in [s for s in self.sites if s.definition.scope == visible]:
+                if site.definition.callee in returned and site.definition.callee != ("self", name):
+                    alias = replace(site.definition, callee=("self", ident(name)),
+                                    public=self._is_public(scopes, name))
+                    self.sites.append(replace(site, definition=alias))
 
     @staticmethod
     def _scope_name(scopes: list[_Scope], name: str) -> str:
@@ -436,6 +498,7 @@ class DefinitionFinder:
         wrapped_qualname: str | None = None,
         public_name: str | None = None,
         env_scopes: list[_Scope] | None = None,
+        made_by: str | None = None,
     ) -> DefinitionSite:
         """Record a definition visible from ``scopes``; its spec's constants
         resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
@@ -470,30 +533,32 @@ class DefinitionFinder:
             keeps_unused=_keeps_unused(options),
             output_parts=(known.parts if known is not None else None if function_node is None
                           else returned_parts(function_node, self.imports, preserving)),
+            made_by=made_by,
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
         self.sites.append(site)
         return site
 
-    def _visit_function(self, node: cst.FunctionDef, scopes: list[_Scope]) -> None:
-        in_class = scopes[-1].kind == "class"
-        decorator_names = {
-            d.decorator.value if isinstance(d.decorator, cst.Name) else getattr(getattr(d.decorator, "attr", None), "value", None)
-            for d in node.decorators
-        }
-        is_static = "staticmethod" in decorator_names
+    def _jit_decorator(self, node: cst.FunctionDef) -> tuple[Transform, str, cst.Call | None, cst.Decorator] | None:
+        """``(transform, form, options, decorator)`` of the first decorator of ``node`` that jits it."""
         for decorator in node.decorators:
             expr = decorator.decorator
             transform = self.calls.transform_of(expr)
             if transform is not None:
-                form, options = DECORATOR, None
-            else:
-                found = self.calls.jit_call(expr)
-                if found is None or found[2] is not None:
-                    continue
-                transform, options, _ = found
+                return transform, DECORATOR, None, decorator
+            found = self.calls.jit_call(expr)
+            if found is not None and found[2] is None:
                 form = DECORATOR_PARTIAL if self.calls.is_partial(expr.func) else DECORATOR_CALL
-            signature = Signature.of(node)
+                return found[0], form, found[1], decorator
+        return None
+
+    def _visit_function(self, node: cst.FunctionDef, scopes: list[_Scope]) -> None:
+        in_class = scopes[-1].kind == "class"
+        decorator_names = _decorator_names(node)
+        is_static = "staticmethod" in decorator_names
+        jitted = self._jit_decorator(node)
+        if jitted is not None:
+            transform, form, options, decorator = jitted
             callee: RefKey = ("self", ident(node.name.value)) if in_class else (ident(node.name.value),)
             self._add(
                 scopes=scopes,
@@ -502,31 +567,55 @@ class DefinitionFinder:
                 form=form,
                 jit_node=decorator,
                 options=options,
-                signature=signature,
+                signature=Signature.of(node),
                 wrapped=node.name.value,
                 function_node=node,
                 shift=1 if in_class and not is_static else 0,
                 public_name=node.name.value,
             )
             return
-        # Factories: def make_step(...): ... return jax.jit(step, ...)
+        # Factories: ``def make_step(...): ... return jax.jit(step, ...)``, or a jitted nested def returned.
+        made = self._factory_product(node, scopes)
+        if made is None:
+            return
+        if decorator_names & {"cached_property", "property"}:
+            if in_class:
+                self._add(scopes=made.scopes, callee=("self", node.name.value), **made.fields())
+        elif not in_class:
+            # Registered lazily: the callee is whatever the caller binds.
+            self.factories[node.name.value] = made
+
+    def _factory_product(self, node: cst.FunctionDef, scopes: list[_Scope]) -> _Product | None:
+        """The jitted callable ``node`` returns, made in its body: ``return jax.jit(step, ...)``,
+        or ``return step`` for a nested ``def step`` under a jit decorator."""
+        inner_scope = _Scope(self._scope_name(scopes, node.name.value), "function", node)
+        inner_scope.functions = _functions_in(_body_of(node))
+        inner_scope.constants = _single_assignments(_body_of(node))
+        inner = scopes + [inner_scope]
         returned_call, returned_found = self.calls.returned_jit(node)
         if returned_call is not None:
-            inner_scope = _Scope(self._scope_name(scopes, node.name.value), "function", node)
-            inner_scope.functions = _functions_in(_body_of(node))
-            inner_scope.constants = _single_assignments(_body_of(node))
             transform, options, wrapped_expr = returned_found
-            sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, scopes + [inner_scope])
-            is_property = bool(decorator_names & {"cached_property", "property"})
-            if is_property and in_class:
-                self._add(
-                    scopes=scopes + [inner_scope], callee=("self", node.name.value), transform=transform,
-                    form=WRAP_CALL, jit_node=returned_call, options=options, signature=sig,
-                    wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
-                )
-            elif not in_class:
-                # Registered lazily: the callee is whatever the caller binds.
-                self.factories[node.name.value] = (transform, options, sig, wrapped, fn_node, qual, returned_call, scopes + [inner_scope])
+            sig, wrapped, fn_node, qual = self.signature_of_wrapped(wrapped_expr, inner)
+            return _Product(transform, WRAP_CALL, options, sig, wrapped, fn_node, qual, returned_call, inner)
+        returned = returned_function(node)
+        jitted = self._jit_decorator(returned) if isinstance(returned, cst.FunctionDef) else None
+        if jitted is None:
+            return None
+        transform, form, options, decorator = jitted
+        return _Product(transform, form, options, Signature.of(returned), returned.name.value, returned, None,
+                        decorator, inner)
+
+    def _method_factory(self, value: cst.BaseExpression, scopes: list[_Scope]) -> _Product | None:
+        """``self._make_step()``: what a method of the enclosing class returns, when it is a jitted
+        callable made in its body (see :meth:`_factory_product`)."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and isinstance(value.func.value, cst.Name) and value.func.value.value in ("self", "cls")):
+            return None
+        at = next((i for i in range(len(scopes) - 1, -1, -1) if scopes[i].kind == "class"), None)
+        method = scopes[at].functions.get(value.func.attr.value) if at is not None else None
+        if method is None or _decorator_names(method) & {"cached_property", "property", "staticmethod"}:
+            return None
+        return self._factory_product(method, scopes[:at + 1])
 
     def _visit_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression, scopes) -> None:
         key = ref_key(target)
@@ -565,12 +654,12 @@ class DefinitionFinder:
             )
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in self.factories:
-            transform, options, sig, wrapped, fn_node, qual, call, factory_scopes = self.factories[value.func.value]
-            self._add(
-                scopes=scopes, callee=key, transform=transform, form=WRAP_CALL, jit_node=call, options=options,
-                signature=sig, wrapped=wrapped, function_node=fn_node, shift=0, wrapped_qualname=qual,
-                env_scopes=factory_scopes,
-            )
+            made, factory = self.factories[value.func.value], value.func.value
+        else:
+            made = self._method_factory(value, scopes)
+            factory = render(ref_key(value.func)) if made is not None else None
+        if made is not None:
+            self._add(scopes=scopes, callee=key, env_scopes=made.scopes, made_by=factory, **made.fields())
 
 
 def _compiled_jit(value: cst.BaseExpression, calls: JitCallReader) -> cst.Call | None:

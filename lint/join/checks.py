@@ -140,6 +140,8 @@ class Index:
         self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                               for name in facts.clean_classes}
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
+        self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
+                                 if call.qualified is not None}
         for facts in all_facts:
             for scope, why in facts.nested_summaries.items():
                 self.nested[(facts.path, scope)] = why
@@ -178,6 +180,18 @@ class Index:
         no argument after it returns: it stores none and returns none, not even maybe."""
         found = self.qualified_functions.get(qualified) if qualified is not None else None
         return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
+
+    def factory_shared(self, path: str, definition: JitDefinition) -> bool:
+        """Whether the factory that made ``definition`` (``f = make()``) may also make its one jit
+        for calls jaxmem does not see: called in its file other than to bind a definition, used as
+        a value, or called from another file."""
+        factory = definition.made_by
+        if factory is None:
+            return False
+        if definition.made_elsewhere or "." in factory:
+            return definition.made_elsewhere
+        return self.passed_around(path, factory) or any(
+            f"{module}.{factory}" in self.called_qualified for module in self.module_names.get(path, ()))
 
     def named_elsewhere(self, path: str, name: str) -> bool:
         """Whether a file of the run other than ``path`` mentions the private name ``name``."""
@@ -758,6 +772,9 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
             doubts.append(f"`{d.function}` is public: callers outside this project are not seen")
         if len(d.callee) == 1 and project.passed_around(def_path, d.callee[0], d.scope):
             doubts.append(f"`{d.function}` is passed around as a value: not every call site is seen")
+        if project.factory_shared(def_path, d):
+            doubts.append(f"`{d.function}` is made by `{d.made_by}()`, which is also called where jaxmem cannot "
+                          f"follow its result: the jit it returns there gets the same donation")
     if partial_view:
         doubts.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
                       "analyses the whole project)")

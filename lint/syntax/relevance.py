@@ -193,8 +193,27 @@ def _jitted_names(text: str) -> frozenset[str]:
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
         names.update(_project_imports(text))
+        names.update(_factory_defs(text))
     # Short names too: a file calling a jitted ``f`` must not be skipped.
     return frozenset(n for n in names if not n.startswith("__"))
+
+
+_JIT_WORD = r"\b(?:jit|pmap|pjit|filter_jit|named_jit)\b"
+# In a function's body: ``return jax.jit(step, ...)``, or a jit decorator (of a nested def it may return).
+_MADE_JIT = re.compile(r"^[ \t]+(?:return[ \t]|@)[^\n]*" + _JIT_WORD, re.MULTILINE)
+_NEXT_TOP_LEVEL = re.compile(r"^[^\s#]", re.MULTILINE)
+
+
+def _factory_defs(text: str) -> set[str]:
+    """Top-level functions that may return a jitted callable they make: every call of such a
+    factory makes its one jit node again, so the files that call it matter (an over-approximation)."""
+    found = set()
+    for match in _TOP_LEVEL_DEF.finditer(text):
+        end = _NEXT_TOP_LEVEL.search(text, match.end())
+        body = text[match.end():end.start() if end else len(text)]
+        if "return" in body and _MADE_JIT.search(body):
+            found.add(match.group(1))
+    return found
 
 
 def _project_imports(text: str) -> set[str]:

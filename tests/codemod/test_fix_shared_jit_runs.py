@@ -63,3 +63,123 @@ def test_a_read_after_a_call_through_the_other_name_keeps_the_shared_jit_undonat
 def test_every_name_rebinding_its_state_gets_the_donation_and_runs(tmp_path):
     path = fix_and_rerun(tmp_path, _program(REBOUND))
     assert "jax.jit(step, donate_argnums=0)" in path.read_text()
+
+
+# A trainer that builds its jitted step in a method (``self.train_step = self._make_train_step()``)
+# and a sampler whose property hands out the jitted function (``self.sample_fn(...)``).
+METHOD_FACTORY_AND_PROPERTY = """
+    import jax
+    import jax.numpy as jnp
+
+
+    class Trainer:
+        def __init__(self):
+            self.train_step = self._make_train_step()
+
+        def _train_step(self, state, data):
+            return jnp.sum(data), {"w": state["w"] - 0.1 * data.mean(), "b": state["b"] + 1.0}
+
+        def _make_train_step(self):
+            return jax.jit(self._train_step)
+
+        def fit(self, batches):
+            state = {"w": jnp.ones((4,)), "b": jnp.zeros((4,))}
+            for batch in batches:
+                loss, state = self.train_step(state, batch)
+            return float(loss), float(state["w"].sum())
+
+
+    class Sampler:
+        def __init__(self, jit_compile=True):
+            self.jit_compile = jit_compile
+            self._compiled_sample_fn = jax.jit(self._sample_fn)
+
+        @property
+        def sample_fn(self):
+            if self.jit_compile:
+                return self._compiled_sample_fn
+            return self._sample_fn
+
+        def _sample_fn(self, params, state):
+            return state * params
+
+        def sample(self, params):
+            state = jnp.ones((4,))
+            state = self.sample_fn(params, state)
+            {after}
+            return float(state.sum())
+
+
+    print(Trainer().fit([jnp.ones((2,)), jnp.ones((2,))]), Sampler().sample(2.0))
+"""
+
+
+def test_a_step_made_by_a_method_and_a_jit_behind_a_property_are_fixed_and_run(tmp_path):
+    path = fix_and_rerun(tmp_path, textwrap.dedent(METHOD_FACTORY_AND_PROPERTY).replace("{after}", "pass"))
+    fixed = path.read_text()
+    assert "jax.jit(self._train_step, donate_argnums=0)" in fixed
+    assert "jax.jit(self._sample_fn, donate_argnums=1)" in fixed
+
+
+def test_a_read_through_the_property_name_keeps_its_jit_undonated(tmp_path):
+    program = textwrap.dedent(METHOD_FACTORY_AND_PROPERTY).replace(
+        "state = self.sample_fn(params, state)\n        {after}",
+        "old = state\n        state = self.sample_fn(params, state)\n        print(float(old.sum()))")
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    path, result = fix(tmp_path, program)
+    assert "jax.jit(self._sample_fn)" in path.read_text()
+    assert run(sys.executable, "train.py", cwd=tmp_path).returncode == 0
+
+
+FACTORY_MODULE = """
+    import jax
+    import jax.numpy as jnp
+
+
+    def make():
+        def step(state, x):
+            return state + x
+        return jax.jit(step)
+
+
+    train = make()
+
+
+    def run():
+        state = jnp.ones(3)
+        state = train(state, 1.0)
+        return float(state.sum())
+"""
+
+OTHER_CALLER = """
+    import jax.numpy as jnp
+
+    import steps
+
+    evaluate = steps.make()
+
+
+    def main():
+        batch = jnp.ones(3)
+        result = evaluate(batch, 1.0)
+        print(steps.run(), float(batch.sum()), float(result.sum()))
+
+
+    main()
+"""
+
+
+def test_a_factory_another_file_calls_keeps_its_proposal_at_medium(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "steps.py").write_text(textwrap.dedent(FACTORY_MODULE))
+    (tmp_path / "train.py").write_text(textwrap.dedent(OTHER_CALLER))
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert run(sys.executable, "train.py", cwd=tmp_path).returncode == 0
+    assert "jax.jit(step)" in (tmp_path / "steps.py").read_text()  # left alone by the default fix
+    shown = run(tool("jaxmem"), "check", "--no-cache", ".", cwd=tmp_path)
+    assert "medium confidence: `train` is made by `make()`, which is also called" in shown.stdout
+    forced = (tmp_path / "steps.py").read_text().replace("jax.jit(step)", "jax.jit(step, donate_argnums=0)")
+    (tmp_path / "steps.py").write_text(forced)
+    crashed = run(sys.executable, "train.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did

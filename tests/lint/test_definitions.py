@@ -177,3 +177,67 @@ def test_a_jit_compiled_ahead_of_time_with_static_arguments_is_not_a_definition(
     # the compiled function no longer takes the static arguments: positions would shift
     assert _defs("def g(n, x): ...\nf = jax.jit(g, static_argnums=0).lower(3, a).compile()") == []
     assert _defs("def g(x): ...\nf = jax.jit(g).lower(a)") == []  # lowered, not compiled: not callable
+
+
+def test_factories_name_the_jit_node_they_return_for_each_binding():
+    defs = _defs(
+        """
+        def make():
+            @jax.jit
+            def step(x, y): ...
+            return step
+
+        def make_wrapped():
+            def g(x, y): ...
+            return jax.jit(g, donate_argnums=1)
+
+        f = make()
+        h = make_wrapped()
+        k = make_wrapped()
+        steps = [make()]
+        """
+    )
+    by_name = {d.function: d for d in defs}
+    assert (by_name["f"].line, by_name["f"].col) == (by_name["step"].line, by_name["step"].col)  # one node
+    assert by_name["f"].made_by == "make" and by_name["f"].made_elsewhere  # `[make()]` makes it too
+    assert by_name["h"].made_by == by_name["k"].made_by == "make_wrapped"
+    assert not by_name["h"].made_elsewhere and by_name["h"].spec.indices == {1}
+    assert by_name["step"].made_by is None
+
+
+def test_a_method_factory_and_a_property_name_their_jit():
+    defs = _defs(
+        """
+        class Trainer:
+            def __init__(self):
+                self.train_step = self._make_train_step()
+                self._compiled = jax.jit(self._sample, donate_argnums=1)
+
+            def _step(self, state, batch): ...
+
+            def _sample(self, params, state): ...
+
+            def _make_train_step(self):
+                return jax.jit(self._step, donate_argnums=(0,))
+
+            @property
+            def sample_fn(self):
+                if self.on:
+                    return self._compiled
+                return self._sample
+
+            @functools.cached_property
+            def lazy(self):
+                @jax.jit
+                def inner(model, batch): ...
+                return inner
+        """
+    )
+    by_name = {d.function: d for d in defs}
+    train = by_name["self.train_step"]
+    assert train.made_by == "self._make_train_step" and train.signature.name_at(0) == "state"
+    assert train.spec.names == {"state"} and train.shift == 0
+    alias, original = by_name["self.sample_fn"], by_name["self._compiled"]
+    assert (alias.line, alias.col, alias.spec) == (original.line, original.col, original.spec)
+    assert by_name["self.lazy"].signature.name_at(0) == "model"
+    assert (by_name["self.lazy"].line, by_name["self.lazy"].col) == (by_name["inner"].line, by_name["inner"].col)

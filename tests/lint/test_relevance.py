@@ -265,3 +265,13 @@ def test_an_import_list_ends_at_its_line_or_its_closing_parenthesis():
     user = "from absl import flags, app\n\nfrom pkg.kern import (attn,  # the kernel\n    other)\nattn(1)\n"
     kern = "import jax\n\n@jax.jit\ndef attn(q):\n    return q\n"
     assert might_involve_jit(user, S, project_hints({"pkg/kern.py": kern}))
+
+
+def test_a_file_calling_a_factory_of_jits_is_not_skipped():
+    # every call of ``make`` makes its one jit node again: its callers decide the donation too
+    steps = ("import jax\n\ndef make():\n    def step(s, x):\n        return s + x\n    return jax.jit(step)\n\n"
+             "def nested():\n    @jax.jit\n    def inner(s):\n        return s\n    return inner\n\n"
+             "def uses_jit(x):\n    y = jax.jit(abs)(x)\n    print(y)\n")
+    hints = project_hints({"steps.py": steps})
+    assert {"make", "nested"} <= hints and "uses_jit" not in hints
+    assert might_involve_jit("import steps\n\ng = steps.make()\n", S, hints)
