@@ -136,6 +136,8 @@ class Index:
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         self.private_names = {facts.path: facts.private_names for facts in all_facts}
+        self.attribute_mentions = {(facts.path, name): (mentions, bindings)
+                                   for facts in all_facts for name, mentions, bindings in facts.attribute_mentions}
         self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
         self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                               for name in facts.clean_classes}
@@ -192,6 +194,21 @@ class Index:
             return definition.made_elsewhere
         return self.passed_around(path, factory) or any(
             f"{module}.{factory}" in self.called_qualified for module in self.module_names.get(path, ()))
+
+    def attribute_handed_on(self, path: str, definition: JitDefinition, calls: list[ResolvedCall]) -> str | None:
+        """Why calls of the jitted attribute ``definition`` (``self.step``) may exist that the join
+        does not see: another file names ``.step`` (an instance, a subclass), or its own file mentions
+        it other than to bind it or in the ``calls`` resolved to it (``self.evaluate = self.step``)."""
+        if definition.callee[0] != "self" or len(definition.callee) != 2:
+            return None
+        name = definition.callee[1]
+        if self.named_elsewhere(path, "." + name):
+            return f"another file names `.{name}`: calls through an instance or subclass there are not seen"
+        mentions, bindings = self.attribute_mentions.get((path, name), (0, 0))
+        called = sum(1 for rc in calls if rc.path == path and rc.call.callee == definition.callee)
+        if mentions > bindings + called:
+            return f"`{definition.function}` is used here other than called: not every call site is seen"
+        return None
 
     def named_elsewhere(self, path: str, name: str) -> bool:
         """Whether a file of the run other than ``path`` mentions the private name ``name``."""
@@ -763,11 +780,15 @@ def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: 
 
 
 def _definition_doubts(definition: JitDefinition, def_path: str, name: str, project: Index,
-                       partial_view: bool, siblings: tuple[JitDefinition, ...] = ()) -> list[str]:
-    """What keeps any proposal for parameter ``name`` at medium, whatever the call sites say
+                       partial_view: bool, siblings: tuple[JitDefinition, ...] = (),
+                       calls: list[ResolvedCall] = ()) -> list[str]:
+    """What keeps any proposal for parameter ``name`` at medium, whatever the ``calls`` say
     (of ``definition`` or of any other name bound to its jit node, ``siblings``)."""
     doubts = []
     for d in (definition, *siblings):
+        handed_on = project.attribute_handed_on(def_path, d, calls)
+        if handed_on is not None:
+            doubts.append(handed_on)
         if d.public:
             doubts.append(f"`{d.function}` is public: callers outside this project are not seen")
         if len(d.callee) == 1 and project.passed_around(def_path, d.callee[0], d.scope):
@@ -852,7 +873,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if not verdicts:
             continue
         confidence = Confidence.lowest(v.confidence for _, v in verdicts)
-        extra = _definition_doubts(definition, def_path, name, project, partial_view, siblings)
+        extra = _definition_doubts(definition, def_path, name, project, partial_view, siblings, calls)
         if extra:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
         evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
@@ -958,7 +979,7 @@ def _propose_mode(definition: JitDefinition, def_path: str, calls: list[Resolved
             continue
         others = [p.name for p in donated if p is not state]
         doubts = [d for p in donated for d in facts[p.name][2]]
-        doubts += _definition_doubts(definition, def_path, state.name, project, partial_view, siblings)
+        doubts += _definition_doubts(definition, def_path, state.name, project, partial_view, siblings, calls)
         confidence = Confidence.lowest([facts[p.name][1] for p in donated] + [Confidence.HIGH])
         if doubts:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])

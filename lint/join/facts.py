@@ -206,9 +206,13 @@ class FileFacts:
     referenced: set[str] = field(default_factory=set)  # passed as values: local names, or qualified if imported
     parse_error: tuple[int, int, str] | None = None
     skipped: bool = False
-    # Identifiers with a leading underscore its whole text mentions (relevance.private_names):
-    # a private method no other file names is called only where jaxmem sees it.
+    # Identifiers with a leading underscore its whole text mentions, and ``.name`` for each attribute
+    # name (relevance.private_names): a private method, or a jitted attribute, no other file names is
+    # called only where jaxmem sees it.
     private_names: frozenset[str] = frozenset()
+    # ``(name, mentions, bindings)`` of the attributes its definitions are bound to (``self.step``;
+    # relevance.attribute_mentions): a mention that is neither a call nor a binding hands it on.
+    attribute_mentions: tuple[tuple[str, int, int], ...] = ()
     # Names handed to a tracing higher-order function (``lax.fori_loop(0, n, body_fn, x)``):
     # such a callable runs traced, where a donation does nothing (JXM003 says nothing of it).
     traced_callables: set[str] = field(default_factory=set)

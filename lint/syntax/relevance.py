@@ -73,6 +73,8 @@ _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
 # Identifiers with a leading underscore ("private" by convention), anywhere in a text.
 _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
+# Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
+_ATTRIBUTE_NAME = re.compile(r"\.[ \t]*([^\W\d]\w*)")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 # ``import a.b, c as d`` (at a line start, or after ``;`` or ``:``).
 _IMPORT = re.compile(r"(?:^|[;:])[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
@@ -280,8 +282,25 @@ def summarize(text: str) -> TextSummary:
 def private_names(text: str) -> frozenset[str]:
     """Every identifier with a leading underscore that ``text`` mentions, in code,
     strings or comments (not dunders): when no other file names ``_helper``,
-    every call of it is in the file that defines it."""
-    return frozenset(name for name in _PRIVATE_NAME.findall(text) if not name.endswith("__"))
+    every call of it is in the file that defines it.  And, as ``.name``, every
+    attribute name it mentions (``trainer.train_step``): a jitted method or
+    attribute no other file names is called only where jaxmem sees it."""
+    names = {name for name in _PRIVATE_NAME.findall(text) if not name.endswith("__")}
+    names.update("." + name for name in _ATTRIBUTE_NAME.findall(text))
+    return frozenset(names)
+
+
+def attribute_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
+    """``(name, mentions, bindings)`` for each of ``names``: how often the code of ``text``
+    (docstrings and comments aside) mentions ``.name``, and how many of those assign it
+    (``self.name = ...``).  The other mentions are calls, or uses the analysis may not follow."""
+    code = code_without_docs(_lf(text))
+    out = []
+    for name in sorted(set(names)):
+        mentions = len(re.findall(r"\.\s*" + re.escape(name) + r"\b", code))
+        bindings = len(re.findall(r"\.\s*" + re.escape(name) + r"\s*(?::[^=\n]*)?=(?!=)", code))
+        out.append((name, mentions, bindings))
+    return tuple(out)
 
 
 def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozenset[str]:

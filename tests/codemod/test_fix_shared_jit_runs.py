@@ -115,10 +115,17 @@ METHOD_FACTORY_AND_PROPERTY = """
 
 
 def test_a_step_made_by_a_method_and_a_jit_behind_a_property_are_fixed_and_run(tmp_path):
-    path = fix_and_rerun(tmp_path, textwrap.dedent(METHOD_FACTORY_AND_PROPERTY).replace("{after}", "pass"))
+    program = textwrap.dedent(METHOD_FACTORY_AND_PROPERTY).replace("{after}", "pass")
+    path = fix_and_rerun(tmp_path, program)
     fixed = path.read_text()
     assert "jax.jit(self._train_step, donate_argnums=0)" in fixed
-    assert "jax.jit(self._sample_fn, donate_argnums=1)" in fixed
+    # the property hands the jit on (`return self._compiled_sample_fn`): medium, so only --unsafe-fixes
+    assert "jax.jit(self._sample_fn)" in fixed
+    path, result = fix(tmp_path, program, "--unsafe-fixes")
+    assert "jax.jit(self._sample_fn, donate_argnums=1)" in path.read_text()
+    expected = run(sys.executable, "-c", program, cwd=tmp_path).stdout
+    after = run(sys.executable, "train.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected, after.stderr
 
 
 def test_a_read_through_the_property_name_keeps_its_jit_undonated(tmp_path):
@@ -183,3 +190,77 @@ def test_a_factory_another_file_calls_keeps_its_proposal_at_medium(tmp_path):
     (tmp_path / "steps.py").write_text(forced)
     crashed = run(sys.executable, "train.py", cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did
+
+
+# Calls the join cannot resolve: through a second attribute, or through an instance in another file.
+HANDED_ON = {
+    "alias.py": """
+    import jax
+    import jax.numpy as jnp
+
+
+    class T:
+        def __init__(self):
+            self.train = jax.jit(self.step)
+            self.evaluate = self.train
+
+        def step(self, state, x):
+            return state + x
+
+        def run(self):
+            s = jnp.ones(3)
+            s = self.train(s, 1.0)
+            t = jnp.ones(3)
+            u = self.evaluate(t, 1.0)
+            print(float(t.sum()), float(u.sum()), float(s.sum()))
+
+
+    T().run()
+    """,
+    "instance.py": """
+    import jax.numpy as jnp
+
+    from lib import T
+
+    t = T()
+    print(t.run())
+    x = jnp.ones(3)
+    y = t.train(x, 1.0)
+    print(float(x.sum()), float(y.sum()))
+    """,
+}
+
+LIB = """
+    import jax
+    import jax.numpy as jnp
+
+
+    class T:
+        def __init__(self):
+            self.train = jax.jit(self.step)
+
+        def step(self, state, x):
+            return state + x
+
+        def run(self):
+            s = jnp.ones(3)
+            s = self.train(s, 1.0)
+            return float(s.sum())
+"""
+
+
+@pytest.mark.parametrize("name", sorted(HANDED_ON))
+def test_a_jitted_attribute_called_where_the_join_cannot_see_is_left_alone(name, tmp_path):
+    (tmp_path / "lib.py").write_text(textwrap.dedent(LIB))
+    program = textwrap.dedent(HANDED_ON[name])
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    path, result = fix(tmp_path, program, name=name)
+    defining = path if name == "alias.py" else tmp_path / "lib.py"
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert "jax.jit(self.step)" in defining.read_text()
+    shown = run(tool("jaxmem"), "check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert "medium confidence" in shown and "high confidence" not in shown
+    defining.write_text(defining.read_text().replace("jax.jit(self.step)", "jax.jit(self.step, donate_argnums=0)"))
+    crashed = run(sys.executable, name, cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what a high fix would do

@@ -275,3 +275,13 @@ def test_a_file_calling_a_factory_of_jits_is_not_skipped():
     hints = project_hints({"steps.py": steps})
     assert {"make", "nested"} <= hints and "uses_jit" not in hints
     assert might_involve_jit("import steps\n\ng = steps.make()\n", S, hints)
+
+
+def test_attribute_names_and_their_mentions():
+    from jaxmem.lint.syntax.relevance import attribute_mentions, private_names
+
+    text = ("class T:\n    def __init__(self):\n        self.step: object = jax.jit(f)  # self.step(x)\n"
+            "        self.other = self.step\n\n    def run(self, s):\n        return self.step(s) == self.step\n")
+    assert {".step", ".other", ".jit"} <= private_names(text)
+    # 4 mentions in code (the comment's aside), 1 binding (``==`` is a comparison)
+    assert attribute_mentions(text, {"step"}) == (("step", 4, 1),)
