@@ -22,7 +22,6 @@ from jaxmem.lint.join.checks import build_reports
 from jaxmem.lint.join.facts import FileFacts, extract, module_names_for
 from jaxmem.lint.syntax.parsing import parse_module
 from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
-    attribute_mentions,
     context_selector,
     might_involve_jit,
     private_names,
@@ -102,9 +101,6 @@ def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[st
         return skipped_facts(path, text, settings)
     facts = _analysed_facts(path, text, settings, hints)
     facts.private_names = private_names(text)
-    attributes = {d.callee[1] for d in facts.definitions if d.callee[0] == "self" and len(d.callee) == 2}
-    if attributes:
-        facts.attribute_mentions = attribute_mentions(text, attributes)
     return facts
 
 

@@ -32,6 +32,7 @@ from jaxmem.findings import (
 from jaxmem.lint.callables.definitions import (
     IMMEDIATE,
     MODULE_SCOPE,
+    WRAP_CALL,
     JitDefinition,
     with_unused_kept,
 )
@@ -60,6 +61,7 @@ from jaxmem.lint.join.facts import (
     ArgFacts,
     CallFacts,
     FileFacts,
+    mention_key,
 )
 from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
@@ -136,8 +138,9 @@ class Index:
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         self.private_names = {facts.path: facts.private_names for facts in all_facts}
-        self.attribute_mentions = {(facts.path, name): (mentions, bindings)
-                                   for facts in all_facts for name, mentions, bindings in facts.attribute_mentions}
+        self.handed_on_anywhere = frozenset().union(*(facts.handed_on for facts in all_facts))
+        self.name_mentions = {(facts.path, name): (mentions, bindings)
+                              for facts in all_facts for name, mentions, bindings in facts.name_mentions}
         self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
         self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                               for name in facts.clean_classes}
@@ -195,18 +198,25 @@ class Index:
         return self.passed_around(path, factory) or any(
             f"{module}.{factory}" in self.called_qualified for module in self.module_names.get(path, ()))
 
-    def attribute_handed_on(self, path: str, definition: JitDefinition, calls: list[ResolvedCall]) -> str | None:
-        """Why calls of the jitted attribute ``definition`` (``self.step``) may exist that the join
-        does not see: another file names ``.step`` (an instance, a subclass), or its own file mentions
-        it other than to bind it or in the ``calls`` resolved to it (``self.evaluate = self.step``)."""
-        if definition.callee[0] != "self" or len(definition.callee) != 2:
+    def handed_on(self, path: str, definition: JitDefinition, calls: list[ResolvedCall]) -> str | None:
+        """Why calls of ``definition`` may exist that the join does not see: its own file mentions
+        its name other than to bind it or in the ``calls`` resolved to it (``fns = [step]``,
+        ``self.evaluate = self.step``), or, for a jitted attribute (``self.step``), another file
+        names ``.step`` (an instance or a subclass calls it there)."""
+        callee = definition.callee
+        key = mention_key(definition)
+        if key is None:
             return None
-        name = definition.callee[1]
-        if self.named_elsewhere(path, "." + name):
-            return f"another file names `.{name}`: calls through an instance or subclass there are not seen"
-        mentions, bindings = self.attribute_mentions.get((path, name), (0, 0))
-        called = sum(1 for rc in calls if rc.path == path and rc.call.callee == definition.callee)
-        if mentions > bindings + called:
+        if key.startswith(".") and self.named_elsewhere(path, key):
+            return f"another file names `{key}`: calls through an instance or subclass there are not seen"
+        if "::" not in key and not key.startswith(".") and any(
+                f"{module}.{key}" in self.handed_on_anywhere for module in self.module_names.get(path, ())):
+            return f"another file uses `{key}` other than calling it: not every call site is seen"
+        mentions, bindings = self.name_mentions.get((path, key), (0, 0))
+        called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
+        # ``step = jax.jit(step)``: the wrapped function's name is one more mention
+        rewrapped = definition.form == WRAP_CALL and definition.wrapped in (callee[-1], definition.function)
+        if mentions - bindings > called + rewrapped:
             return f"`{definition.function}` is used here other than called: not every call site is seen"
         return None
 
@@ -786,7 +796,7 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
     (of ``definition`` or of any other name bound to its jit node, ``siblings``)."""
     doubts = []
     for d in (definition, *siblings):
-        handed_on = project.attribute_handed_on(def_path, d, calls)
+        handed_on = project.handed_on(def_path, d, calls)
         if handed_on is not None:
             doubts.append(handed_on)
         if d.public:

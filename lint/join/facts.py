@@ -13,6 +13,7 @@ import builtins
 import dataclasses
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -39,6 +40,7 @@ from jaxmem.lint.callables.signatures import (
     map_arguments,
 )
 from jaxmem.lint.syntax.positions import Positions
+from jaxmem.lint.syntax.relevance import name_mentions
 from jaxmem.lint.syntax.walk import (
     children,
     descendants,
@@ -210,9 +212,12 @@ class FileFacts:
     # name (relevance.private_names): a private method, or a jitted attribute, no other file names is
     # called only where jaxmem sees it.
     private_names: frozenset[str] = frozenset()
-    # ``(name, mentions, bindings)`` of the attributes its definitions are bound to (``self.step``;
-    # relevance.attribute_mentions): a mention that is neither a call nor a binding hands it on.
-    attribute_mentions: tuple[tuple[str, int, int], ...] = ()
+    # Other modules' names it mentions other than in the calls it records (``fns = [lib.step]``,
+    # ``lambda s: step(s)`` after ``from lib import step``), qualified: calls through them are not seen.
+    handed_on: frozenset[str] = frozenset()
+    # ``(name, mentions, bindings)`` of the names its definitions are bound to (``step``, ``.step`` for
+    # ``self.step``; relevance.name_mentions): a mention that is neither a call nor a binding hands it on.
+    name_mentions: tuple[tuple[str, int, int], ...] = ()
     # Names handed to a tracing higher-order function (``lax.fori_loop(0, n, body_fn, x)``):
     # such a callable runs traced, where a donation does nothing (JXM003 says nothing of it).
     traced_callables: set[str] = field(default_factory=set)
@@ -532,6 +537,82 @@ def _key_expr(key: RefKey) -> cst.BaseExpression:
             return expr
         expr = cst.Attribute(expr, cst.Name(part))
     return expr
+
+
+def _handed_on(module: cst.Module, imports: ImportTable, calls) -> frozenset[str]:
+    """The project names (imported from another module, or ``module.name``) that ``module``
+    mentions more often than the ``calls`` recorded for them: the other mentions hand the
+    callable on, or call it where no call is recorded (in a lambda)."""
+    project = {local for local, target in imports.names.items() if _is_project_name(target)}
+    if not project:
+        return frozenset()
+    mentioned: Counter = Counter()
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Import or kind is cst.ImportFrom:
+            continue
+        if kind is cst.Name and node.value in project:
+            mentioned[imports.names[node.value]] += 1
+            continue
+        if kind is cst.Attribute and _dotted_head(node) in project:
+            qualified = imports.resolve(node)
+            if qualified is not None:
+                mentioned[qualified] += 1
+                continue
+        stack.extend(children(node))
+    called = Counter(call.qualified for call in calls if call.qualified is not None)
+    return frozenset(name.lstrip(".") for name, count in mentioned.items() if count > called[name])
+
+
+def _dotted_head(node: cst.Attribute) -> str | None:
+    """``lib`` of ``lib.step`` or ``lib.sub.step``; None when the chain does not start with a name."""
+    value = node.value
+    while type(value) is cst.Attribute:
+        value = value.value
+    return value.value if type(value) is cst.Name else None
+
+
+def _is_project_name(qualified: str) -> bool:
+    return qualified.startswith(".") or qualified.split(".")[0] not in LIBRARY_ROOTS
+
+
+def mention_key(definition: JitDefinition) -> str | None:
+    """How :attr:`FileFacts.name_mentions` names what a definition is bound to: ``.step`` for
+    ``self.step``, ``step`` at module level, ``SCOPE::step`` for a local of function SCOPE."""
+    callee = definition.callee
+    if len(callee) == 2 and callee[0] == "self":
+        return "." + callee[1]
+    if len(callee) != 1:
+        return None
+    return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
+
+
+def _name_mentions(text: str, definitions, module: cst.Module, positions) -> tuple[tuple[str, int, int], ...]:
+    """:func:`relevance.name_mentions` of each definition's name, counted in the lines of the
+    function it is local to (a same-named local of another function is another value), else
+    in the whole text (an attribute may be used by any method, a global by any function)."""
+    by_scope: dict[str, set[str]] = {}
+    for d in definitions:
+        key = mention_key(d)
+        if key is not None:
+            scope, _, name = key.rpartition("::")
+            by_scope.setdefault(scope, set()).add(name)
+    lines = None
+    out = []
+    for scope, names in by_scope.items():
+        scoped = text
+        if scope:
+            if lines is None:
+                lines = text.splitlines(keepends=True)
+            node = next((f for f, scopes, _ in _function_scopes(module.body) if scopes[0] == scope), None)
+            if node is not None:
+                where = positions[node]
+                scoped = "".join(lines[where.start.line - 1:where.end.line])
+        out.extend((f"{scope}::{name}" if scope else name, mentions, bindings)
+                   for name, mentions, bindings in name_mentions(scoped, names))
+    return tuple(sorted(out))
 
 
 def _function_scopes(body, stack=(), kinds=()):
@@ -1135,6 +1216,9 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     ctx = _Context(module, positions, imports, sites, finder, source)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
+    if facts.definitions:
+        facts.name_mentions = _name_mentions(source if source is not None else module.code, facts.definitions,
+                                             module, positions)
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))
     if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
@@ -1188,5 +1272,6 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     # A name passed around as a value matters to the file that defines it, or,
     # when imported, to the module it comes from: record imported ones qualified.
     facts.referenced = {imports.names.get(name, name).lstrip(".") for name in facts.referenced}
+    facts.handed_on = _handed_on(module, imports, facts.calls)
     facts.debug_nans = _debug_nans(ctx)
     return facts, sites

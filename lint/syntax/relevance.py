@@ -70,9 +70,10 @@ _FROM_IMPORT = re.compile(
 _COMMENT = re.compile(r"#[^\n]*")
 _INDENTED_PRIVATE_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(_\w+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
-_ATTRIBUTE_CALL = re.compile(r"\.([^\W\d]\w*)[ \t]*\(")
 # Identifiers with a leading underscore ("private" by convention), anywhere in a text.
 _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
+# One-line string literals (no prefix: an f-string may name a value).
+_STRING_LITERAL = re.compile(r"""(?<![\w])(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
 _ATTRIBUTE_NAME = re.compile(r"\.[ \t]*([^\W\d]\w*)")
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
@@ -146,7 +147,8 @@ def _callable_names(text: str) -> set[str]:
         if _is_project_module(module):
             found.update(names)
     if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
-        found.update(_ATTRIBUTE_CALL.findall(text))
+        # called or not: ``fns = [lib.step]`` hands a jit on
+        found.update(_ATTRIBUTE_NAME.findall(text))
     return found
 
 
@@ -290,15 +292,22 @@ def private_names(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def attribute_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
-    """``(name, mentions, bindings)`` for each of ``names``: how often the code of ``text``
-    (docstrings and comments aside) mentions ``.name``, and how many of those assign it
-    (``self.name = ...``).  The other mentions are calls, or uses the analysis may not follow."""
-    code = code_without_docs(_lf(text))
+def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
+    """``(name, mentions, bindings)`` for each of ``names`` (``step``, or ``.step`` for an
+    attribute): how often the code of ``text`` mentions it (docstrings, comments and one-line
+    string literals aside; a plain name not after a dot; not where it is assigned, ``step = ...``,
+    ``self.step = ...``, nor as a keyword, ``f(step=1)``), and how many of those mentions bind it
+    (``def step``, ``step: T = ...``).  The other mentions are calls, or uses the analysis may
+    not follow (``fns = [step]``, ``self.evaluate = self.step``)."""
+    code = _STRING_LITERAL.sub('""', code_without_docs(_lf(text)))
     out = []
     for name in sorted(set(names)):
-        mentions = len(re.findall(r"\.\s*" + re.escape(name) + r"\b", code))
-        bindings = len(re.findall(r"\.\s*" + re.escape(name) + r"\s*(?::[^=\n]*)?=(?!=)", code))
+        word = re.escape(name.lstrip("."))
+        before = r"\.\s*" if name.startswith(".") else r"(?<![.\w])"
+        mentions = len(re.findall(before + word + r"\b(?![ \t]*=(?!=))", code))
+        bindings = len(re.findall(before + word + r"[ \t]*:[^=\n]*=(?!=)", code))
+        if not name.startswith("."):
+            bindings += len(re.findall(r"\bdef[ \t]+" + word + r"\b", code))
         out.append((name, mentions, bindings))
     return tuple(out)
 

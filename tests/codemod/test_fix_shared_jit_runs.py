@@ -264,3 +264,98 @@ def test_a_jitted_attribute_called_where_the_join_cannot_see_is_left_alone(name,
     defining.write_text(defining.read_text().replace("jax.jit(self.step)", "jax.jit(self.step, donate_argnums=0)"))
     crashed = run(sys.executable, name, cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what a high fix would do
+
+
+HANDED_ON_BY_VALUE = """
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train(state, x):
+        return state + x
+
+
+    {hand_on}
+
+
+    def main():
+        s = jnp.ones(3)
+        s = train(s, 1.0)
+        t = jnp.ones(3)
+        u = {call}
+        print(float(t.sum()), float(u.sum()), float(s.sum()))
+
+
+    main()
+"""
+
+BY_VALUE = {
+    "dict": ('fns = {"eval": train}', 'fns["eval"](t, 1.0)'),
+    "list": ("fns = [train]", "fns[0](t, 1.0)"),
+    "tuple-unpacking": ("g, h = train, 1", "g(t, 1.0)"),
+    "lambda": ("g = lambda a, b: train(a, b)", "g(t, 1.0)"),
+    "conditional": ("g = train if True else None", "g(t, 1.0)"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(BY_VALUE))
+def test_a_jit_handed_on_as_a_value_is_left_alone(form, tmp_path):
+    hand_on, call = BY_VALUE[form]
+    program = textwrap.dedent(HANDED_ON_BY_VALUE).replace("{hand_on}", hand_on).replace("{call}", call)
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    forced = program.replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)")
+    crashed = run(sys.executable, "-c", forced, cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+    path, result = fix(tmp_path, program)
+    assert result.returncode == 0 and path.read_text() == program, result.stdout + result.stderr
+    shown = run(tool("jaxmem"), "check", "--no-cache", "train.py", cwd=tmp_path).stdout
+    assert "`train` is used here other than called" in shown
+
+
+STEPS_MODULE = """
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train(state, x):
+        return state + x
+
+
+    def run():
+        s = jnp.ones(3)
+        s = train(s, 1.0)
+        return float(s.sum())
+"""
+
+OTHER_FILE = {
+    "attribute": "import lib\n\nfns = [lib.train]\n",
+    "from-import": "from lib import train\n\nfns = [train]\n",
+    "lambda": "from lib import train\n\nfns = [lambda s, x: train(s, x)]\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(OTHER_FILE))
+def test_a_jit_another_file_hands_on_is_left_alone(form, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "lib.py").write_text(textwrap.dedent(STEPS_MODULE))
+    program = OTHER_FILE[form] + textwrap.dedent("""
+        import jax.numpy as jnp
+        import lib as steps
+
+        x = jnp.ones(3)
+        y = fns[0](x, 1.0)
+        print(steps.run(), float(x.sum()), float(y.sum()))
+    """)
+    (tmp_path / "main.py").write_text(program)
+    assert run(sys.executable, "main.py", cwd=tmp_path).returncode == 0
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert "@jax.jit  # the step" in (tmp_path / "lib.py").read_text()
+    shown = run(tool("jaxmem"), "check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert "another file uses `train` other than calling it" in shown
+    lib = tmp_path / "lib.py"
+    lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
+    crashed = run(sys.executable, "main.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr

@@ -443,3 +443,36 @@ def run(n):
 """
     (result,) = _run({"m.py": source}).values()
     assert {f.confidence.value for f in result.findings if f.code == "JXM001"} == {expected}
+
+
+def test_a_use_of_a_local_jit_counts_in_its_own_function_only():
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+
+        def main():
+            @jax.jit
+            def train(state, x):
+                return state + x
+
+            fns = [train]
+            s = jnp.ones(3)
+            s = train(s, 1.0)
+            return fns, s
+
+
+        def other():
+            @jax.jit
+            def train(state, x):
+                return state + x
+
+            s = jnp.ones(3)
+            s = train(s, 1.0)
+            return s
+    """)
+    (result,) = _run({"m.py": source}).values()
+    (handed_on,) = [f for f in result.findings if f.code == "JXM001" and f.span.line == 7]
+    (kept,) = [f for f in result.findings if f.code == "JXM001" and f.span.line == 18]
+    assert handed_on.confidence is Confidence.MEDIUM and "`train` is used here other than called" in handed_on.message
+    assert kept.confidence is Confidence.HIGH

@@ -277,11 +277,14 @@ def test_a_file_calling_a_factory_of_jits_is_not_skipped():
     assert might_involve_jit("import steps\n\ng = steps.make()\n", S, hints)
 
 
-def test_attribute_names_and_their_mentions():
-    from jaxmem.lint.syntax.relevance import attribute_mentions, private_names
+def test_names_and_their_mentions():
+    from jaxmem.lint.syntax.relevance import name_mentions, private_names
 
     text = ("class T:\n    def __init__(self):\n        self.step: object = jax.jit(f)  # self.step(x)\n"
-            "        self.other = self.step\n\n    def run(self, s):\n        return self.step(s) == self.step\n")
-    assert {".step", ".other", ".jit"} <= private_names(text)
-    # 4 mentions in code (the comment's aside), 1 binding (``==`` is a comparison)
-    assert attribute_mentions(text, {"step"}) == (("step", 4, 1),)
+            "        self.other = self.step\n\n    def run(self, s):\n        return self.step(s) == self.step\n\n"
+            "def g(x): ...\ng = jax.jit(g)\nlog('g', \"g(x)\")\nfns = [g]\nprint(g(1), obj.g)\n")
+    assert {".step", ".other", ".jit", ".g"} <= private_names(text)
+    # 4 mentions in code (the comment's aside, ``==`` a comparison), 1 of them binding (annotated)
+    assert name_mentions(text, {".step"}) == ((".step", 4, 1),)
+    # g: def, wrapped, list, call; not ``g = ...``, the strings, ``obj.g`` or the keyword
+    assert name_mentions(text + "h(g=1)\n", {"g"}) == (("g", 4, 1),)
