@@ -16,7 +16,9 @@ import libcst as cst
 from jaxmem.lint.callables.definition_scopes import (
     PROPERTY_DECORATORS,
     Scope,
+    body_of,
     decorator_names,
+    functions_in,
     returned_function,
     scope_name,
 )
@@ -83,17 +85,20 @@ def add_made(finder: DefinitionFinder, key: RefKey, value: cst.BaseExpression, s
 def factory_product(finder: DefinitionFinder, node: cst.FunctionDef, scopes: list[Scope]) -> Product | None:
     """The jitted callable ``node`` returns, made in its body: ``return jax.jit(step, ...)``,
     or ``return step`` for a nested ``def step`` under a jit decorator."""
-    inner = scopes + [Scope.of_function(scope_name(scopes, node.name.value), node)]
     returned_call, returned_found = finder.calls.returned_jit(node)
     if returned_call is not None:
+        inner = scopes + [Scope.of_function(scope_name(scopes, node.name.value), node)]
         transform, options, wrapped_expr = returned_found
         sig, wrapped, fn_node, qual = finder.wrapped.signature_of_wrapped(wrapped_expr, inner)
         return Product(transform, WRAP_CALL, options, sig, wrapped, fn_node, qual, returned_call, inner)
+    if not any(nested.decorators for nested in functions_in(body_of(node)).values()):
+        return None  # most functions: no decorated nested def to return
     returned = returned_function(node)
     jitted = jit_decorator(finder.calls, returned) if isinstance(returned, cst.FunctionDef) else None
     if jitted is None:
         return None
     transform, form, options, decorator = jitted
+    inner = scopes + [Scope.of_function(scope_name(scopes, node.name.value), node)]
     return Product(transform, form, options, Signature.of(returned), returned.name.value, returned, None,
                    decorator, inner)
 

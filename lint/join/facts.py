@@ -539,11 +539,15 @@ def _key_expr(key: RefKey) -> cst.BaseExpression:
     return expr
 
 
-def _handed_on(module: cst.Module, imports: ImportTable, calls) -> frozenset[str]:
+def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> frozenset[str]:
     """The project names (imported from another module, or ``module.name``) that ``module``
     mentions more often than the ``calls`` recorded for them: the other mentions hand the
     callable on, or call it where no call is recorded (in a lambda)."""
-    project = {local for local, target in imports.names.items() if _is_project_name(target)}
+    through = Counter(call.callee[0] for call in calls if call.qualified is not None)
+    # Each mention is an occurrence of its local name in ``text``, and so is the import:
+    # names with no more occurrences than calls through them plus one need no walk.
+    project = {local for local, target in imports.names.items()
+               if _is_project_name(target) and text.count(local) > through[local] + 1}
     if not project:
         return frozenset()
     mentioned: Counter = Counter()
@@ -589,7 +593,7 @@ def mention_key(definition: JitDefinition) -> str | None:
     return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
 
 
-def _name_mentions(text: str, definitions, module: cst.Module, positions) -> tuple[tuple[str, int, int], ...]:
+def _name_mentions(text: str, definitions, functions, positions) -> tuple[tuple[str, int, int], ...]:
     """:func:`relevance.name_mentions` of each definition's name, counted in the lines of the
     function it is local to (a same-named local of another function is another value), else
     in the whole text (an attribute may be used by any method, a global by any function)."""
@@ -599,14 +603,18 @@ def _name_mentions(text: str, definitions, module: cst.Module, positions) -> tup
         if key is not None:
             scope, _, name = key.rpartition("::")
             by_scope.setdefault(scope, set()).add(name)
-    lines = None
+    lines = nodes = None
     out = []
     for scope, names in by_scope.items():
         scoped = text
         if scope:
             if lines is None:
                 lines = text.splitlines(keepends=True)
-            node = next((f for f, scopes, _ in _function_scopes(module.body) if scopes[0] == scope), None)
+                nodes = {}
+                for function, scopes, _ in functions:  # ``(function, scopes, class_scope)``
+                    # a name two defs share (a property's setter) has no one range: the whole text
+                    nodes[scopes[0]] = None if scopes[0] in nodes else function
+            node = nodes.get(scope)
             if node is not None:
                 where = positions[node]
                 scoped = "".join(lines[where.start.line - 1:where.end.line])
@@ -1216,9 +1224,6 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     ctx = _Context(module, positions, imports, sites, finder, source)
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
-    if facts.definitions:
-        facts.name_mentions = _name_mentions(source if source is not None else module.code, facts.definitions,
-                                             module, positions)
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))
     if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
@@ -1246,6 +1251,9 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     facts.traced_callables |= _traced_callables(module_flow, imports)
 
     functions = list(_function_scopes(module.body))
+    if facts.definitions:
+        facts.name_mentions = _name_mentions(source if source is not None else module.code, facts.definitions,
+                                             functions, positions)
     parents = {scopes[1] for _, scopes, _ in functions if len(scopes) > 2}
     for function, scopes, _ in functions:
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
@@ -1272,6 +1280,6 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     # A name passed around as a value matters to the file that defines it, or,
     # when imported, to the module it comes from: record imported ones qualified.
     facts.referenced = {imports.names.get(name, name).lstrip(".") for name in facts.referenced}
-    facts.handed_on = _handed_on(module, imports, facts.calls)
+    facts.handed_on = _handed_on(module, imports, facts.calls, source if source is not None else module.code)
     facts.debug_nans = _debug_nans(ctx)
     return facts, sites
