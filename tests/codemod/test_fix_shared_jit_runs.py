@@ -11,7 +11,7 @@ from fix_runs import fix, fix_and_rerun, run, tool
 
 pytest.importorskip("jax")
 
-FACTORY = """
+MAKE = """
     import jax
     import jax.numpy as jnp
 
@@ -23,7 +23,9 @@ FACTORY = """
 
 
     train = make()
-    evaluate = make()
+"""
+
+FACTORY = MAKE + """    evaluate = make()
 
 
     def main():
@@ -138,19 +140,7 @@ def test_a_read_through_the_property_name_keeps_its_jit_undonated(tmp_path):
     assert run(sys.executable, "train.py", cwd=tmp_path).returncode == 0
 
 
-FACTORY_MODULE = """
-    import jax
-    import jax.numpy as jnp
-
-
-    def make():
-        def step(state, x):
-            return state + x
-        return jax.jit(step)
-
-
-    train = make()
-
+FACTORY_MODULE = MAKE + """
 
     def run():
         state = jnp.ones(3)
