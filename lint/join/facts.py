@@ -584,12 +584,13 @@ def _is_project_name(qualified: str) -> bool:
 
 def mention_key(definition: JitDefinition) -> str | None:
     """How :attr:`FileFacts.name_mentions` names what a definition is bound to: ``.step`` for
-    ``self.step``, ``step`` at module level, ``SCOPE::step`` for a local of function SCOPE."""
+    ``self.step`` (and ``.fns`` for ``self.fns["train"]``), ``step`` at module level (``FNS`` for
+    ``FNS["train"]``), ``SCOPE::step`` for a local of function SCOPE."""
     callee = definition.callee
-    if len(callee) == 2 and callee[0] == "self":
-        return "." + callee[1]
-    if len(callee) != 1:
-        return None
+    if callee[0] == "self":
+        return "." + callee[1] if len(callee) > 1 else None
+    if not callee[0].isidentifier():
+        return None  # ``<jax.jit at line 3>``: called where it is made
     return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
 
 

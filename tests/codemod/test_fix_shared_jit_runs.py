@@ -349,3 +349,66 @@ def test_a_jit_another_file_hands_on_is_left_alone(form, tmp_path):
     lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
     crashed = run(sys.executable, "main.py", cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+
+
+DICT_ENTRY = {
+    "module": """
+    import jax
+    import jax.numpy as jnp
+
+
+    def step(state, x):
+        return state + x
+
+
+    FNS = {"train": jax.jit(step)}
+
+
+    def main():
+        s = jnp.ones(3)
+        s = FNS["train"](s, 1.0)
+        f = FNS["train"]
+        t = jnp.ones(3)
+        u = f(t, 1.0)
+        print(float(t.sum()), float(u.sum()), float(s.sum()))
+
+
+    main()
+    """,
+    "attribute": """
+    import jax
+    import jax.numpy as jnp
+
+
+    def step(state, x):
+        return state + x
+
+
+    class T:
+        def __init__(self):
+            self.fns = {"train": jax.jit(step)}
+
+        def run(self):
+            s = jnp.ones(3)
+            s = self.fns["train"](s, 1.0)
+            t = jnp.ones(3)
+            u = [self.fns][0]["train"](t, 1.0)
+            print(float(t.sum()), float(u.sum()), float(s.sum()))
+
+
+    T().run()
+    """,
+}
+
+
+@pytest.mark.parametrize("form", sorted(DICT_ENTRY))
+def test_a_jit_in_a_dict_entry_handed_on_is_left_alone(form, tmp_path):
+    program = textwrap.dedent(DICT_ENTRY[form])
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    crashed = run(sys.executable, "-c", program.replace("jax.jit(step)", "jax.jit(step, donate_argnums=0)"),
+                  cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+    path, result = fix(tmp_path, program)
+    assert result.returncode == 0 and path.read_text() == program, result.stdout + result.stderr
+    assert "is used here other than called" in run(tool("jaxmem"), "check", "--no-cache", "train.py",
+                                                   cwd=tmp_path).stdout
