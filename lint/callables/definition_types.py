@@ -55,6 +55,9 @@ class JitDefinition:
     # every caller's), and whether this file calls it other than to bind a definition.
     made_by: str | None = None
     made_elsewhere: bool = False
+    # ``@logged`` above ``@jax.jit``: a decorator applied after the jit, which decides what each
+    # call passes to it and may read the arguments afterwards (its name; None when there is none).
+    wrapped_by: str | None = None
 
     def output_verdict(self, name: str) -> str | None:
         """``preserved | maybe | none | scalar | prng`` for parameter ``name``, if the body is known."""

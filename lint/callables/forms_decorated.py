@@ -4,6 +4,7 @@ shifted off its signature)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -34,6 +35,23 @@ def jit_decorator(calls: JitCallReader,
     return None
 
 
+# Decorators that may sit above a jit without coming between a call and the jitted function.
+TRANSPARENT_OUTER = frozenset({"staticmethod", "classmethod", "abstractmethod", "overload", "named_call"})
+
+
+def _outer_wrapper(node: cst.FunctionDef, decorator: cst.Decorator) -> str | None:
+    """The first decorator above ``decorator`` (applied after the jit) that may come between
+    a call and the jitted function, by its last name."""
+    for outer in node.decorators:
+        if outer is decorator:
+            return None
+        expr = outer.decorator.func if isinstance(outer.decorator, cst.Call) else outer.decorator
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "?")
+        if name not in TRANSPARENT_OUTER:
+            return name
+    return None
+
+
 def add_decorated(finder: DefinitionFinder, node: cst.FunctionDef, scopes: list[Scope]) -> bool:
     """Record ``node`` when a decorator jits it; whether one does."""
     jitted = jit_decorator(finder.calls, node)
@@ -43,7 +61,7 @@ def add_decorated(finder: DefinitionFinder, node: cst.FunctionDef, scopes: list[
     in_class = scopes[-1].kind == "class"
     is_static = "staticmethod" in decorator_names(node)
     callee: RefKey = ("self", ident(node.name.value)) if in_class else (ident(node.name.value),)
-    finder.builder.add(
+    site = finder.builder.add(
         scopes=scopes,
         callee=callee,
         transform=transform,
@@ -56,4 +74,7 @@ def add_decorated(finder: DefinitionFinder, node: cst.FunctionDef, scopes: list[
         shift=1 if in_class and not is_static else 0,
         public_name=node.name.value,
     )
+    wrapper = _outer_wrapper(node, decorator)
+    if wrapper is not None:
+        site.definition = replace(site.definition, wrapped_by=wrapper)
     return True

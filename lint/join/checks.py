@@ -799,6 +799,9 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
         handed_on = project.handed_on(def_path, d, calls)
         if handed_on is not None:
             doubts.append(handed_on)
+        if d.wrapped_by is not None:
+            doubts.append(f"`@{d.wrapped_by}` is applied after the jit: it decides what each call of "
+                          f"`{d.function}` passes and may read the arguments afterwards")
         if d.public:
             doubts.append(f"`{d.function}` is public: callers outside this project are not seen")
         if len(d.callee) == 1 and project.passed_around(def_path, d.callee[0], d.scope):

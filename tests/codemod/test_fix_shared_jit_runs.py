@@ -412,3 +412,47 @@ def test_a_jit_in_a_dict_entry_handed_on_is_left_alone(form, tmp_path):
     assert result.returncode == 0 and path.read_text() == program, result.stdout + result.stderr
     assert "is used here other than called" in run(tool("jaxmem"), "check", "--no-cache", "train.py",
                                                    cwd=tmp_path).stdout
+
+
+OUTER_DECORATOR = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            out = fn(*args)
+            print("inputs", [float(a.sum()) for a in args])
+            return out
+        return wrapper
+
+
+    @logged
+    @jax.jit  # the step
+    def train(state, x):
+        return state + x
+
+
+    def main():
+        s = jnp.ones(3)
+        s = train(s, jnp.ones(3))
+        print(float(s.sum()))
+
+
+    main()
+"""
+
+
+def test_a_decorator_applied_after_the_jit_keeps_it_undonated(tmp_path):
+    program = textwrap.dedent(OUTER_DECORATOR)
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    forced = program.replace("@jax.jit  # the step", "@functools.partial(jax.jit, donate_argnums=0)")
+    crashed = run(sys.executable, "-c", forced, cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # the wrapper reads `state`
+    path, result = fix(tmp_path, program)
+    assert result.returncode == 0 and path.read_text() == program, result.stdout + result.stderr
+    assert "`@logged` is applied after the jit" in run(tool("jaxmem"), "check", "--no-cache", "train.py",
+                                                       cwd=tmp_path).stdout

@@ -241,3 +241,22 @@ def test_a_method_factory_and_a_property_name_their_jit():
     assert (alias.line, alias.col, alias.spec) == (original.line, original.col, original.spec)
     assert by_name["self.lazy"].signature.name_at(0) == "model"
     assert (by_name["self.lazy"].line, by_name["self.lazy"].col) == (by_name["inner"].line, by_name["inner"].col)
+
+
+def test_a_decorator_above_the_jit_is_named():
+    defs = _defs(
+        """
+        @logged
+        @jax.jit
+        def f(x, y): ...
+
+        @staticmethod
+        @partial(jax.jit, donate_argnums=0)
+        def g(x, y): ...
+
+        @jax.jit
+        @jax.named_call
+        def h(x, y): ...
+        """
+    )
+    assert {d.function: d.wrapped_by for d in defs} == {"f": "logged", "g": None, "h": None}
