@@ -102,10 +102,16 @@ def scope_body(scope: Scope) -> list:
 PROPERTY_DECORATORS = frozenset({"cached_property", "property"})
 
 
+def last_name(expr: cst.BaseExpression) -> str | None:
+    """``jit`` of ``jax.jit`` or ``jit``; None for any other expression."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return expr.attr.value if isinstance(expr, cst.Attribute) else None
+
+
 def decorator_names(node: cst.FunctionDef) -> set[str | None]:
     """The last name of each decorator of ``node`` (``property``, ``staticmethod``, ``cached_property``)."""
-    return {d.decorator.value if isinstance(d.decorator, cst.Name)
-            else getattr(getattr(d.decorator, "attr", None), "value", None) for d in node.decorators}
+    return {last_name(d.decorator) for d in node.decorators}
 
 
 def returned_function(function: cst.FunctionDef) -> cst.FunctionDef | cst.Lambda | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxmem.lint.callables.definition_scopes import Scope, decorator_names
+from jaxmem.lint.callables.definition_scopes import Scope, decorator_names, last_name
 from jaxmem.lint.callables.definition_types import DECORATOR, DECORATOR_CALL, DECORATOR_PARTIAL
 from jaxmem.lint.callables.jit_api import Transform
 from jaxmem.lint.callables.jit_calls import JitCallReader
@@ -45,10 +45,9 @@ def _outer_wrapper(node: cst.FunctionDef, decorator: cst.Decorator) -> str | Non
     for outer in node.decorators:
         if outer is decorator:
             return None
-        expr = outer.decorator.func if isinstance(outer.decorator, cst.Call) else outer.decorator
-        name = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "?")
+        name = last_name(outer.decorator.func if isinstance(outer.decorator, cst.Call) else outer.decorator)
         if name not in TRANSPARENT_OUTER:
-            return name
+            return name or "?"
     return None
 
 

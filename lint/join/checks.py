@@ -191,10 +191,10 @@ class Index:
         for calls jaxmem does not see: called in its file other than to bind a definition, used as
         a value, or called from another file."""
         factory = definition.made_by
-        if factory is None:
-            return False
-        if definition.made_elsewhere or "." in factory:
-            return definition.made_elsewhere
+        if definition.made_elsewhere:
+            return True
+        if factory is None or "." in factory:
+            return False  # not made by a factory, or by a method: other files do not call it by name
         return self.passed_around(path, factory) or any(
             f"{module}.{factory}" in self.called_qualified for module in self.module_names.get(path, ()))
 

@@ -547,7 +547,7 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
     # Each mention is an occurrence of its local name in ``text``, and so is the import:
     # names with no more occurrences than calls through them plus one need no walk.
     project = {local for local, target in imports.names.items()
-               if _is_project_name(target) and text.count(local) > through[local] + 1}
+               if is_project_name(target) and text.count(local) > through[local] + 1}
     if not project:
         return frozenset()
     mentioned: Counter = Counter()
@@ -560,7 +560,7 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
         if kind is cst.Name and node.value in project:
             mentioned[imports.names[node.value]] += 1
             continue
-        if kind is cst.Attribute and _dotted_head(node) in project:
+        if kind is cst.Attribute and (key := ref_key(node)) is not None and key[0] in project:
             qualified = imports.resolve(node)
             if qualified is not None:
                 mentioned[qualified] += 1
@@ -570,15 +570,8 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
     return frozenset(name.lstrip(".") for name, count in mentioned.items() if count > called[name])
 
 
-def _dotted_head(node: cst.Attribute) -> str | None:
-    """``lib`` of ``lib.step`` or ``lib.sub.step``; None when the chain does not start with a name."""
-    value = node.value
-    while type(value) is cst.Attribute:
-        value = value.value
-    return value.value if type(value) is cst.Name else None
-
-
-def _is_project_name(qualified: str) -> bool:
+def is_project_name(qualified: str) -> bool:
+    """Whether ``qualified`` (``lib.step``, ``.sibling.step``) names the project's own code, not a library's."""
     return qualified.startswith(".") or qualified.split(".")[0] not in LIBRARY_ROOTS
 
 

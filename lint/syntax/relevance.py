@@ -118,9 +118,9 @@ def code_without_docs(text: str) -> str:
 
 
 def _is_project_module(module: str) -> bool:
-    from jaxmem.lint.join.facts import LIBRARY_ROOTS
+    from jaxmem.lint.join.facts import is_project_name  # the join imports this module
 
-    return module.startswith(".") or module.split(".")[0] not in LIBRARY_ROOTS
+    return is_project_name(module)
 
 
 def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
