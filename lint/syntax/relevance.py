@@ -72,6 +72,8 @@ _INDENTED_PRIVATE_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(_\w+)", re
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 # Identifiers with a leading underscore ("private" by convention), anywhere in a text.
 _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
+# ``getattr(obj, name)`` with a name that is not a string literal (literals are ``""`` by then).
+_DYNAMIC_GETATTR = re.compile(r"\bgetattr\s*\([^,()]*,\s*(?![\s\"'])")
 # One-line string literals (no prefix: an f-string may name a value).
 _STRING_LITERAL = re.compile(r"""(?<![\w])(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
@@ -299,12 +301,17 @@ def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
     ``self.step = ...``, nor as a keyword, ``f(step=1)``), and how many of those mentions bind it
     (``def step``, ``step: T = ...``).  The other mentions are calls, or uses the analysis may
     not follow (``fns = [step]``, ``self.evaluate = self.step``)."""
-    code = _STRING_LITERAL.sub('""', code_without_docs(_lf(text)))
+    with_strings = code_without_docs(_lf(text))
+    code = _STRING_LITERAL.sub('""', with_strings)
+    # ``getattr(self, name)``: any attribute, ``getattr(self, "step")``: that one
+    dynamic = len(_DYNAMIC_GETATTR.findall(code))
     out = []
     for name in sorted(set(names)):
         word = re.escape(name.lstrip("."))
         before = r"\.\s*" if name.startswith(".") else r"(?<![.\w])"
         mentions = len(re.findall(before + word + r"\b(?![ \t]*=(?!=))", code))
+        if name.startswith("."):
+            mentions += dynamic + len(re.findall(r"\bgetattr\s*\([^,()]*,\s*[\"']" + word + r"[\"']", with_strings))
         bindings = len(re.findall(before + word + r"[ \t]*:[^=\n]*=(?!=)", code))
         if not name.startswith("."):
             bindings += len(re.findall(r"\bdef[ \t]+" + word + r"\b", code))

@@ -207,6 +207,28 @@ HANDED_ON = {
 
     T().run()
     """,
+    "getattr.py": """
+    import jax
+    import jax.numpy as jnp
+
+
+    class T:
+        def __init__(self):
+            self.train = jax.jit(self.step)
+
+        def step(self, state, x):
+            return state + x
+
+        def run(self, name="train"):
+            s = jnp.ones(3)
+            s = self.train(s, 1.0)
+            t = jnp.ones(3)
+            u = getattr(self, name)(t, 1.0)
+            print(float(t.sum()), float(u.sum()), float(s.sum()))
+
+
+    T().run()
+    """,
     "instance.py": """
     import jax.numpy as jnp
 
@@ -247,7 +269,7 @@ def test_a_jitted_attribute_called_where_the_join_cannot_see_is_left_alone(name,
     assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
     path = tmp_path / name
     path.write_text(program)
-    defining = path if name == "alias.py" else tmp_path / "lib.py"
+    defining = tmp_path / "lib.py" if name == "instance.py" else path
     result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
     assert "jax.jit(self.step)" in defining.read_text()

@@ -288,3 +288,6 @@ def test_names_and_their_mentions():
     assert name_mentions(text, {".step"}) == ((".step", 4, 1),)
     # g: def, wrapped, list, call; not ``g = ...``, the strings, ``obj.g`` or the keyword
     assert name_mentions(text + "h(g=1)\n", {"g"}) == (("g", 4, 1),)
+    # a getattr with a computed name may be any attribute; with a literal, that one
+    assert name_mentions("getattr(self, f)(x)\n", {".step"}) == ((".step", 1, 0),)
+    assert name_mentions("getattr(self, 'step')(x)\ngetattr(self, 'other')\n", {".step"}) == ((".step", 1, 0),)
