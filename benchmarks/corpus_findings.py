@@ -89,6 +89,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="write every finding here (JSON lines)")
     parser.add_argument("--packages-of", type=Path, action="append", default=[], metavar="RESULTS_JSON",
                         help="the packages of this accuracy results file (repeatable)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="of those packages, only this one (repeatable; e.g. flax)")
     parser.add_argument("--jaxmem", default=str(Path(sys.executable).parent / "jaxmem"),
                         help="the jaxmem executable to run (default: this interpreter's)")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
@@ -99,7 +101,8 @@ def main(argv=None) -> int:
         return 0
     if args.out is None or not args.packages_of:
         parser.error("give --out and at least one --packages-of (or --compare BEFORE AFTER)")
-    packages = [p for results in args.packages_of for p in packages_of(results)]
+    packages = [p for results in args.packages_of for p in packages_of(results)
+                if not args.only or p[0] in args.only]
     run(args.jaxmem, packages, args.out)
     return 0
 

@@ -141,7 +141,8 @@ def _select_context(run: _Run, sources: list[tuple]) -> list[tuple]:
         return sources
     from jaxmem.lint import engine
 
-    wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context})
+    wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context},
+                                     run.settings.own_packages)
     sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
     kept = {s.path for _, s in sources}
     run.order = [p for p in run.order if p in kept or p not in run.context]
@@ -152,7 +153,7 @@ def _summarize(caches: _Caches, sources: list[tuple], settings: Settings) -> tup
     """The pre-filter's summary of each source by path, and the project's hints."""
     from jaxmem.lint.syntax.relevance import hints_of
 
-    summary = caches.summaries(sources)
+    summary = caches.summaries(sources, settings.own_packages)
     # Names defined by files that mention jit: a file that never mentions
     # jit still matters when it calls one of them.
     hints = hints_of([summary[s.path] for _, s in sources], settings, [s.text for _, s in sources])
@@ -376,11 +377,11 @@ class _Caches:
         self.inputs = inputs_digest(records)
         return self.run.get(self.inputs, {record[0] for record in records if not record[3]})
 
-    def summaries(self, sources: list[tuple]) -> dict:
+    def summaries(self, sources: list[tuple], own_packages=()) -> dict:
         """Each source's pre-filter summary by path: from the index, else computed."""
         from jaxmem.summaries import Summaries
 
-        self.summary_index = Summaries(self.facts)
+        self.summary_index = Summaries(self.facts, own_packages)
         return {source.path: self.summary_index.summary(source.digest, source.text) for _, source in sources}
 
     def open_file_lookups(self) -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from jaxmem.findings import Confidence
+from jaxmem.lint.callables.imports import LIBRARY_ROOTS
 from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 
@@ -65,12 +67,31 @@ def load_config(paths=(), config_file: str | os.PathLike | None = None) -> Confi
         if not path.is_file():
             raise ConfigError(f"{path}: config file not found; check the --config argument")
         table = _read_table(path, explicit=True)
-        return Config(settings_from_table(table, path), path, path.resolve().parent)
+        return _config(settings_from_table(table, path), path, path.resolve().parent)
     path = find_config(start)
     if path is None:
-        return Config(Settings(), None, project_root(start))
+        return _config(Settings(), None, project_root(start))
     table = _read_table(path, explicit=False)
-    return Config(settings_from_table(table, path), path, path.resolve().parent)
+    return _config(settings_from_table(table, path), path, path.resolve().parent)
+
+
+def _config(settings: Settings, path: Path | None, root: Path) -> Config:
+    return Config(dataclasses.replace(settings, own_packages=own_packages(root)), path, root)
+
+
+def own_packages(root: Path) -> tuple[str, ...]:
+    """The project's top-level packages (folders with ``__init__.py`` at ``root`` or
+    ``root/src``) whose names jaxmem otherwise takes for libraries: checking optax
+    itself, ``from optax._src import utils`` is the project's own code."""
+    found = set()
+    for folder in (root, root / "src"):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        found.update(entry.name for entry in entries if entry.name in LIBRARY_ROOTS
+                     and entry.is_dir() and os.path.isfile(os.path.join(entry.path, "__init__.py")))
+    return tuple(sorted(found))
 
 
 def load_settings(paths=(), config_file: str | os.PathLike | None = None) -> Settings:

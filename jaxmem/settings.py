@@ -37,6 +37,10 @@ class Settings:
     ``include`` are the file-name globs a folder is searched for
     (notebooks included); ``per_file_ignores`` maps path globs to the code
     prefixes ignored in the files they match (ruff's ``per-file-ignores``).
+    ``own_packages`` are the project's top-level packages whose names jaxmem
+    otherwise takes for libraries (``optax`` when checking optax itself): calls
+    into them are the project's, followed like any other (set from the
+    project root by :func:`jaxmem.config.load_config`, not by the user).
     """
 
     select: tuple[str, ...] = ("JXM",)
@@ -51,6 +55,7 @@ class Settings:
     include: tuple[str, ...] = DEFAULT_INCLUDE
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cache_max_size: int = DEFAULT_CACHE_MAX_SIZE
+    own_packages: tuple[str, ...] = ()
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` passes ``select``/``ignore`` (longest prefix wins)."""
@@ -62,5 +67,6 @@ class Settings:
         """A stable string identifying these settings, for cache keys."""
         return repr(
             (self.select, self.ignore, self.min_confidence.value,
-             self.extra_wrappers, self.donation_style, self.jax_version, self.target_version)
+             self.extra_wrappers, self.donation_style, self.jax_version, self.target_version,
+             self.own_packages)
         )

@@ -17,8 +17,9 @@ from jaxmem.lint.syntax.relevance import TextSummary, summarize
 class Summaries:
     """``summary(digest, text)``, from the index when the digest is in it."""
 
-    def __init__(self, cache: FactsCache | None):
-        self.cache = cache
+    def __init__(self, cache: FactsCache | None, own_packages=()):
+        self.cache = cache  # its namespace includes the settings, own_packages with them
+        self.own_packages = own_packages
         self.stored = cache.load_index(_index_name(cache), SUMMARIES_FORMAT, _is_entry) if cache else {}
         self.seen: dict[str, list] = {}
 
@@ -26,7 +27,7 @@ class Summaries:
         """The summary of ``text``, whose content digest is ``digest``."""
         entry = self.stored.get(digest)
         if entry is None:
-            summary = summarize(text)
+            summary = summarize(text, self.own_packages)
             entry = _encode(summary)
             if _decode(entry) == summary:  # always, as names are \w+ words
                 self.seen[digest] = entry

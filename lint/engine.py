@@ -121,7 +121,7 @@ def _analysed_facts(path: str, text: str, settings: Settings, hints: frozenset[s
                 return FileFacts(path=path, module_names=names, parse_error=module)
             continue  # the blanking cut something it should not have: analyse everything
         facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public,
-                           source=text)
+                           source=text, own_packages=settings.own_packages)
         if candidate is text or not _reads_blanked_globals(facts, reduced.blanked_words):
             return facts
     return facts

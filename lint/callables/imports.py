@@ -7,11 +7,29 @@ is far too slow for whole repositories (see STYLE.md).
 from __future__ import annotations
 
 import posixpath
+import sys
 from typing import Callable, TypeVar
 
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import small_statements
+
+
+# Roots of qualified names that never hold a project's jitted callables, unless
+# they are the project's own packages (jaxmem run on optax itself).
+LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
+    {"jax", "jaxlib", "numpy", "flax", "optax", "equinox", "haiku", "chex", "einops", "orbax",
+     "absl", "tensorflow", "torch", "ml_collections", "tqdm", "wandb", "scipy", "pandas", "penzai",
+     "haliax", "clu", "tensorstore", "etils", "numpy_typing"}
+)
+
+
+def is_project_name(qualified: str, own_packages=()) -> bool:
+    """Whether ``qualified`` (``lib.step``, ``.sibling.step``) names the project's own code,
+    not a library's; ``own_packages`` are the library roots the project itself defines
+    (see :attr:`jaxmem.settings.Settings.own_packages`)."""
+    root = qualified.split(".")[0]
+    return qualified.startswith(".") or root not in LIBRARY_ROOTS or root in own_packages
 
 
 def _dotted(expr: cst.BaseExpression) -> str | None:
@@ -28,11 +46,14 @@ class ImportTable:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self.own_packages: tuple[str, ...] = ()
 
     @classmethod
-    def from_module(cls, module: cst.Module) -> "ImportTable":
-        """Collect every import in ``module`` (top level and nested)."""
+    def from_module(cls, module: cst.Module, own_packages=()) -> "ImportTable":
+        """Collect every import in ``module`` (top level and nested); ``own_packages``
+        as for :func:`is_project_name`."""
         table = cls()
+        table.own_packages = tuple(own_packages)
         collector = _ImportCollector(table.names)
         for small in small_statements(module.body):
             if isinstance(small, cst.Import):
@@ -51,6 +72,10 @@ class ImportTable:
         if target is None:
             return None
         return f"{target}.{rest}" if rest else target
+
+    def is_project(self, qualified: str) -> bool:
+        """Whether the resolved name ``qualified`` is the project's own (see :func:`is_project_name`)."""
+        return is_project_name(qualified, self.own_packages)
 
 
 class _ImportCollector:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -88,13 +87,6 @@ from jaxmem.lint.values.provenance import (
 )
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.values.usefulness import output_reach
-
-# Roots of qualified names that never hold a project's jitted callables.
-LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
-    {"jax", "jaxlib", "numpy", "flax", "optax", "equinox", "haiku", "chex", "einops", "orbax",
-     "absl", "tensorflow", "torch", "ml_collections", "tqdm", "wandb", "scipy", "pandas", "penzai",
-     "haliax", "clu", "tensorstore", "etils", "numpy_typing"}
-)
 
 LOCAL = "local"
 PARAM = "param"
@@ -389,7 +381,7 @@ class _Context:
         callee = None
         if kind == "call" and isinstance(node, cst.Call) and ref_key(node.func) is not None:
             qualified = self.imports.resolve(node.func)
-            if qualified is not None and qualified.lstrip(".").split(".")[0] not in LIBRARY_ROOTS:
+            if qualified is not None and self.imports.is_project(qualified):
                 callee = qualified.lstrip(".")  # another project file's function: the join knows its summary
         return Use(pos.start.line, pos.start.column, text, kind, callee)
 
@@ -498,8 +490,7 @@ class _Context:
         qualified = self.imports.resolve(_key_expr(key))
         if qualified is None:
             return False, None
-        root = qualified.lstrip(".").split(".")[0]
-        if root in LIBRARY_ROOTS:
+        if not self.imports.is_project(qualified):
             return False, None
         return True, qualified
 
@@ -547,7 +538,7 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
     # Each mention is an occurrence of its local name in ``text``, and so is the import:
     # names with no more occurrences than calls through them plus one need no walk.
     project = {local for local, target in imports.names.items()
-               if is_project_name(target) and text.count(local) > through[local] + 1}
+               if imports.is_project(target) and text.count(local) > through[local] + 1}
     if not project:
         return frozenset()
     mentioned: Counter = Counter()
@@ -568,11 +559,6 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
         stack.extend(children(node))
     called = Counter(call.qualified for call in calls if call.qualified is not None)
     return frozenset(name.lstrip(".") for name, count in mentioned.items() if count > called[name])
-
-
-def is_project_name(qualified: str) -> bool:
-    """Whether ``qualified`` (``lib.step``, ``.sibling.step``) names the project's own code, not a library's."""
-    return qualified.startswith(".") or qualified.split(".")[0] not in LIBRARY_ROOTS
 
 
 def mention_key(definition: JitDefinition) -> str | None:
@@ -1208,11 +1194,11 @@ def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBu
 
 
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False,
-            source: str | None = None) -> tuple[FileFacts, list[DefinitionSite]]:
+            source: str | None = None, own_packages=()) -> tuple[FileFacts, list[DefinitionSite]]:
     """Facts of an already parsed module (``source``: the file's whole text, of which
-    ``module`` may have statements blanked)."""
+    ``module`` may have statements blanked; ``own_packages``: see ``Settings.own_packages``)."""
     positions = Positions(module)
-    imports = ImportTable.from_module(module)
+    imports = ImportTable.from_module(module, own_packages)
     finder = DefinitionFinder(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
     sites = finder.run()
     ctx = _Context(module, positions, imports, sites, finder, source)

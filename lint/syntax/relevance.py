@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from jaxmem.lint.callables.imports import is_project_name
 from jaxmem.settings import Settings
 
 # A file whose code (docstrings and comments aside) has none of these words
@@ -119,13 +120,7 @@ def code_without_docs(text: str) -> str:
     return _DOCSTRINGS_AND_COMMENTS.sub(" ", text)
 
 
-def _is_project_module(module: str) -> bool:
-    from jaxmem.lint.join.facts import is_project_name  # the join imports this module
-
-    return is_project_name(module)
-
-
-def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
+def reachable_hints(text: str, hints: frozenset[str], own_packages=()) -> set[str]:
     """The ``hints`` that matter to this file: those it can call (imported
     from, or reached as attributes of, the project's own modules; calls into
     libraries are never resolved) and those it defines at top level (a
@@ -133,7 +128,7 @@ def reachable_hints(text: str, hints: frozenset[str]) -> set[str]:
     read among those names (marked)."""
     if not hints:
         return set()
-    return _reachable(frozenset(_callable_names(_lf(text))), hints)
+    return _reachable(frozenset(_callable_names(_lf(text), own_packages)), hints)
 
 
 def _reachable(callable_names: frozenset[str], hints: frozenset[str]) -> set[str]:
@@ -141,14 +136,14 @@ def _reachable(callable_names: frozenset[str], hints: frozenset[str]) -> set[str
     return set(hints.intersection(callable_names)) | {_READ + name for name in read.intersection(callable_names)}
 
 
-def _callable_names(text: str) -> set[str]:
+def _callable_names(text: str, own_packages=()) -> set[str]:
     """Every name :func:`reachable_hints` can return for ``text`` (line ends
     normalised), whatever the hints: ``reachable_hints`` is their intersection."""
     found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
     for module, names in _from_imports(text):
-        if _is_project_module(module):
+        if is_project_name(module, own_packages):
             found.update(names)
-    if any(_is_project_module(relative or plain) for relative, plain in _IMPORTED_MODULE.findall(text)):
+    if any(is_project_name(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)):
         # called or not: ``fns = [lib.step]`` hands a jit on
         found.update(_ATTRIBUTE_NAME.findall(text))
     return found
@@ -177,7 +172,8 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     text = _lf(text)
     if _mentions_jit(text) or _mentions_wrapper(text, settings):
         return True
-    return bool(hints) and (not hints.isdisjoint(_callable_names(text)) or _defines_read(text, hints))
+    return bool(hints) and (not hints.isdisjoint(_callable_names(text, settings.own_packages))
+                            or _defines_read(text, hints))
 
 
 def project_hints(texts: dict[str, str], settings: Settings | None = None) -> frozenset[str]:
@@ -189,16 +185,17 @@ def project_hints(texts: dict[str, str], settings: Settings | None = None) -> fr
     (see :func:`hints_of`).  This is a textual over-approximation; the
     analysis proper decides.
     """
-    return hints_of(map(summarize, texts.values()), settings, texts.values())
+    own = settings.own_packages if settings is not None else ()
+    return hints_of((summarize(text, own) for text in texts.values()), settings, texts.values())
 
 
-def _jitted_names(text: str) -> frozenset[str]:
+def _jitted_names(text: str, own_packages=()) -> frozenset[str]:
     """What ``text`` (line ends normalised) adds to :func:`project_hints`."""
     names: set[str] = set()
     if _may_hold_jit_words(text) and _JIT_WORDS.search(text):
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
-        names.update(_project_imports(text))
+        names.update(_project_imports(text, own_packages))
         names.update(_factory_defs(text))
     # Short names too: a file calling a jitted ``f`` must not be skipped.
     return frozenset(n for n in names if not n.startswith("__"))
@@ -222,10 +219,11 @@ def _factory_defs(text: str) -> set[str]:
     return found
 
 
-def _project_imports(text: str) -> set[str]:
+def _project_imports(text: str, own_packages=()) -> set[str]:
     """What a text that jits imports from the project: a factory whose result
     it jits (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there."""
-    return {name for module, imported in _from_imports(text) if _is_project_module(module) for name in imported}
+    return {name for module, imported in _from_imports(text)
+            if is_project_name(module, own_packages) for name in imported}
 
 
 def _read_names(text: str) -> frozenset[str]:
@@ -276,10 +274,11 @@ class TextSummary:
     private: frozenset[str] = frozenset()  # see private_names
 
 
-def summarize(text: str) -> TextSummary:
-    """The :class:`TextSummary` of ``text``."""
+def summarize(text: str, own_packages=()) -> TextSummary:
+    """The :class:`TextSummary` of ``text`` (``own_packages``: see ``Settings.own_packages``)."""
     text = _lf(text)
-    return TextSummary(_mentions_jit(text), _jitted_names(text), frozenset(_callable_names(text)),
+    return TextSummary(_mentions_jit(text), _jitted_names(text, own_packages),
+                       frozenset(_callable_names(text, own_packages)),
                        _read_names(text), private_names(text))
 
 
@@ -337,7 +336,7 @@ def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozens
         for i, text in enumerate(map(_lf, texts)):
             if _mentions_wrapper(text, settings):
                 wrapping[i] = True
-                jitted |= _wrapped_names(text, settings) | _project_imports(text)
+                jitted |= _wrapped_names(text, settings) | _project_imports(text, settings.own_packages)
     reads = frozenset().union(*(s.reads for s, wraps in zip(summaries, wrapping)
                                 if wraps or s.mentions_jit or not jitted.isdisjoint(s.callable)))
     return frozenset(jitted) | {_READ + name for name in reads}
@@ -440,7 +439,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     words = [set(_WORD.findall(code_without_docs(body))) for body in bodies]
     jit_words = {"jit", "pmap", "pjit", "filter_jit", "named_jit", "variable_jit", "donate_argnums", "donate_argnames"}
     jit_words |= {w.rsplit(".", 1)[-1] for w in settings.extra_wrappers}
-    relevant = reachable_hints(text, hints) | set(_jitted_defs(text)) | set(_JITTED_ASSIGNMENT.findall(text))
+    relevant = reachable_hints(text, hints, settings.own_packages) | set(_jitted_defs(text)) | set(_JITTED_ASSIGNMENT.findall(text))
     defined = [{n for groups in _TOP_LEVEL_NAME.findall(body) for n in groups if n} for body in bodies]
     definers: dict[str, list[int]] = {}
     for i, names in enumerate(defined):
@@ -489,7 +488,7 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     return Reduced("".join(kept_lines), "".join(blanked_lines), frozenset(blanked_words))
 
 
-def context_selector(requested: dict[str, str]):
+def context_selector(requested: dict[str, str], own_packages=()):
     """``wanted(path, text)``: whether another project file can change the
     advice for the ``requested`` files (path -> text).
 
@@ -512,10 +511,10 @@ def context_selector(requested: dict[str, str]):
         names.update(_INDENTED_PRIVATE_DEF.findall(text))  # see FactExtractor.callers_of
         for relative, plain in _IMPORTED_MODULE.findall(text):
             module = (relative or plain).lstrip(".")
-            if module and _is_project_module(relative or plain):
+            if module and is_project_name(relative or plain, own_packages):
                 modules.add(module)
         for module, imported in _from_imports(text):
-            if _is_project_module(module):
+            if is_project_name(module, own_packages):
                 modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in imported)
     names = {n for n in names if not n.startswith("__")}
     mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None

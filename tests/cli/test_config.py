@@ -47,6 +47,16 @@ def test_every_key_is_read(tmp_path):
     )
 
 
+def test_packages_with_a_library_name_are_the_projects_own(tmp_path):
+    write(tmp_path, "pyproject.toml", "")
+    write(tmp_path, "optax/__init__.py", "")
+    write(tmp_path, "src/flax/__init__.py", "")
+    write(tmp_path, "mylib/__init__.py", "")  # not a library name: the project's anyway
+    write(tmp_path, "jax/notes.txt", "")  # not a package
+    assert load_settings([tmp_path]).own_packages == ("flax", "optax")
+    assert load_settings([tmp_path / "optax"]).own_packages == ("flax", "optax")  # from the project root
+
+
 def test_target_version_must_be_one_libcst_parses(tmp_path):
     write(tmp_path, "pyproject.toml", "[tool.jaxmem]\ntarget-version = \"2.7\"\n")
     with pytest.raises(ConfigError, match="target-version.*not a Python version libcst parses"):
