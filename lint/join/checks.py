@@ -138,7 +138,10 @@ class Index:
         self.module_names: dict[str, tuple[str, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[FunctionSummary, Signature]] = {}  # (path, "parent.name")
         self.private_names = {facts.path: facts.private_names for facts in all_facts}
-        self.handed_on_anywhere = frozenset().union(*(facts.handed_on for facts in all_facts))
+        self.handed_on_by: dict[str, list[str]] = defaultdict(list)  # project name -> files handing it on
+        for facts in all_facts:
+            for name in facts.handed_on:
+                self.handed_on_by[name].append(facts.path)
         self.name_mentions = {(facts.path, name): (mentions, bindings)
                               for facts in all_facts for name, mentions, bindings in facts.name_mentions}
         self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
@@ -210,7 +213,8 @@ class Index:
         if key.startswith(".") and self.named_elsewhere(path, key):
             return f"another file names `{key}`: calls through an instance or subclass there are not seen"
         if "::" not in key and not key.startswith(".") and any(
-                f"{module}.{key}" in self.handed_on_anywhere for module in self.module_names.get(path, ())):
+                self._imports_from(other, f"{module}.{key}", path)
+                for module in self.module_names.get(path, ()) for other in self.handed_on_by.get(f"{module}.{key}", ())):
             return f"another file uses `{key}` other than calling it: not every call site is seen"
         mentions, bindings = self.name_mentions.get((path, key), (0, 0))
         called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
@@ -219,6 +223,14 @@ class Index:
         if mentions - bindings > called + rewrapped:
             return f"`{definition.function}` is used here other than called: not every call site is seen"
         return None
+
+    def _imports_from(self, importer: str, qualified: str, path: str) -> bool:
+        """Whether ``qualified`` in file ``importer`` may be file ``path``'s definition: not when
+        a module beside the importer has that name (``import train`` in ``examples/wmt/`` is
+        ``examples/wmt/train.py``, not ``examples/mnist/train.py``)."""
+        name = qualified.rsplit(".", 1)[-1]
+        beside = nearest_modules(importer, qualified, list(self.module_names), lambda file: (file, name))
+        return path in beside
 
     def named_elsewhere(self, path: str, name: str) -> bool:
         """Whether a file of the run other than ``path`` mentions the private name ``name``."""
@@ -693,11 +705,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         evidence.append(Evidence(f"`{shown}` is made here with new arrays and only handed to nnx.jit calls, "
                                  f"nnx.display, train()/eval()/update()/reset() and views that do the same: "
                                  f"nothing else holds its arrays", calls[0].path, calls[0].call.line))
-    public = next((d for d in (definition, *siblings) if d.public), None)
-    if public is not None:
-        doubts.append(f"`{public.function}` is public: callers outside this project are not seen")
-    if partial_view:
-        doubts.append("only this file was analysed: calls in other files are not seen")
+    doubts += _reach_doubts(definition, def_path, project, partial_view, siblings, calls)
     if doubts:
         confidence, why = Confidence.MEDIUM, f": {doubts[0]}"
     spelled, _ = donation_option(definition.transform, index, name, None)  # nnx.jit: argnums or argnames
@@ -794,6 +802,17 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
                        calls: list[ResolvedCall] = ()) -> list[str]:
     """What keeps any proposal for parameter ``name`` at medium, whatever the ``calls`` say
     (of ``definition`` or of any other name bound to its jit node, ``siblings``)."""
+    doubts = _reach_doubts(definition, def_path, project, partial_view, siblings, calls)
+    output = _output_doubt(definition, name)
+    if output is not None:
+        doubts.append(output)
+    return doubts
+
+
+def _reach_doubts(definition: JitDefinition, def_path: str, project: Index, partial_view: bool,
+                  siblings: tuple[JitDefinition, ...], calls: list[ResolvedCall]) -> list[str]:
+    """Why calls of ``definition`` (or of ``siblings``, the other names of its jit node) may
+    exist that the join does not see, each a reason no donation of it can be high."""
     doubts = []
     for d in (definition, *siblings):
         handed_on = project.handed_on(def_path, d, calls)
@@ -812,9 +831,6 @@ def _definition_doubts(definition: JitDefinition, def_path: str, name: str, proj
     if partial_view:
         doubts.append("only this file was analysed: calls in other files are not seen (`jaxmem check` "
                       "analyses the whole project)")
-    output = _output_doubt(definition, name)
-    if output is not None:
-        doubts.append(output)
     return doubts
 
 

@@ -480,3 +480,127 @@ def test_a_decorator_applied_after_the_jit_keeps_it_undonated(tmp_path):
     assert result.returncode == 0 and path.read_text() == program, result.stdout + result.stderr
     assert "`@logged` is applied after the jit" in run(tool("jaxmem"), "check", "--no-cache", "train.py",
                                                        cwd=tmp_path).stdout
+
+
+# A project whose package has a library's name (jaxmem run on optax itself): its own
+# modules' imports of one another are followed, not taken for calls into the library.
+OWN_STEPS = """
+    import jax
+    import jax.numpy as jnp
+
+
+    def _update(state, x):
+        return state + x
+
+
+    _update_jit = jax.jit(_update)
+
+
+    def loop():
+        state = jnp.ones(3)
+        for _ in range(3):
+            state = _update_jit(state, 1.0)
+        return float(state.sum())
+"""
+
+OWN_USERS = {
+    "reads": """
+        import jax.numpy as jnp
+
+        from optax.steps import _update_jit
+
+
+        def use():
+            x = jnp.ones(3)
+            y = _update_jit(x, 1.0)
+            return float(x.sum() + y.sum())
+    """,
+    "rebinds": """
+        import jax.numpy as jnp
+
+        from optax.steps import _update_jit
+
+
+        def use():
+            x = jnp.ones(3)
+            x = _update_jit(x, 1.0)
+            return float(x.sum())
+    """,
+}
+
+
+def _own_package(tmp_path, user: str):
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "optax"  # shadows the installed optax: the script's folder comes first
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "steps.py").write_text(textwrap.dedent(OWN_STEPS))
+    (package / "other.py").write_text(textwrap.dedent(OWN_USERS[user]))
+    (tmp_path / "main.py").write_text("from optax import other, steps\n\nprint(steps.loop(), other.use())\n")
+    return package / "steps.py"
+
+
+def test_a_private_jit_another_module_of_a_library_named_package_calls_is_left_alone(tmp_path):
+    steps = _own_package(tmp_path, "reads")
+    assert run(sys.executable, "main.py", cwd=tmp_path).returncode == 0
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert "jax.jit(_update)\n" in steps.read_text()
+    steps.write_text(steps.read_text().replace("jax.jit(_update)", "jax.jit(_update, donate_argnums=0)"))
+    crashed = run(sys.executable, "main.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did
+
+
+def test_a_private_jit_every_module_of_a_library_named_package_rebinds_is_fixed_and_runs(tmp_path):
+    steps = _own_package(tmp_path, "rebinds")
+    expected = run(sys.executable, "main.py", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    assert "jax.jit(_update, donate_argnums=0)" in steps.read_text()
+    after = run(sys.executable, "main.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+
+
+NNX_HANDED_ON = """
+    import jax.numpy as jnp
+    from flax import nnx
+
+
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(3))
+
+
+    @nnx.jit
+    def step(model, x):
+        model.w[...] = model.w[...] + x
+        return model.w[...].sum()
+
+
+    def main():
+        model = M()
+        for _ in range(3):
+            step(model, 1.0)
+        other = M()
+        before = other.w[...]
+        fns = [step]
+        fns[0](other, 1.0)
+        print(float(model.w[...].sum()), float(before.sum()))
+
+
+    main()
+"""
+
+
+def test_an_nnx_step_handed_on_is_left_alone(tmp_path):
+    pytest.importorskip("flax")
+    program = textwrap.dedent(NNX_HANDED_ON)
+    assert run(sys.executable, "-c", program, cwd=tmp_path).returncode == 0
+    path, result = fix(tmp_path, program)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    shown = run(tool("jaxmem"), "check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert "medium confidence: `step` is used here other than called" in shown
+    path.write_text(program.replace("@nnx.jit\n", "@nnx.jit(donate_argnums=0)\n"))
+    crashed = run(sys.executable, "train.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "deleted or donated" in crashed.stderr  # what the high fix did

@@ -476,3 +476,31 @@ def test_a_use_of_a_local_jit_counts_in_its_own_function_only():
     (kept,) = [f for f in result.findings if f.code == "JXM001" and f.span.line == 18]
     assert handed_on.confidence is Confidence.MEDIUM and "`train` is used here other than called" in handed_on.message
     assert kept.confidence is Confidence.HIGH
+
+
+TRAIN = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def _train_step(state, batch):
+    return state + batch
+
+def train(batches):
+    state = jnp.zeros(3)
+    for b in batches:
+        state = _train_step(state, b)
+    return state
+"""
+
+
+def test_a_module_beside_the_file_that_hands_a_name_on_is_the_one_it_means():
+    # examples/b/ hands its own ``train._train_step`` on; examples/a/'s step is not concerned
+    files = {"examples/a/train.py": TRAIN, "examples/b/train.py": TRAIN,
+             "examples/b/train_test.py": "import train\n\nSTEPS = [train._train_step]\n"}
+    confidence = {path: {f.confidence for f in r.findings if f.code == "JXM001"} for path, r in _run(files).items()}
+    assert confidence["examples/a/train.py"] == {Confidence.HIGH}
+    assert confidence["examples/b/train.py"] == {Confidence.MEDIUM}
+    files["examples/c/train_test.py"] = files.pop("examples/b/train_test.py")  # no train.py beside it: either one
+    confidence = {path: {f.confidence for f in r.findings if f.code == "JXM001"} for path, r in _run(files).items()}
+    assert confidence["examples/a/train.py"] == confidence["examples/b/train.py"] == {Confidence.MEDIUM}
