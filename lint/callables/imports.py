@@ -46,6 +46,7 @@ class ImportTable:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self.stars: list[str] = []  # modules imported with ``from m import *``
         self.own_packages: tuple[str, ...] = ()
 
     @classmethod
@@ -54,7 +55,7 @@ class ImportTable:
         as for :func:`is_project_name`."""
         table = cls()
         table.own_packages = tuple(own_packages)
-        collector = _ImportCollector(table.names)
+        collector = _ImportCollector(table.names, table.stars)
         for small in small_statements(module.body):
             if isinstance(small, cst.Import):
                 collector.visit_Import(small)
@@ -79,8 +80,9 @@ class ImportTable:
 
 
 class _ImportCollector:
-    def __init__(self, names: dict[str, str]) -> None:
+    def __init__(self, names: dict[str, str], stars: list[str]) -> None:
         self.names = names
+        self.stars = stars
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -94,10 +96,12 @@ class _ImportCollector:
                 self.names[head] = head
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
         module = _dotted(node.module) if node.module is not None else ""
         prefix = "." * len(node.relative) + (module or "")
+        if isinstance(node.names, cst.ImportStar):
+            if module is not None:
+                self.stars.append(prefix)
+            return
         for alias in node.names:
             name = _dotted(alias.name)
             if name is None:

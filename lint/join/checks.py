@@ -150,6 +150,14 @@ class Index:
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
                                  if call.qualified is not None}
+        # ``pkg/__init__.py`` doing ``from .steps import step``: ``pkg.step`` -> [("pkg/__init__.py", "steps.step")]
+        self.reexported: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self.reexporters: dict[str, list[tuple[str, str]]] = defaultdict(list)  # the reverse: target -> (alias, via)
+        for facts in all_facts:
+            for name, target in facts.reexports:
+                for module in facts.module_names:
+                    self.reexported[f"{module}.{name}"].append((facts.path, target))
+                    self.reexporters[target].append((f"{module}.{name}", facts.path))
         for facts in all_facts:
             for scope, why in facts.nested_summaries.items():
                 self.nested[(facts.path, scope)] = why
@@ -178,9 +186,33 @@ class Index:
             if found:
                 return found
         if call.qualified is not None:
-            found = self.qualified.get(call.qualified.lstrip("."), [])
-            return nearest_modules(path, call.qualified, found, lambda item: (item[0], item[1].callee[0]))
+            return self._qualified(path, call.qualified.lstrip("."))
         return []
+
+    def _qualified(self, importer: str, qualified: str, depth: int = 0) -> list[tuple[str, JitDefinition]]:
+        """The definitions file ``importer`` reaches by the import-resolved name ``qualified``,
+        also through modules that import them from another (``from .steps import step`` in a
+        package's ``__init__.py``, a few levels at most)."""
+        found = self.qualified.get(qualified, [])
+        if found:
+            return nearest_modules(importer, qualified, found, lambda item: (item[0], item[1].callee[0]))
+        if depth >= 3:
+            return []
+        return [item for via, target in self.reexported.get(qualified, ())
+                for item in self._qualified(via, target, depth + 1)]
+
+    def names_of(self, path: str, key: str) -> list[tuple[str, str]]:
+        """The qualified names under which other files may import file ``path``'s top-level ``key``,
+        each with the file that provides it: ``steps.step`` from ``pkg/steps.py``, and ``pkg.step``
+        from ``pkg/__init__.py`` when it does ``from .steps import step``."""
+        names = [(f"{module}.{key}", path) for module in self.module_names.get(path, ())]
+        seen = {name for name, _ in names}
+        for name, _ in names:  # grows while it is walked: re-exports of re-exports
+            for alias, via in self.reexporters.get(name, ()):
+                if alias not in seen and len(names) < 64:
+                    seen.add(alias)
+                    names.append((alias, via))
+        return names
 
 
     def keeps_nothing(self, qualified: str | None) -> bool:
@@ -212,10 +244,13 @@ class Index:
             return None
         if key.startswith(".") and self.named_elsewhere(path, key):
             return f"another file names `{key}`: calls through an instance or subclass there are not seen"
-        if "::" not in key and not key.startswith(".") and any(
-                self._imports_from(other, f"{module}.{key}", path)
-                for module in self.module_names.get(path, ()) for other in self.handed_on_by.get(f"{module}.{key}", ())):
-            return f"another file uses `{key}` other than calling it: not every call site is seen"
+        if "::" not in key and not key.startswith("."):
+            for name, via in self.names_of(path, key):
+                if any(self._imports_from(other, name, via) for other in self.handed_on_by.get(name, ())):
+                    return f"another file uses `{key}` other than calling it: not every call site is seen"
+                module = name.rsplit(".", 1)[0]
+                if any(self._imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(f"{module}.*", ())):
+                    return f"another file imports `{module}` with `*`: its calls of `{key}` are not seen"
         mentions, bindings = self.name_mentions.get((path, key), (0, 0))
         called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
         # ``step = jax.jit(step)``: the wrapped function's name is one more mention
@@ -225,7 +260,7 @@ class Index:
         return None
 
     def _imports_from(self, importer: str, qualified: str, path: str) -> bool:
-        """Whether ``qualified`` in file ``importer`` may be file ``path``'s definition: not when
+        """Whether ``qualified`` in file ``importer`` may be a name file ``path`` provides: not when
         a module beside the importer has that name (``import train`` in ``examples/wmt/`` is
         ``examples/wmt/train.py``, not ``examples/mnist/train.py``)."""
         name = qualified.rsplit(".", 1)[-1]

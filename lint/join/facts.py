@@ -207,6 +207,9 @@ class FileFacts:
     # Other modules' names it mentions other than in the calls it records (``fns = [lib.step]``,
     # ``lambda s: step(s)`` after ``from lib import step``), qualified: calls through them are not seen.
     handed_on: frozenset[str] = frozenset()
+    # ``(name, target)`` for each project name it imports (``from .steps import step``): another
+    # file's ``from this_module import step`` reaches ``target`` (``steps.step``, leading dots dropped).
+    reexports: tuple[tuple[str, str], ...] = ()
     # ``(name, mentions, bindings)`` of the names its definitions are bound to (``step``, ``.step`` for
     # ``self.step``; relevance.name_mentions): a mention that is neither a call nor a binding hands it on.
     name_mentions: tuple[tuple[str, int, int], ...] = ()
@@ -533,7 +536,13 @@ def _key_expr(key: RefKey) -> cst.BaseExpression:
 def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> frozenset[str]:
     """The project names (imported from another module, or ``module.name``) that ``module``
     mentions more often than the ``calls`` recorded for them: the other mentions hand the
-    callable on, or call it where no call is recorded (in a lambda)."""
+    callable on, or call it where no call is recorded (in a lambda).  And ``m.*`` for each
+    project module ``m`` it imports with ``*``: its calls of ``m``'s names are not recorded."""
+    stars = frozenset(f"{star.lstrip('.')}.*" for star in imports.stars if imports.is_project(star))
+    return stars | _handed_on_by_name(module, imports, calls, text)
+
+
+def _handed_on_by_name(module: cst.Module, imports: ImportTable, calls, text: str) -> frozenset[str]:
     through = Counter(call.callee[0] for call in calls if call.qualified is not None)
     # Each mention is an occurrence of its local name in ``text``, and so is the import:
     # names with no more occurrences than calls through them plus one need no walk.
@@ -1261,5 +1270,7 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
     # when imported, to the module it comes from: record imported ones qualified.
     facts.referenced = {imports.names.get(name, name).lstrip(".") for name in facts.referenced}
     facts.handed_on = _handed_on(module, imports, facts.calls, source if source is not None else module.code)
+    facts.reexports = tuple(sorted((name, target.lstrip(".")) for name, target in imports.names.items()
+                                   if "." in target.lstrip(".") and imports.is_project(target)))
     facts.debug_nans = _debug_nans(ctx)
     return facts, sites

@@ -142,7 +142,7 @@ def _callable_names(text: str, own_packages=()) -> set[str]:
     found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
     for module, names in _from_imports(text):
         if is_project_name(module, own_packages):
-            found.update(names)
+            found.update(names or _WORD.findall(text))  # ``from lib import *``: any name may be lib's
     if any(is_project_name(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)):
         # called or not: ``fns = [lib.step]`` hands a jit on
         found.update(_ATTRIBUTE_NAME.findall(text))
