@@ -188,14 +188,18 @@ def _plan_facts(run: _Run, caches: _Caches, sources: list[tuple], summary: dict,
 def context_files(paths, files: list[str], root, settings: Settings, stdin_filename: str | None = None) -> list[str]:
     """The project's other Python files: their calls decide the advice for ``files``.
 
-    Empty when no project root is marked (no ``pyproject.toml`` or ``.git``
-    above the paths) or when the run already covers the root folder.
+    The files ``exclude`` leaves out are among them: they are not reported,
+    but a call there still reads what a donation would delete (a test the
+    configuration excludes).  Empty when no project root is marked (no
+    ``pyproject.toml`` or ``.git`` above the paths) or when the run already
+    covers the root folder and excludes nothing.
     """
     root = Path(root)
     if not ((root / "pyproject.toml").is_file() or (root / ".git").exists()):
         return []
     resolved_root = root.resolve()
-    if any(p != STDIN and os.path.isdir(p) and Path(p).resolve() == resolved_root for p in paths):
+    if not settings.exclude and any(p != STDIN and os.path.isdir(p) and Path(p).resolve() == resolved_root
+                                    for p in paths):
         return []
     realpath = RealPaths()
     seen = {realpath(f) for f in files if f != STDIN}
@@ -203,8 +207,7 @@ def context_files(paths, files: list[str], root, settings: Settings, stdin_filen
         seen.add(os.path.realpath(stdin_filename))
     out = []
     relative_folders: dict[str, str] = {}
-    for path in discover([str(root)], root=root, exclude=settings.exclude, include=settings.include,
-                         realpath=realpath):
+    for path in discover([str(root)], root=root, include=settings.include, realpath=realpath):
         if realpath(path) not in seen:
             # os.path.relpath(path), one folder at a time
             folder, name = os.path.split(path)

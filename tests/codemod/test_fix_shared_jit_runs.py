@@ -375,6 +375,68 @@ def test_a_jit_another_file_hands_on_is_left_alone(form, tmp_path):
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
 
 
+# Other ways another file reaches ``lib.train``: a star import, and a module (or a package's
+# ``__init__.py``) that imports it and is imported in turn; each call there reads ``x`` after.
+REACHED = {
+    "star": {"main.py": "from lib import *\n"},
+    "relay": {"relay.py": "from lib import train\n", "main.py": "from relay import train\n"},
+    "package": {"pkg/__init__.py": "from .lib import train\n", "main.py": "from pkg import train\n"},
+    "package-star": {"pkg/__init__.py": "from .lib import *\n", "main.py": "from pkg import *\n"},
+}
+
+
+@pytest.mark.parametrize("form", sorted(REACHED))
+def test_a_jit_another_file_reaches_through_an_import_is_left_alone(form, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = tmp_path / ("pkg/lib.py" if form.startswith("package") else "lib.py")
+    lib.parent.mkdir(exist_ok=True)
+    lib.write_text(textwrap.dedent(STEPS_MODULE))
+    for name, head in REACHED[form].items():
+        (tmp_path / name).write_text(head + (textwrap.dedent("""
+            import jax.numpy as jnp
+
+            x = jnp.ones(3)
+            y = train(x, 1.0)
+            print(float(x.sum()), float(y.sum()))
+        """) if name == "main.py" else ""))
+    assert run(sys.executable, "main.py", cwd=tmp_path).returncode == 0
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert "@jax.jit  # the step" in lib.read_text()
+    lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
+    crashed = run(sys.executable, "main.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+
+
+PACKAGE_CALLERS = {
+    "rebinds": "x = jnp.ones(3)\nfor _ in range(2):\n    x = _train(x, 1.0)\nprint(float(x.sum()))\n",
+    "reads": "x = jnp.ones(3)\ny = _train(x, 1.0)\nprint(float(x.sum()), float(y.sum()))\n",
+}
+
+
+@pytest.mark.parametrize("caller", sorted(PACKAGE_CALLERS))
+def test_a_call_through_a_package_that_imports_a_private_jit_is_followed(caller, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pkg").mkdir()
+    steps = tmp_path / "pkg/_steps.py"
+    steps.write_text(textwrap.dedent(STEPS_MODULE).replace("train", "_train"))
+    (tmp_path / "pkg/__init__.py").write_text("from ._steps import _train\n")
+    (tmp_path / "main.py").write_text("import jax.numpy as jnp\nfrom pkg import _train\n\n" + PACKAGE_CALLERS[caller])
+    expected = run(sys.executable, "main.py", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    if caller == "reads":
+        assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+        steps.write_text(steps.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
+        crashed = run(sys.executable, "main.py", cwd=tmp_path)
+        assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what a high fix did
+        return
+    assert result.returncode == 1, result.stdout + result.stderr  # changed: every call rebinds
+    assert "@partial(jax.jit, donate_argnums=0)" in steps.read_text()
+    after = run(sys.executable, "main.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
+
+
 DICT_ENTRY = {
     "module": """
     import jax
@@ -604,3 +666,30 @@ def test_an_nnx_step_handed_on_is_left_alone(tmp_path):
     path.write_text(program.replace("@nnx.jit\n", "@nnx.jit(donate_argnums=0)\n"))
     crashed = run(sys.executable, "train.py", cwd=tmp_path)
     assert crashed.returncode != 0 and "deleted or donated" in crashed.stderr  # what the high fix did
+
+
+def test_a_call_in_an_excluded_file_still_keeps_the_jit_undonated(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxmem]\nexclude = ["tests"]\n')
+    lib = tmp_path / "lib.py"
+    lib.write_text(textwrap.dedent(STEPS_MODULE))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/check_lib.py").write_text(textwrap.dedent("""
+        import sys
+
+        import jax.numpy as jnp
+
+        sys.path.insert(0, ".")
+        from lib import train
+
+        x = jnp.ones(3)
+        y = train(x, 1.0)
+        print(float(x.sum()), float(y.sum()))
+    """))
+    assert run(sys.executable, "tests/check_lib.py", cwd=tmp_path).returncode == 0
+    for target in (".", "lib.py"):
+        result = run(tool("jaxmem-fix"), target, cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert "@jax.jit  # the step" in lib.read_text()
+    lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
+    crashed = run(sys.executable, "tests/check_lib.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did
