@@ -251,6 +251,9 @@ class Index:
                 module = name.rsplit(".", 1)[0]
                 if any(self._imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(f"{module}.*", ())):
                     return f"another file imports `{module}` with `*`: its calls of `{key}` are not seen"
+                if any(self._imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(module, ())):
+                    return (f"another file uses the module `{module}` as a value (`getattr({module.rsplit('.', 1)[-1]}, "
+                            f"name)`, `vars(...)`): its calls of `{key}` are not seen")
         mentions, bindings = self.name_mentions.get((path, key), (0, 0))
         called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
         # ``step = jax.jit(step)``: the wrapped function's name is one more mention

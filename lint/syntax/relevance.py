@@ -75,6 +75,8 @@ _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
 # ``getattr(obj, name)`` with a name that is not a string literal (literals are ``""`` by then).
 _DYNAMIC_GETATTR = re.compile(r"\bgetattr\s*\([^,()]*,\s*(?![\s\"'])")
+# A module's contents reached by name: ``getattr(steps, name)``, ``vars(steps)``, ``steps.__dict__``.
+_MODULE_BY_NAME = re.compile(r"\b(?:getattr|vars)\s*\(\s*(?!self\b|cls\b)[A-Za-z_][\w.]*\s*[,)]|\w\.__dict__\b")
 # One-line string literals (no prefix: an f-string may name a value).
 _STRING_LITERAL = re.compile(r"""(?<![\w])(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
@@ -149,6 +151,15 @@ def _callable_names(text: str, own_packages=()) -> set[str]:
     return found
 
 
+def _reaches_by_name(text: str, own_packages=()) -> bool:
+    """Whether ``text`` (line ends normalised) imports a project module and reaches some module's
+    contents by name (``getattr(steps, name)``): any of its jits may be called there, so the
+    file is analysed like one that mentions jit (its facts record the module as handed on)."""
+    return bool(_MODULE_BY_NAME.search(text)) and (
+        any(is_project_name(module, own_packages) for module, _ in _from_imports(text))
+        or any(is_project_name(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)))
+
+
 def _mentions_jit(text: str) -> bool:
     """Whether the code of ``text`` (line ends normalised; docstrings and
     comments aside) has a jit word."""
@@ -170,7 +181,7 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
     if not shortcuts_enabled():
         return True
     text = _lf(text)
-    if _mentions_jit(text) or _mentions_wrapper(text, settings):
+    if _mentions_jit(text) or _mentions_wrapper(text, settings) or _reaches_by_name(text, settings.own_packages):
         return True
     return bool(hints) and (not hints.isdisjoint(_callable_names(text, settings.own_packages))
                             or _defines_read(text, hints))
@@ -264,7 +275,7 @@ def _read_names(text: str) -> frozenset[str]:
 class TextSummary:
     """What the pre-filter needs of one text whatever the other files of the
     run are, so it can be kept by content digest: whether its code mentions
-    jit, what it adds to the project's hints, the names it can call, and the
+    jit (or reaches a project module's contents by name), what it adds to the project's hints, the names it can call, and the
     other modules' functions whose facts its analysis may read."""
 
     mentions_jit: bool
@@ -277,7 +288,7 @@ class TextSummary:
 def summarize(text: str, own_packages=()) -> TextSummary:
     """The :class:`TextSummary` of ``text`` (``own_packages``: see ``Settings.own_packages``)."""
     text = _lf(text)
-    return TextSummary(_mentions_jit(text), _jitted_names(text, own_packages),
+    return TextSummary(_mentions_jit(text) or _reaches_by_name(text, own_packages), _jitted_names(text, own_packages),
                        frozenset(_callable_names(text, own_packages)),
                        _read_names(text), private_names(text))
 

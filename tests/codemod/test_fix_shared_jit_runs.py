@@ -375,10 +375,11 @@ def test_a_jit_another_file_hands_on_is_left_alone(form, tmp_path):
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
 
 
-# Other ways another file reaches ``lib.train``: a star import, and a module (or a package's
+# Other ways another file reaches ``lib.train``: a star import, ``getattr`` on the module, and a module (or a package's
 # ``__init__.py``) that imports it and is imported in turn; each call there reads ``x`` after.
 REACHED = {
     "star": {"main.py": "from lib import *\n"},
+    "getattr": {"main.py": "import lib\n\ntrain = getattr(lib, 'tr' + 'ain')\n"},
     "relay": {"relay.py": "from lib import train\n", "main.py": "from relay import train\n"},
     "package": {"pkg/__init__.py": "from .lib import train\n", "main.py": "from pkg import train\n"},
     "package-star": {"pkg/__init__.py": "from .lib import *\n", "main.py": "from pkg import *\n"},
