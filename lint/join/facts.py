@@ -538,7 +538,7 @@ def _handed_on(module: cst.Module, imports: ImportTable, calls, text: str) -> fr
     mentions more often than the ``calls`` recorded for them: the other mentions hand the
     callable on, or call it where no call is recorded (in a lambda).  And ``m.*`` for each
     project module ``m`` it imports with ``*``: its calls of ``m``'s names are not recorded."""
-    stars = frozenset(f"{star.lstrip('.')}.*" for star in imports.stars if imports.is_project(star))
+    stars = frozenset(f"{star.lstrip('.')}.*" for star in imports.stars if imports.is_project_module(star))
     return stars | _handed_on_by_name(module, imports, calls, text)
 
 

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from jaxmem.lint.callables.imports import is_project_name
+from jaxmem.lint.callables.imports import is_project_module, private_only
 from jaxmem.settings import Settings
 
 # A file whose code (docstrings and comments aside) has none of these words
@@ -143,11 +143,16 @@ def _callable_names(text: str, own_packages=()) -> set[str]:
     normalised), whatever the hints: ``reachable_hints`` is their intersection."""
     found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
     for module, names in _from_imports(text):
-        if is_project_name(module, own_packages):
+        if is_project_module(module):
             found.update(names or _WORD.findall(text))  # ``from lib import *``: any name may be lib's
-    if any(is_project_name(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)):
+        elif is_project_module(module, own_packages):
+            found.update(private_only(names, True))
+    modules = [relative or plain for relative, plain in _IMPORTED_MODULE.findall(text)]
+    if any(map(is_project_module, modules)):
         # called or not: ``fns = [lib.step]`` hands a jit on
         found.update(_ATTRIBUTE_NAME.findall(text))
+    elif any(is_project_module(module, own_packages) for module in modules):
+        found.update(private_only(_ATTRIBUTE_NAME.findall(text), True))
     return found
 
 
@@ -156,8 +161,8 @@ def _reaches_by_name(text: str, own_packages=()) -> bool:
     contents by name (``getattr(steps, name)``): any of its jits may be called there, so the
     file is analysed like one that mentions jit (its facts record the module as handed on)."""
     return bool(_MODULE_BY_NAME.search(text)) and (
-        any(is_project_name(module, own_packages) for module, _ in _from_imports(text))
-        or any(is_project_name(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)))
+        any(is_project_module(module, own_packages) for module, _ in _from_imports(text))
+        or any(is_project_module(relative or plain, own_packages) for relative, plain in _IMPORTED_MODULE.findall(text)))
 
 
 def _mentions_jit(text: str) -> bool:
@@ -233,8 +238,8 @@ def _factory_defs(text: str) -> set[str]:
 def _project_imports(text: str, own_packages=()) -> set[str]:
     """What a text that jits imports from the project: a factory whose result
     it jits (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there."""
-    return {name for module, imported in _from_imports(text)
-            if is_project_name(module, own_packages) for name in imported}
+    return {name for module, imported in _from_imports(text) if is_project_module(module, own_packages)
+            for name in private_only(imported, not is_project_module(module))}
 
 
 def _read_names(text: str) -> frozenset[str]:
@@ -522,10 +527,10 @@ def context_selector(requested: dict[str, str], own_packages=()):
         names.update(_INDENTED_PRIVATE_DEF.findall(text))  # see FactExtractor.callers_of
         for relative, plain in _IMPORTED_MODULE.findall(text):
             module = (relative or plain).lstrip(".")
-            if module and is_project_name(relative or plain, own_packages):
+            if module and is_project_module(relative or plain, own_packages):
                 modules.add(module)
         for module, imported in _from_imports(text):
-            if is_project_name(module, own_packages):
+            if is_project_module(module, own_packages):
                 modules.update(f"{module.lstrip('.')}.{name}".lstrip(".") for name in imported)
     names = {n for n in names if not n.startswith("__")}
     mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
