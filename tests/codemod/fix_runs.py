@@ -50,3 +50,16 @@ def fix_and_rerun(folder: Path, program: str, name: str = "train.py") -> Path:
     after = run(sys.executable, name, cwd=folder)
     assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
     return path
+
+
+def left_alone_then_crashes(folder: Path, script: str, defining: Path, undonated: str, donated: str) -> None:
+    """The default ``jaxmem-fix .`` of the project at ``folder`` changes nothing and ``defining``
+    still holds ``undonated``; with ``donated`` in its place (what a high fix would have written),
+    ``python script`` fails on a deleted buffer: the pattern is real."""
+    result = run(tool("jaxmem-fix"), ".", cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    text = defining.read_text()
+    assert undonated in text
+    defining.write_text(text.replace(undonated, donated))
+    crashed = run(sys.executable, script, cwd=folder)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr

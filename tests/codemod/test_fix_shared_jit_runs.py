@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from fix_runs import fix, fix_and_rerun, run, tool
+from fix_runs import fix, fix_and_rerun, left_alone_then_crashes, run, tool
 
 pytest.importorskip("jax")
 
@@ -401,12 +401,7 @@ def test_a_jit_another_file_reaches_through_an_import_is_left_alone(form, tmp_pa
             print(float(x.sum()), float(y.sum()))
         """) if name == "main.py" else ""))
     assert run(sys.executable, "main.py", cwd=tmp_path).returncode == 0
-    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
-    assert "@jax.jit  # the step" in lib.read_text()
-    lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
-    crashed = run(sys.executable, "main.py", cwd=tmp_path)
-    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+    left_alone_then_crashes(tmp_path, "main.py", lib, "@jax.jit  # the step", "@jax.jit(donate_argnums=0)")
 
 
 PACKAGE_CALLERS = {
@@ -427,10 +422,7 @@ def test_a_call_through_a_package_that_imports_a_private_jit_is_followed(caller,
     assert expected.returncode == 0, expected.stderr
     result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
     if caller == "reads":
-        assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
-        steps.write_text(steps.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
-        crashed = run(sys.executable, "main.py", cwd=tmp_path)
-        assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what a high fix did
+        left_alone_then_crashes(tmp_path, "main.py", steps, "@jax.jit  # the step", "@jax.jit(donate_argnums=0)")
         return
     assert result.returncode == 1, result.stdout + result.stderr  # changed: every call rebinds
     assert "@partial(jax.jit, donate_argnums=0)" in steps.read_text()
@@ -606,12 +598,7 @@ def _own_package(tmp_path, user: str):
 def test_a_private_jit_another_module_of_a_library_named_package_calls_is_left_alone(tmp_path):
     steps = _own_package(tmp_path, "reads")
     assert run(sys.executable, "main.py", cwd=tmp_path).returncode == 0
-    result = run(tool("jaxmem-fix"), ".", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
-    assert "jax.jit(_update)\n" in steps.read_text()
-    steps.write_text(steps.read_text().replace("jax.jit(_update)", "jax.jit(_update, donate_argnums=0)"))
-    crashed = run(sys.executable, "main.py", cwd=tmp_path)
-    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did
+    left_alone_then_crashes(tmp_path, "main.py", steps, "jax.jit(_update)\n", "jax.jit(_update, donate_argnums=0)\n")
 
 
 def test_a_private_jit_every_module_of_a_library_named_package_rebinds_is_fixed_and_runs(tmp_path):
@@ -687,10 +674,6 @@ def test_a_call_in_an_excluded_file_still_keeps_the_jit_undonated(tmp_path):
         print(float(x.sum()), float(y.sum()))
     """))
     assert run(sys.executable, "tests/check_lib.py", cwd=tmp_path).returncode == 0
-    for target in (".", "lib.py"):
-        result = run(tool("jaxmem-fix"), target, cwd=tmp_path)
-        assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
-    assert "@jax.jit  # the step" in lib.read_text()
-    lib.write_text(lib.read_text().replace("@jax.jit  # the step", "@jax.jit(donate_argnums=0)"))
-    crashed = run(sys.executable, "tests/check_lib.py", cwd=tmp_path)
-    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr  # what the high fix did
+    result = run(tool("jaxmem-fix"), "lib.py", cwd=tmp_path)  # the file alone: the project is read too
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    left_alone_then_crashes(tmp_path, "tests/check_lib.py", lib, "@jax.jit  # the step", "@jax.jit(donate_argnums=0)")
