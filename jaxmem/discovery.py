@@ -134,15 +134,15 @@ class ExcludeMatcher:
     def matches(self, path: str) -> bool:
         """Whether ``path`` (a file or folder) or one of its folders is excluded."""
         absolute = Path(os.path.abspath(path))
-        if any(fnmatch.fnmatch(absolute.name, p) for p in self.name_patterns):
-            return True
-        if not self.path_patterns:
-            return False
         try:
-            relative = absolute.relative_to(self.root).as_posix()
-        except ValueError:
+            parts = absolute.relative_to(self.root).as_posix().split("/")
+        except ValueError:  # outside the project: its own name only
+            parts = None
+        names = parts if parts is not None else [absolute.name]
+        if any(fnmatch.fnmatch(name, p) for name in names for p in self.name_patterns):
+            return True
+        if not self.path_patterns or parts is None:
             return False
-        parts = relative.split("/")
         prefixes = ("/".join(parts[: i + 1]) for i in range(len(parts)))
         return any(fnmatch.fnmatch(prefix, p) for prefix in prefixes for p in self.path_patterns)
 

@@ -80,6 +80,10 @@ def test_excluded_explicit_files_are_checked_unless_force_exclude(tmp_path, monk
     assert discover(["gen/a_pb2.py"], root=tmp_path, exclude=("*_pb2.py",),
                     force_exclude=True) == []
     assert discover(["gen"], root=tmp_path, exclude=("gen",), force_exclude=True) == []
+    # a file in an excluded folder, as pre-commit passes it
+    assert discover(["gen/a_pb2.py"], root=tmp_path, exclude=("gen",), force_exclude=True) == []
+    assert discover(["gen/a_pb2.py"], root=tmp_path, exclude=("g*",), force_exclude=True) == []
+    assert discover(["gen/a_pb2.py"], root=tmp_path, exclude=("other",), force_exclude=True) == ["gen/a_pb2.py"]
 
 
 def test_stdin_is_passed_through(tmp_path):
