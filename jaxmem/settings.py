@@ -38,9 +38,10 @@ class Settings:
     (notebooks included); ``per_file_ignores`` maps path globs to the code
     prefixes ignored in the files they match (ruff's ``per-file-ignores``).
     ``own_packages`` are the project's top-level packages whose names jaxmem
-    otherwise takes for libraries (``optax`` when checking optax itself): calls
-    into them are the project's, followed like any other (set from the
-    project root by :func:`jaxmem.config.load_config`, not by the user).
+    otherwise takes for libraries (``optax`` when checking optax itself): their
+    private names are the project's, followed like any other (public ones are
+    proposed at medium anyway); set from the project root by
+    :func:`jaxmem.config.load_config`, not by the user.
     """
 
     select: tuple[str, ...] = ("JXM",)

@@ -49,10 +49,10 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
-def private_only(names, own_module: bool):
-    """``names`` imported from a project module: all, or for a module of a package named like a
-    library (see :func:`is_project_name`) its private ones only."""
-    return [n for n in names if _is_private(n)] if own_module else list(names)
+def private_names_of(names) -> list[str]:
+    """The private ones of ``names``: what counts of a module of a package named like a
+    library (see :func:`is_project_name`)."""
+    return [n for n in names if _is_private(n)]
 
 
 def _dotted(expr: cst.BaseExpression) -> str | None:

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from jaxmem.lint.callables.imports import is_project_module, private_only
+from jaxmem.lint.callables.imports import is_project_module, private_names_of
 from jaxmem.settings import Settings
 
 # A file whose code (docstrings and comments aside) has none of these words
@@ -146,13 +146,13 @@ def _callable_names(text: str, own_packages=()) -> set[str]:
         if is_project_module(module):
             found.update(names or _WORD.findall(text))  # ``from lib import *``: any name may be lib's
         elif is_project_module(module, own_packages):
-            found.update(private_only(names, True))
+            found.update(private_names_of(names))
     modules = [relative or plain for relative, plain in _IMPORTED_MODULE.findall(text)]
     if any(map(is_project_module, modules)):
         # called or not: ``fns = [lib.step]`` hands a jit on
         found.update(_ATTRIBUTE_NAME.findall(text))
     elif any(is_project_module(module, own_packages) for module in modules):
-        found.update(private_only(_ATTRIBUTE_NAME.findall(text), True))
+        found.update(private_names_of(_ATTRIBUTE_NAME.findall(text)))
     return found
 
 
@@ -239,7 +239,7 @@ def _project_imports(text: str, own_packages=()) -> set[str]:
     """What a text that jits imports from the project: a factory whose result
     it jits (``step = make_step(...)``; ``jax.pmap(step, ...)``) lives there."""
     return {name for module, imported in _from_imports(text) if is_project_module(module, own_packages)
-            for name in private_only(imported, not is_project_module(module))}
+            for name in (imported if is_project_module(module) else private_names_of(imported))}
 
 
 def _read_names(text: str) -> frozenset[str]:
