@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxmem.findings import Confidence
-from jaxmem.lint.callables.imports import LIBRARY_ROOTS
+from jaxmem.lint.callables.project_names import LIBRARY_ROOTS
 from jaxmem.settings import Settings
 from jaxmem.sources import UnreadableFile, read_regular_file
 

@@ -26,7 +26,7 @@ from jaxmem.lint.callables.definition_types import WRAP_CALL, DefinitionSite
 from jaxmem.lint.callables.forms_decorated import jit_decorator
 from jaxmem.lint.callables.jit_api import Transform
 from jaxmem.lint.callables.signatures import Signature
-from jaxmem.lint.syntax.walk import descendants
+from jaxmem.lint.syntax.walk import descendants_of_type
 from jaxmem.lint.values.refs import RefKey, ref_key, render
 
 if TYPE_CHECKING:
@@ -122,8 +122,8 @@ def mark_factories_called_elsewhere(sites: list[DefinitionSite], module: cst.Mod
     bound = Counter(site.definition.made_by for site in sites if site.definition.made_by)
     if not bound:
         return
-    called = Counter(render(key) for node in descendants(module) if type(node) is cst.Call
-                     and (key := ref_key(node.func)) is not None and render(key) in bound)
+    called = Counter(render(key) for node in descendants_of_type(module, cst.Call)
+                     if (key := ref_key(node.func)) is not None and render(key) in bound)
     for site in sites:
         made_by = site.definition.made_by
         if made_by and called[made_by] > bound[made_by]:

@@ -7,58 +7,19 @@ is far too slow for whole repositories (see STYLE.md).
 from __future__ import annotations
 
 import posixpath
-import sys
 from typing import Callable, TypeVar
 
 import libcst as cst
 
+from jaxmem.lint.callables.project_names import is_project_module, is_project_name
 from jaxmem.lint.syntax.walk import small_statements
 
 
-# Roots of qualified names that never hold a project's jitted callables, unless
-# they are the project's own packages (jaxmem run on optax itself).
-LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | frozenset(
-    {"jax", "jaxlib", "numpy", "flax", "optax", "equinox", "haiku", "chex", "einops", "orbax",
-     "absl", "tensorflow", "torch", "ml_collections", "tqdm", "wandb", "scipy", "pandas", "penzai",
-     "haliax", "clu", "tensorstore", "etils", "numpy_typing"}
-)
-
-
-def is_project_module(module: str, own_packages=()) -> bool:
-    """Whether ``module`` (``lib``, ``.sibling``, ``optax._src.alias``) is the project's own code,
-    not a library's; ``own_packages`` are the library names the project itself defines
-    (see :attr:`jaxmem.settings.Settings.own_packages`)."""
-    root = module.split(".")[0]
-    return module.startswith(".") or root not in LIBRARY_ROOTS or root in own_packages
-
-
-def is_project_name(qualified: str, own_packages=()) -> bool:
-    """Whether ``qualified`` (``lib.step``, ``.sibling.step``) names the project's own code.
-
-    In a package named like a library (``optax`` checking optax itself) only its private
-    names (``optax._src.utils._step``): a public one is proposed at medium whoever calls
-    it, so following those imports would change no advice and cost much (about 1.6x the
-    time on optax)."""
-    root = qualified.split(".")[0]
-    if qualified.startswith(".") or root not in LIBRARY_ROOTS:
-        return True
-    return root in own_packages and _is_private(qualified.rsplit(".", 1)[-1])
-
-
-def _is_private(name: str) -> bool:
-    return name.startswith("_") and not name.endswith("__")
-
-
-def private_names_of(names) -> list[str]:
-    """The private ones of ``names``: what counts of a module of a package named like a
-    library (see :func:`is_project_name`)."""
-    return [n for n in names if _is_private(n)]
-
-
 def _dotted(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
+    kind = type(expr)  # not isinstance: libcst's node classes have no subclasses, and this is hot
+    if kind is cst.Name:
         return expr.value
-    if isinstance(expr, cst.Attribute):
+    if kind is cst.Attribute:
         base = _dotted(expr.value)
         return None if base is None else f"{base}.{expr.attr.value}"
     return None

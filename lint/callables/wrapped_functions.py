@@ -20,7 +20,7 @@ from jaxmem.lint.callables.library_callables import (
     vmapped,
 )
 from jaxmem.lint.callables.signatures import Signature
-from jaxmem.lint.syntax.walk import descendants
+from jaxmem.lint.syntax.walk import descendants_of_type
 from jaxmem.lint.values.refs import ident
 
 # (signature, wrapped_name, node or library contract, qualified_if_imported)
@@ -162,6 +162,6 @@ class WrappedFunctions:
     def _declared_global(self) -> frozenset[str]:
         """Names some function of the module declares ``global``."""
         if self._globals is None:
-            self._globals = frozenset(item.name.value for node in descendants(self.module)
-                                      if isinstance(node, cst.Global) for item in node.names)
+            self._globals = frozenset(item.name.value for node in descendants_of_type(self.module, cst.Global)
+                                      for item in node.names)
         return self._globals

@@ -42,7 +42,8 @@ from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
 from jaxmem.lint.syntax.walk import (
     children,
-    descendants,
+    descendants_of_type,
+    indexed,
     small_statements,
     statements,
     suite_statements,
@@ -268,6 +269,10 @@ def module_names_for(path: str) -> tuple[str, ...]:
     return tuple(".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1) if parts[i:])
 
 
+# What can bind a module-level name other than a plain assignment (see ``module_values``).
+_MODULE_REBINDINGS = (cst.Global, cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)
+
+
 class _Context:
     """Per-file state while extracting facts."""
 
@@ -322,7 +327,7 @@ class _Context:
                     values.setdefault(small.targets[0].target.value, []).append(small.value)
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
                     values.setdefault(small.target.value, []).append(small.value)
-            for node in descendants(self.module):
+            for node in descendants_of_type(self.module, _MODULE_REBINDINGS):
                 if isinstance(node, cst.Global):
                     for item in node.names:
                         values[item.name.value] = None
@@ -1096,7 +1101,7 @@ def _staged(function: cst.FunctionDef, imports: ImportTable) -> bool:
 
 def _has_yield(function: cst.FunctionDef) -> bool:
     """Whether ``function`` is a generator (its arguments live on in the generator object)."""
-    return any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body))
+    return bool(descendants_of_type(function.body, (cst.Yield, cst.Await)))
 
 
 def _plain_calls(function: cst.FunctionDef, parent: _Scope) -> list[cst.Call] | None:
@@ -1106,9 +1111,7 @@ def _plain_calls(function: cst.FunctionDef, parent: _Scope) -> list[cst.Call] | 
     name = function.name.value
     direct = {id(call.func): call for call in parent.flow.call_nodes}
     calls = []
-    for node in descendants(parent.function.body):
-        if not isinstance(node, cst.Name):
-            continue
+    for node in descendants_of_type(parent.function.body, cst.Name):
         if node.value in _DYNAMIC_LOOKUPS:
             return None
         if node.value != name or node is function.name:
@@ -1206,6 +1209,11 @@ def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=F
             source: str | None = None, own_packages=()) -> tuple[FileFacts, list[DefinitionSite]]:
     """Facts of an already parsed module (``source``: the file's whole text, of which
     ``module`` may have statements blanked; ``own_packages``: see ``Settings.own_packages``)."""
+    with indexed(module):
+        return _extract(path, module, extra_wrappers, public_module, source, own_packages)
+
+
+def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     positions = Positions(module)
     imports = ImportTable.from_module(module, own_packages)
     finder = DefinitionFinder(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from jaxmem.lint.callables.imports import is_project_module, private_names_of
+from jaxmem.lint.callables.project_names import is_project_module, private_names_of
 from jaxmem.settings import Settings
 
 # A file whose code (docstrings and comments aside) has none of these words

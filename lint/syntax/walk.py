@@ -9,10 +9,15 @@ passes skip expressions altogether.
 from __future__ import annotations
 
 import dataclasses
+import threading
+from bisect import bisect_left
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Iterator
 
 import libcst as cst
+
+from jaxmem.lint.syntax.relevance import shortcuts_enabled
 
 # Fields that only ever hold formatting (whitespace, comments, parentheses,
 # commas, colons): no analysis looks inside them, and skipping them halves
@@ -56,15 +61,128 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield value
 
 
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+class NodeIndex:
+    """Every node of one tree in pre-order, with where each subtree ends, so
+    the nodes below any node of the tree are a slice of one list.
+
+    The analysis walks the same subtrees many times (a module for its
+    globals, each function for its names, yields and calls); with an index
+    active (:func:`indexed`) :func:`descendants` reads the slice instead of
+    walking fields again.  libcst trees are immutable, so the slice is
+    exactly the walk.
+    """
+
+    __slots__ = ("nodes", "ends", "where", "_by_type")
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        nodes: list = []
+        ends: list[int] = []
+        where: dict[int, int] = {}
+        stack: list = [root]
+        while stack:
+            current = stack.pop()
+            if type(current) is int:  # the end of the subtree that starts at index ``current``
+                ends[current] = len(nodes)
+                continue
+            at = len(nodes)
+            nodes.append(current)
+            ends.append(0)
+            where.setdefault(id(current), at)  # a node shared by two places has one subtree
+            stack.append(at)
+            nested = list(children(current))
+            nested.reverse()
+            stack.extend(nested)
+        self.nodes = nodes
+        self.ends = ends
+        self.where = where
+        self._by_type: dict[type, list[int]] | None = None
+
+    def position(self, node: cst.CSTNode) -> int | None:
+        """``node``'s index in :attr:`nodes`, or None when it is not in this tree."""
+        at = self.where.get(id(node))
+        return at if at is not None and self.nodes[at] is node else None
+
+    def below(self, at: int, into_scopes: bool) -> Iterator[cst.CSTNode]:
+        """The nodes below the node at index ``at`` (see :func:`descendants`)."""
+        nodes, end = self.nodes, self.ends[at]
+        if into_scopes:
+            return iter(nodes[at + 1:end])
+        return self._below_in_scope(at + 1, end)
+
+    def below_of_type(self, at: int, types) -> list[cst.CSTNode]:
+        """The nodes below the node at index ``at`` that are instances of ``types``, in pre-order."""
+        if self._by_type is None:
+            by_type: dict[type, list[int]] = {}
+            for position, node in enumerate(self.nodes):
+                by_type.setdefault(type(node), []).append(position)
+            self._by_type = by_type
+        start, end = at + 1, self.ends[at]
+        found: list[int] = []
+        for kind, positions in self._by_type.items():
+            if issubclass(kind, types):
+                found.extend(positions[bisect_left(positions, start):bisect_left(positions, end)])
+        found.sort()
+        nodes = self.nodes
+        return [nodes[position] for position in found]
+
+    def _below_in_scope(self, at: int, end: int) -> Iterator[cst.CSTNode]:
+        nodes, ends = self.nodes, self.ends
+        while at < end:
+            current = nodes[at]
+            yield current
+            at = ends[at] if isinstance(current, _SCOPES) else at + 1
+
+
+_active = threading.local()
+
+
+@contextmanager
+def indexed(root: cst.CSTNode):
+    """While the block runs (on this thread), :func:`descendants` of any node of
+    ``root``'s tree reads a :class:`NodeIndex` instead of walking.  A shortcut
+    like the pre-filter's: ``JAXMEM_NO_SHORTCUTS=1`` turns it off, so the
+    exactness checks compare both ways."""
+    previous = getattr(_active, "index", None)
+    _active.index = NodeIndex(root) if shortcuts_enabled() else None
+    try:
+        yield _active.index
+    finally:
+        _active.index = previous
+
+
 def descendants(node: cst.CSTNode, *, into_scopes: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below ``node`` (pre-order); ``into_scopes=False`` stops at
     nested functions, lambdas and classes."""
+    index = getattr(_active, "index", None)
+    if index is not None:
+        at = index.position(node)
+        if at is not None:
+            return index.below(at, into_scopes)
+    return _walk(node, into_scopes)
+
+
+def descendants_of_type(node: cst.CSTNode, types) -> list[cst.CSTNode]:
+    """The nodes below ``node`` that are instances of ``types`` (a type or a tuple
+    of types), in pre-order: ``[n for n in descendants(node) if isinstance(n, types)]``,
+    found without visiting the others when an index is active."""
+    index = getattr(_active, "index", None)
+    if index is not None:
+        at = index.position(node)
+        if at is not None:
+            return index.below_of_type(at, types)
+    return [n for n in _walk(node, True) if isinstance(n, types)]
+
+
+def _walk(node: cst.CSTNode, into_scopes: bool) -> Iterator[cst.CSTNode]:
     stack = list(children(node))
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        if not into_scopes and isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if not into_scopes and isinstance(current, _SCOPES):
             continue
         nested = list(children(current))
         nested.reverse()

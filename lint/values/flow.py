@@ -305,6 +305,9 @@ def _makes_new_arrays(function) -> bool:
     return isinstance(body, cst.Call) and _dotted(body.func).rsplit(".", 1)[-1] in _FRESH_MAPPERS
 
 
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+
+
 def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
     """Keys whose values ``expr`` evaluates to as-is (itself, inside a literal
     container, or returned by a call that may hand back its argument's arrays:
@@ -314,7 +317,8 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
     key = ref_key(expr)
     if key is not None:
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
-    if isinstance(expr, cst.Call):
+    kind = type(expr)  # not isinstance: libcst's node classes have no subclasses, and this is hot
+    if kind is cst.Call:
         found = _method_receiver(expr, imported)
         if found is None:
             viewed = _function_view_arguments(expr)
@@ -322,32 +326,32 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
             receiver, known = found
             viewed = ([receiver] if known else []) + _method_view_arguments(expr)
         return tuple(k for value in viewed for k in direct_refs(value, imported))
-    if isinstance(expr, cst.Attribute):
+    if kind is cst.Attribute:
         if expr.attr.value in BENIGN_ATTRIBUTES:
             return ()
         return direct_refs(expr.value, imported)  # f(x).params: a part of what the call returns
-    if isinstance(expr, cst.Subscript):
+    if kind is cst.Subscript:
         # x[:], x[...], x[i:j] may be x itself (jax 0.10.2 returns the very array for a
         # slice that takes everything); d[k], lst[i], [x][0] are one of the elements
         return direct_refs(expr.value, imported)
-    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+    if kind in _COMPREHENSIONS:
         return _comprehension_refs(expr, imported)
-    if isinstance(expr, cst.BinaryOperation) and _holds_operands(expr):
+    if kind is cst.BinaryOperation and _holds_operands(expr):
         return direct_refs(expr.left, imported) + direct_refs(expr.right, imported)
     out: list[RefKey] = []
-    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+    if kind is cst.Tuple or kind is cst.List or kind is cst.Set:
         for element in expr.elements:
             out.extend(direct_refs(element.value, imported))
-    elif isinstance(expr, cst.Dict):
+    elif kind is cst.Dict:
         for element in expr.elements:
             out.extend(direct_refs(element.value, imported))
-    elif isinstance(expr, (cst.IfExp,)):
+    elif kind is cst.IfExp:
         out.extend(direct_refs(expr.body, imported))
         out.extend(direct_refs(expr.orelse, imported))
-    elif isinstance(expr, cst.BooleanOperation):
+    elif kind is cst.BooleanOperation:
         out.extend(direct_refs(expr.left, imported))
         out.extend(direct_refs(expr.right, imported))
-    elif isinstance(expr, cst.NamedExpr):
+    elif kind is cst.NamedExpr:
         out.extend(direct_refs(expr.value, imported))
     return tuple(out)
 
@@ -516,10 +520,12 @@ class Flow:
             point = work.pop()
             node = self.nodes[point.node]
             stopped = False
-            for index in range(point.index, len(node.events)):
-                for target in node.exc:
+            events = node.events
+            if point.index < len(events):
+                for target in node.exc:  # an exception may leave before any event
                     push(target)
-                event = node.events[index]
+            for index in range(point.index, len(events)):
+                event = events[index]
                 if event is until_event:
                     result.reached.append(Point(point.node, index))
                     stopped = True

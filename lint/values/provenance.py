@@ -118,6 +118,10 @@ class Origin:
     arg_reasons: tuple[tuple[str, str], ...] = ()
 
 
+# Literals (and lambdas): values that hold no device array.
+_LITERAL_NODES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                            cst.FormattedString, cst.Lambda})
+
 class Provenance:
     """Classifies the origins of values in one scope's flow."""
 
@@ -613,19 +617,21 @@ class Provenance:
         a literal, a known array-free call, a name bound only to such)."""
         if depth > _MAX_DEPTH or expr is None:
             return False
-        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-                             cst.FormattedString, cst.Lambda)):
+        # ``type(expr) is``: libcst's node classes have no subclasses, and isinstance
+        # against them (ABCs) is slow on this path, the analysis' most frequent
+        kind = type(expr)
+        if kind in _LITERAL_NODES:
             return True
-        if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+        if kind is cst.Name and expr.value in ("None", "True", "False"):
             return True
-        if isinstance(expr, cst.Subscript):
+        if kind is cst.Subscript:
             return self.array_free(expr.value, depth + 1)  # x.shape[0], config["lr"]
-        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        if kind is cst.Tuple or kind is cst.List or kind is cst.Set:
             return all(self.array_free(e.value, depth + 1) for e in expr.elements)
-        if isinstance(expr, cst.Dict):
+        if kind is cst.Dict:
             return all(isinstance(e, cst.DictElement) and self.array_free(e.value, depth + 1)
                        for e in expr.elements)
-        if isinstance(expr, cst.Call):
+        if kind is cst.Call:
             if (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "init" and len(expr.args) == 1
                     and self.is_stateless_optimizer(expr.func.value, depth + 1, self.flow.point_after(expr))):
                 return True  # optax.sgd(0.02).init(params): empty states only
@@ -646,7 +652,7 @@ class Provenance:
             return True  # absl.flags.FLAGS
         if resolved is not None and _is_library_class(resolved):
             return True  # nnx.Param, optax.ScaleByAdamState: a class, not a value
-        if isinstance(expr, cst.Attribute):
+        if kind is cst.Attribute:
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
                 return True
             return self.array_free(expr.value, depth + 1)  # FLAGS.batch_size, config.model
@@ -880,7 +886,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     file's module-level variables and imported names: a result that may hold one
     (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
     ``returned``, so no caller takes it for new memory."""
-    from jaxmem.lint.syntax.walk import descendants, small_statements, suite_statements
+    from jaxmem.lint.syntax.walk import descendants, descendants_of_type, small_statements, suite_statements
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -910,7 +916,8 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     if holder.overflow:
         # too many values flow together to follow: assume the worst, cheaply
         return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
-    if any(isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
+    if descendants_of_type(function.body, (cst.Yield, cst.Await)) and any(
+            isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
         # a generator (or coroutine) object holds its arguments until it runs
         returned.append(tuple(((p,), False) for p in params))
     twice = None
@@ -1097,7 +1104,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     yields, declares ``global``/``nonlocal``, defines a closure, or makes a
     lambda over its locals that is not handed straight to a library call
     (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped)."""
-    from jaxmem.lint.syntax.walk import descendants, statements, suite_statements
+    from jaxmem.lint.syntax.walk import descendants_of_type, statements, suite_statements
     from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
 
     if summarize_function(function, None, certain_only=True).returned:
@@ -1105,7 +1112,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return True
-    every = {node.value for node in descendants(function) if isinstance(node, cst.Name)}
+    every = {node.value for node in descendants_of_type(function, cst.Name)}
     local = every - free_names(function)
     p = function.params
     params = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
@@ -1149,7 +1156,7 @@ def _library_root(func) -> bool:
 
 def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
     """Whether a local named in ``names`` is returned, stored, yielded or captured."""
-    from jaxmem.lint.syntax.walk import descendants
+    from jaxmem.lint.syntax.walk import descendants, descendants_of_type
     from jaxmem.lint.values.flow import free_names
 
     for node in descendants(function.body):
@@ -1161,6 +1168,7 @@ def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
             value = node.value
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)) and free_names(node) & names:
             return True
-        if value is not None and {n.value for n in [value, *descendants(value)] if isinstance(n, cst.Name)} & names:
+        if value is not None and {n.value for n in [value, *descendants_of_type(value, cst.Name)]
+                                  if isinstance(n, cst.Name)} & names:
             return True
     return False

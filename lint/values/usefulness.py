@@ -41,7 +41,7 @@ from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.syntax.walk import (
     call_argument,
     children,
-    descendants,
+    descendants_of_type,
     small_statements,
     suite_statements,
     target_names,
@@ -248,7 +248,7 @@ def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
     body, returned, _ = interpret(function, imports, preserving)
     body_node = function.body
-    read = {node.value for node in [body_node, *descendants(body_node)] if isinstance(node, cst.Name)}
+    read = {node.value for node in [body_node, *descendants_of_type(body_node, cst.Name)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}
     for param in params:
         name = param.name.value
