@@ -81,6 +81,7 @@ class NodeIndex:
         nodes: list = []
         ends: list[int] = []
         where: dict[int, int] = {}
+        is_node = _IS_NODE
         stack: list = [root]
         while stack:
             current = stack.pop()
@@ -92,7 +93,19 @@ class NodeIndex:
             ends.append(0)
             where.setdefault(id(current), at)  # a node shared by two places has one subtree
             stack.append(at)
-            nested = list(children(current))
+            nested = []  # children(current), inlined: this loop visits every node of every analysed file
+            for name in _child_fields(type(current)):
+                value = getattr(current, name)
+                kind = type(value)
+                if kind is tuple or kind is list:
+                    for item in value:
+                        known = is_node.get(type(item))
+                        if known or (known is None and _is_node(item)):
+                            nested.append(item)
+                else:
+                    known = is_node.get(kind)
+                    if known or (known is None and _is_node(value)):
+                        nested.append(value)
             nested.reverse()
             stack.extend(nested)
         self.nodes = nodes
