@@ -207,6 +207,33 @@ def unpacked_in(smalls, name: str) -> tuple[cst.BaseExpression, int, int] | None
     return found
 
 
+def unpacked_all(smalls) -> dict[str, tuple[cst.BaseExpression, int, int] | None]:
+    """:func:`unpacked_in` of every name the small statements ``smalls`` bind, in one
+    pass (a name they do not bind has None): asked for each name, the module's
+    statements would be read once per name."""
+    found: dict[str, tuple] = {}
+    refused: set[str] = set()
+    for small in smalls:
+        if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            names = _names(small.target)
+            if len(names) == 1:
+                refused.add(names[0])
+            continue
+        if not isinstance(small, cst.Assign):
+            continue
+        for target in small.targets:
+            names = _names(target.target)
+            unpacking = isinstance(target.target, (cst.Tuple, cst.List))
+            for name in dict.fromkeys(names):
+                if name in refused:
+                    continue
+                if name in found or names.count(name) > 1 or not unpacking:
+                    refused.add(name)  # assigned twice, or not by unpacking
+                else:
+                    found[name] = (small.value, names.index(name), len(names))
+    return {name: None if name in refused else value for name, value in found.items()}
+
+
 def transform_updates(body, imports: ImportTable) -> frozenset[str]:
     """Names ``body``'s top-level statements bind, once, to an optax transform's
     ``update`` by unpacking (``opt_init, opt_update = optax.adam(lr)``)."""

@@ -31,7 +31,7 @@ from jaxmem.lint.callables.jit_api import (
     PARTIAL_NAMES,
     transform_for,
 )
-from jaxmem.lint.callables.library_callables import unpacked_in
+from jaxmem.lint.callables.library_callables import unpacked_all
 from jaxmem.lint.callables.signatures import (
     VAR_KEYWORD,
     VAR_POSITIONAL,
@@ -300,11 +300,12 @@ class _Context:
         # through one (``jnp.zeros(3)``, ``TrainState.create(...)``) is not a method of a value.
         self.imported_names = frozenset(imports.names) | frozenset(self.module_definitions)
         self._module_values: dict[str, list] | None = None
+        self._module_variables: frozenset[str] | None = None
         self._classes: dict[str, list[cst.ClassDef]] | None = None
         self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
         self._bindings: Bindings | None = None
         self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
-        self._unpacked: dict[str, tuple | None] = {}  # module-level name -> (value, position, targets)
+        self._unpacked: dict[str, tuple | None] | None = None  # module-level name -> (value, position, targets)
         self._classes_reading: frozenset[str] | None = None
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
@@ -347,15 +348,16 @@ class _Context:
     def module_unpacked(self, name: str) -> tuple | None:
         """``(value, position, number of targets)`` when module-level code binds ``name``
         only by one tuple unpacking (``opt_init, opt_update = optax.adam(lr)``)."""
-        if name not in self._unpacked:
-            self._unpacked[name] = None if name in self.module_variables() else unpacked_in(
-                small_statements(self.module.body, into_scopes=False), name)
-        return self._unpacked[name]
+        if self._unpacked is None:
+            self._unpacked = unpacked_all(small_statements(self.module.body, into_scopes=False))
+        return None if name in self.module_variables() else self._unpacked.get(name)
 
     def module_variables(self) -> frozenset[str]:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
-        self.module_values("")
-        return frozenset(self._module_values) - self.module_definitions
+        if self._module_variables is None:
+            self.module_values("")
+            self._module_variables = frozenset(self._module_values) - self.module_definitions
+        return self._module_variables
 
     def classes_reading_module_values(self) -> frozenset[str]:
         """Top-level classes whose code reads a module-level variable (``self.pe = nnx.Cache(PE)``):

@@ -14,6 +14,7 @@ the shortcuts (``JAXMEM_NO_SHORTCUTS=1``; ``benchmarks/accuracy.py`` checks).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import os
 import re
 from dataclasses import dataclass
@@ -320,18 +321,86 @@ def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
     code = _STRING_LITERAL.sub('""', with_strings)
     # ``getattr(self, name)``: any attribute, ``getattr(self, "step")``: that one
     dynamic = len(_DYNAMIC_GETATTR.findall(code))
+    names = sorted(set(names))
+    counted = _count_identifiers(code, {name.lstrip(".") for name in names})
+    getattrs = Counter(_GETATTR_STRING.findall(with_strings)) if "getattr" in with_strings else Counter()
     out = []
-    for name in sorted(set(names)):
-        word = re.escape(name.lstrip("."))
-        before = r"\.\s*" if name.startswith(".") else r"(?<![.\w])"
-        mentions = len(re.findall(before + word + r"\b(?![ \t]*=(?!=))", code))
-        if name.startswith("."):
-            mentions += dynamic + len(re.findall(r"\bgetattr\s*\([^,()]*,\s*[\"']" + word + r"[\"']", with_strings))
-        bindings = len(re.findall(before + word + r"[ \t]*:[^=\n]*=(?!=)", code))
-        if not name.startswith("."):
-            bindings += len(re.findall(r"\bdef[ \t]+" + word + r"\b", code))
-        out.append((name, mentions, bindings))
+    for name in names:
+        word = name.lstrip(".")
+        if _IDENTIFIER_RUN.fullmatch(word):
+            plain, dotted, plain_binds, dotted_binds, defs = counted.get(word, (0, 0, 0, 0, 0))
+            if name.startswith("."):
+                out.append((name, dotted + dynamic + getattrs[word], dotted_binds))
+            else:
+                out.append((name, plain, plain_binds + defs))
+            continue
+        out.append(mentions_by_pattern(code, with_strings, name, dynamic))
     return tuple(out)
+
+
+def mentions_by_pattern(code: str, with_strings: str, name: str, dynamic: int) -> tuple[str, int, int]:
+    """``(name, mentions, bindings)`` of one name by its own patterns, each a scan of
+    ``code`` (the definition of what :func:`name_mentions` counts in one pass)."""
+    word = re.escape(name.lstrip("."))
+    before = r"\.\s*" if name.startswith(".") else r"(?<![.\w])"
+    mentions = len(re.findall(before + word + r"\b(?![ \t]*=(?!=))", code))
+    if name.startswith("."):
+        mentions += dynamic + len(re.findall(r"\bgetattr\s*\([^,()]*,\s*[\"']" + word + r"[\"']", with_strings))
+    bindings = len(re.findall(before + word + r"[ \t]*:[^=\n]*=(?!=)", code))
+    if not name.startswith("."):
+        bindings += len(re.findall(r"\bdef[ \t]+" + word + r"\b", code))
+    return name, mentions, bindings
+
+
+_IDENTIFIER_RUN = re.compile(r"\w+")
+_GETATTR_STRING = re.compile(r"\bgetattr\s*\([^,()]*,\s*[\"'](\w+)[\"']")
+_ASSIGNED_AFTER = re.compile(r"[ \t]*=(?!=)")
+_ANNOTATED_BINDING_AFTER = re.compile(r"[ \t]*:[^=\n]*=(?!=)")
+
+
+def _count_identifiers(code: str, words: set[str]) -> dict[str, list[int]]:
+    r"""For each of ``words`` (identifiers) that ``code`` holds, in one pass over it:
+    ``[plain, dotted, plain bindings, dotted bindings, defs]``, the counts that
+    :func:`name_mentions`' patterns give with one ``re.findall`` each
+    (``(?<![.\w])w\b`` and ``\.\s*w\b`` not before ``=``; each of those before
+    ``: T =``; ``\bdef[ \t]+w\b``).  Each pattern matches a whole run of word
+    characters, so the runs are what is counted (a binding match consumes up to
+    its ``=``, so a run inside it is not counted again).  One scan per name made
+    a file of many definitions quadratic."""
+    counts: dict[str, list[int]] = {}
+    binding_ends: dict[tuple[str, bool], int] = {}  # (word, dotted) -> where its last binding match ended
+    if not words:
+        return counts
+    for run in _IDENTIFIER_RUN.finditer(code):
+        word = run.group()
+        if word not in words:
+            continue
+        start, end = run.span()
+        row = counts.setdefault(word, [0, 0, 0, 0, 0])
+        before = start - 1
+        while before >= 0 and code[before].isspace():
+            before -= 1
+        assigned = _ASSIGNED_AFTER.match(code, end) is not None
+        binding = _ANNOTATED_BINDING_AFTER.match(code, end)
+        for dotted in ((False, True) if before >= 0 and code[before] == "." else (False,)):
+            if not dotted and start and code[start - 1] == ".":
+                continue
+            row[1 if dotted else 0] += not assigned
+            if binding is not None and start >= binding_ends.get((word, dotted), 0):
+                row[3 if dotted else 2] += 1
+                binding_ends[word, dotted] = binding.end()
+        if not start or code[start - 1] != ".":
+            gap = start - 1
+            while gap >= 0 and code[gap] in " \t":
+                gap -= 1
+            if gap < start - 1 and gap >= 2 and code[gap - 2:gap + 1] == "def" and (
+                    gap == 2 or not _is_word_char(code[gap - 3])):
+                row[4] += 1
+    return counts
+
+
+def _is_word_char(char: str) -> bool:
+    return _IDENTIFIER_RUN.match(char) is not None
 
 
 def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozenset[str]:

@@ -1,6 +1,10 @@
 """The textual pre-filter skips what cannot matter, and never what can."""
 
+import pathlib
+import re
 import textwrap
+
+import pytest
 
 from jaxmem.lint.engine import analyze_source, facts_for_file, report
 from jaxmem.lint.syntax.relevance import might_involve_jit, project_hints, relevant_text
@@ -291,3 +295,30 @@ def test_names_and_their_mentions():
     # a getattr with a computed name may be any attribute; with a literal, that one
     assert name_mentions("getattr(self, f)(x)\n", {".step"}) == ((".step", 1, 0),)
     assert name_mentions("getattr(self, 'step')(x)\ngetattr(self, 'other')\n", {".step"}) == ((".step", 1, 0),)
+
+
+# name_mentions counts every name in one pass; each name's own patterns
+# (mentions_by_pattern) are the definition it must agree with.
+_MENTION_SOURCES = [
+    "step: {step: 1} = 2\nstep = 3\nstep == 4\nf(step=5)\nx. step\nx .step = 1\nx.\\\n    step\n",
+    "def  step(a): pass\nundef step\na.def step\n  def\tstep2(): pass\ndef step_(): step_ := 1\n",
+    "self.step: int = 3\nself.step: int == 3\nstep: int\nstep : T = 1 == 2\n1step + step1 + ñame + ñame.ñame\n",
+    "getattr(self, 'step')(x)\ngetattr(self, name)\ngetattr(getattr, \"step\")\ngetattr(a, b, 'step')\n",
+    "x = '''step'''\n# step\ns = 'step' + f'{step}' + \"step\"\n",
+]
+
+
+@pytest.mark.parametrize("source", _MENTION_SOURCES + [
+    pathlib.Path(__file__).resolve().parents[2].joinpath(path).read_text()
+    for path in ("examples/train.py", "lint/join/facts.py", "tests/codemod/test_fix_shared_jit_runs.py")])
+def test_name_mentions_in_one_pass_agree_with_each_names_patterns(source):
+    from jaxmem.lint.syntax import relevance
+
+    words = sorted(set(re.findall(r"\w+", source)))
+    names = words + ["." + w for w in words] + ["no_such_name", ".no_such_name"]
+    with_strings = relevance.code_without_docs(relevance._lf(source))
+    code = relevance._STRING_LITERAL.sub('""', with_strings)
+    dynamic = len(relevance._DYNAMIC_GETATTR.findall(code))
+    expected = tuple(relevance.mentions_by_pattern(code, with_strings, name, dynamic) for name in sorted(names))
+    assert relevance.name_mentions(source, names) == expected
+    assert any(mentions for _, mentions, _ in expected)  # not agreeing on nothing
