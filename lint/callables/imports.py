@@ -49,6 +49,11 @@ class ImportTable:
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """``jnp.sum`` -> ``jax.numpy.sum`` when ``jnp`` was imported; else None."""
+        base = expr
+        while type(base) is cst.Attribute:
+            base = base.value
+        if type(base) is not cst.Name or base.value not in self.names:
+            return None  # most expressions: a local, ``self.x``, a call's result (no string built)
         dotted = _dotted(expr)
         if dotted is None:
             return None
