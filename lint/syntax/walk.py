@@ -75,7 +75,7 @@ class NodeIndex:
     exactly the walk.
     """
 
-    __slots__ = ("nodes", "ends", "where", "_by_type")
+    __slots__ = ("nodes", "ends", "where", "_by_type", "_lists_for")
 
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list = []
@@ -112,6 +112,7 @@ class NodeIndex:
         self.ends = ends
         self.where = where
         self._by_type: dict[type, list[int]] | None = None
+        self._lists_for: dict = {}  # types asked -> the position lists of the node types that match
 
     def position(self, node: cst.CSTNode) -> int | None:
         """``node``'s index in :attr:`nodes`, or None when it is not in this tree."""
@@ -132,11 +133,14 @@ class NodeIndex:
             for position, node in enumerate(self.nodes):
                 by_type.setdefault(type(node), []).append(position)
             self._by_type = by_type
+        lists = self._lists_for.get(types)
+        if lists is None:
+            lists = self._lists_for[types] = [positions for kind, positions in self._by_type.items()
+                                              if issubclass(kind, types)]
         start, end = at + 1, self.ends[at]
         found: list[int] = []
-        for kind, positions in self._by_type.items():
-            if issubclass(kind, types):
-                found.extend(positions[bisect_left(positions, start):bisect_left(positions, end)])
+        for positions in lists:
+            found.extend(positions[bisect_left(positions, start):bisect_left(positions, end)])
         found.sort()
         nodes = self.nodes
         return [nodes[position] for position in found]
