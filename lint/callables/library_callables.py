@@ -191,26 +191,14 @@ def unpacked_from(body, name: str) -> tuple[cst.BaseExpression, int, int] | None
 
 def unpacked_in(smalls, name: str) -> tuple[cst.BaseExpression, int, int] | None:
     """As :func:`unpacked_from`, over small statements."""
-    found = None
-    for small in smalls:
-        if isinstance(small, (cst.AugAssign, cst.AnnAssign)) and _names(small.target) == [name]:
-            return None
-        if not isinstance(small, cst.Assign):
-            continue
-        for target in small.targets:
-            names = _names(target.target)
-            if name not in names:
-                continue
-            if found is not None or names.count(name) > 1 or not isinstance(target.target, (cst.Tuple, cst.List)):
-                return None  # assigned twice, or not by unpacking
-            found = (small.value, names.index(name), len(names))
-    return found
+    return unpacked_all(smalls).get(name)
 
 
 def unpacked_all(smalls) -> dict[str, tuple[cst.BaseExpression, int, int] | None]:
-    """:func:`unpacked_in` of every name the small statements ``smalls`` bind, in one
-    pass (a name they do not bind has None): asked for each name, the module's
-    statements would be read once per name."""
+    """Each name the small statements ``smalls`` bind -> ``(value, position, number of
+    targets)`` when it is bound once, by unpacking, and None when otherwise too
+    (assigned again, augmented, annotated); one pass for every name, so a module
+    is read once however many names are asked."""
     found: dict[str, tuple] = {}
     refused: set[str] = set()
     for small in smalls:

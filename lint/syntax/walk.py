@@ -51,14 +51,20 @@ def _is_node(value) -> bool:
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Direct children of ``node`` in source order, formatting nodes (whitespace,
     comments, parentheses, commas) left out."""
+    return iter(_child_list(node))
+
+
+def _child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
         if type(value) is tuple or type(value) is list:
             for item in value:
                 if _is_node(item):
-                    yield item
+                    found.append(item)
         elif _is_node(value):
-            yield value
+            found.append(value)
+    return found
 
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -81,7 +87,6 @@ class NodeIndex:
         nodes: list = []
         ends: list[int] = []
         where: dict[int, int] = {}
-        is_node = _IS_NODE
         stack: list = [root]
         while stack:
             current = stack.pop()
@@ -93,19 +98,7 @@ class NodeIndex:
             ends.append(0)
             where.setdefault(id(current), at)  # a node shared by two places has one subtree
             stack.append(at)
-            nested = []  # children(current), inlined: this loop visits every node of every analysed file
-            for name in _child_fields(type(current)):
-                value = getattr(current, name)
-                kind = type(value)
-                if kind is tuple or kind is list:
-                    for item in value:
-                        known = is_node.get(type(item))
-                        if known or (known is None and _is_node(item)):
-                            nested.append(item)
-                else:
-                    known = is_node.get(kind)
-                    if known or (known is None and _is_node(value)):
-                        nested.append(value)
+            nested = _child_list(current)
             nested.reverse()
             stack.extend(nested)
         self.nodes = nodes
@@ -173,11 +166,9 @@ def indexed(root: cst.CSTNode):
 def descendants(node: cst.CSTNode, *, into_scopes: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below ``node`` (pre-order); ``into_scopes=False`` stops at
     nested functions, lambdas and classes."""
-    index = getattr(_active, "index", None)
-    if index is not None:
-        at = index.position(node)
-        if at is not None:
-            return index.below(at, into_scopes)
+    index, at = _indexed(node)
+    if at is not None:
+        return index.below(at, into_scopes)
     return _walk(node, into_scopes)
 
 
@@ -185,23 +176,28 @@ def descendants_of_type(node: cst.CSTNode, types) -> list[cst.CSTNode]:
     """The nodes below ``node`` that are instances of ``types`` (a type or a tuple
     of types), in pre-order: ``[n for n in descendants(node) if isinstance(n, types)]``,
     found without visiting the others when an index is active."""
-    index = getattr(_active, "index", None)
-    if index is not None:
-        at = index.position(node)
-        if at is not None:
-            return index.below_of_type(at, types)
+    index, at = _indexed(node)
+    if at is not None:
+        return index.below_of_type(at, types)
     return [n for n in _walk(node, True) if isinstance(n, types)]
 
 
+def _indexed(node: cst.CSTNode) -> tuple[NodeIndex | None, int | None]:
+    """The active index and ``node``'s position in it (None when there is none, or
+    ``node`` is not in its tree)."""
+    index = getattr(_active, "index", None)
+    return (index, None) if index is None else (index, index.position(node))
+
+
 def _walk(node: cst.CSTNode, into_scopes: bool) -> Iterator[cst.CSTNode]:
-    stack = list(children(node))
+    stack = _child_list(node)
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
         if not into_scopes and isinstance(current, _SCOPES):
             continue
-        nested = list(children(current))
+        nested = _child_list(current)
         nested.reverse()
         stack.extend(nested)
 

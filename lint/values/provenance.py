@@ -916,6 +916,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     if holder.overflow:
         # too many values flow together to follow: assume the worst, cheaply
         return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
+    # the typed lookup first (most functions have no yield), then only this scope's own
     if descendants_of_type(function.body, (cst.Yield, cst.Await)) and any(
             isinstance(node, (cst.Yield, cst.Await)) for node in descendants(function.body, into_scopes=False)):
         # a generator (or coroutine) object holds its arguments until it runs
