@@ -774,6 +774,8 @@ class FactExtractor:
             origins = () if refs else tuple(self.provenance.of_expr(value, point, 0))
             return ArgFacts(owner="", origins=origins, **base)
         owner = _owner(key, flow, params, assigned, is_module, self_name)
+        if owner == PARAM and len(key) == 1 and not self.provenance.entry_value_reaches(key, point):
+            owner = LOCAL  # rebound on every path before the call: what it holds was made here
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
         if origins and (beside := self.provenance.passed_beside(value, call, point)) is not None:
             origins += (beside,)

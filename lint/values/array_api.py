@@ -115,9 +115,21 @@ SHAPE_CHANGING_METHODS = frozenset(
 PRNG_CONSUMERS_PREFIX = "jax.random."
 
 
-def is_fresh_constructor(qualified: str | None) -> bool:
-    """Whether a call of ``qualified`` returns new buffers nothing else holds."""
-    return qualified in FRESH_CONSTRUCTORS
+def is_fresh_constructor(qualified: str | None, call=None) -> bool:
+    """Whether a call of ``qualified`` (``call``, when given) returns new buffers
+    nothing else holds.  ``jnp.array(x, copy=False)`` or ``copy=None`` hands back
+    ``x`` itself when it is already an array (jax 0.10.2): not fresh."""
+    if qualified not in FRESH_CONSTRUCTORS:
+        return False
+    return call is None or qualified != _JNP + "array" or _always_copies(call)
+
+
+def _always_copies(call) -> bool:
+    """Whether ``jnp.array(...)`` copies: ``copy`` left at its default or given as ``True``."""
+    if any(arg.star for arg in call.args) or sum(arg.keyword is None for arg in call.args) > 2:
+        return False  # jnp.array(x, dtype, copy): the flag by position
+    return all(arg.keyword.value != "copy" or (isinstance(arg.value, cst.Name) and arg.value.value == "True")
+               for arg in call.args if arg.keyword is not None)
 
 
 def maps_to_new_arrays(function, resolve) -> bool:
@@ -357,10 +369,12 @@ def call_effect(qualified: str | None, method: str | None = None, call=None) -> 
     call itself, needed for the entries that depend on its arguments (MJX_MAKERS)."""
     if qualified in MJX_MAKERS and not _default_mjx_call(call, MJX_MAKERS[qualified]):
         return None
+    if qualified == _JNP + "asarray" and call is not None and _stacks_a_display(call):
+        return NEW
     if qualified is not None and qualified in CALL_EFFECTS:
         return CALL_EFFECTS[qualified][0]
     if qualified is not None and qualified in FRESH_CONSTRUCTORS:
-        return NEW
+        return NEW if is_fresh_constructor(qualified, call) else HOLDS
     if qualified is not None and qualified.startswith(("logging.", "absl.logging.")):
         return READS
     if method is not None and method in METHOD_EFFECTS:
@@ -368,6 +382,21 @@ def call_effect(qualified: str | None, method: str | None = None, call=None) -> 
     if qualified is not None and qualified.rsplit(".", 1)[-1] in METHOD_EFFECTS:
         return METHOD_EFFECTS[qualified.rsplit(".", 1)[-1]][0]
     return None
+
+
+def _stacks_a_display(call) -> bool:
+    """``jnp.asarray([x] * n)``, ``jnp.asarray((a, b))``, ``jnp.asarray([f(v) for v in vs])``:
+    given a list or tuple written out (or a repeat of one), ``jnp.asarray`` stacks its
+    elements into one new array, never an array it was given (jax 0.10.2; the result
+    has one more axis than any element)."""
+    args = [arg for arg in call.args if arg.keyword is None]
+    if not args or args[0].star or any(arg.star for arg in call.args):
+        return False
+    value = args[0].value
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        value = value.left if isinstance(value.left, (cst.List, cst.Tuple)) else value.right
+    return isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) and not any(
+        isinstance(element, cst.StarredElement) for element in getattr(value, "elements", ()))
 
 
 def _default_mjx_call(call, positional: int) -> bool:

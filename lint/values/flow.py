@@ -156,6 +156,13 @@ def _method_view_arguments(call: cst.Call) -> list:
     return keywords if method in ("replace", "_replace") else []
 
 
+def returns_an_argument(call: cst.Call) -> bool:
+    """Whether a function call's result may be one of its arguments' very arrays
+    (``jnp.reshape(x, x.shape)``, ``jnp.float32(x)``, ``lax.stop_gradient(x)``:
+    see ``_VIEW_CALLS``)."""
+    return bool(_function_view_arguments(call))
+
+
 def _function_view_arguments(call: cst.Call) -> list:
     """For a function (not a method of a value), the arguments its result may be."""
     positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
@@ -502,6 +509,10 @@ class Flow:
                until_event: Event | None = None) -> SearchResult:
         """Walk forward from ``start``; stop each path at the first kill of ``key``.
 
+        An augmented assignment (``xs += [y]``) is no kill: it may change the
+        object ``key`` holds in place and leave it bound to the same object
+        (its read of ``key`` comes first, so liveness is unchanged).
+
         By default a path also stops at the first read of ``key`` (liveness).
         With ``until_call``, reads do not stop it; reaching that call's CALL
         event does, and is recorded in ``reached`` (does a value flow there?).
@@ -540,7 +551,7 @@ class Flow:
                     result.reads.append(event)
                     stopped = True
                     break
-                if event.kind == WRITE and kills(event.key, key):
+                if event.kind == WRITE and kills(event.key, key) and event.origin_kind != "aug":
                     result.kills.append(event)
                     stopped = True
                     break

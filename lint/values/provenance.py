@@ -71,7 +71,7 @@ from jaxmem.lint.values.array_api import (
     is_view_of_arguments,
     maps_to_new_arrays,
 )
-from jaxmem.lint.values.flow import WRITE, Flow, Point
+from jaxmem.lint.values.flow import ALIAS, WRITE, Flow, Point, returns_an_argument
 from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
@@ -138,6 +138,7 @@ class Provenance:
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
+        self._read_holders: dict[tuple, tuple[str, int] | None] = {}  # see _still_read
 
     def writes_of(self, key: RefKey) -> list:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
@@ -172,6 +173,12 @@ class Provenance:
         return [event for point, event in writes
                 if self.flow.search(Point(point.node, point.index + 1), key, until_call=call_event.node).reached]
 
+    def entry_value_reaches(self, key: RefKey, after: Point) -> bool:
+        """Whether the value the caller passed for parameter ``key`` (a one-name key) may
+        still be what the name holds at the call before ``after``: False when every
+        path from the entry rebinds the name first (``x = jnp.asarray([x] * n)``)."""
+        return any(isinstance(event.node, cst.Param) for event in self._reaching_writes(key, after))
+
     def _writes_into(self, key: RefKey, after: Point) -> list:
         """The writes whose value may be (part of) ``key``'s value at the call before
         ``after``: those reaching it, and, for each that reads ``key`` again
@@ -186,6 +193,8 @@ class Provenance:
             found.append(event)
             if event.origin_kind == "aug" or event.origin is None or key[0] not in _names_in_expr(event.origin):
                 continue
+            if isinstance(event.origin, cst.Call) and self._makes_new_memory(event.origin):
+                continue  # x = jnp.asarray([x] * n): the new value holds nothing of the old one
             point = self.flow.point_after(event.origin) if isinstance(event.origin, cst.Call) else None
             if point is None:
                 return self.writes_of(key)
@@ -233,6 +242,9 @@ class Provenance:
         if (isinstance(expr, cst.Call) and ctx.imports.resolve(expr.func) in REPLICATORS and expr.args
                 and all(o.kind == PRNG_KEY for o in self.of_expr(expr.args[0].value, after, depth + 1))):
             return [Origin(PRNG_KEY, line, text)]  # replicate(jax.random.PRNGKey(0))
+        if isinstance(expr, cst.BinaryOperation) and _may_join_containers(expr):
+            # ps + [w], [x] * n: a new container of the operands' own elements
+            return [origin for operand in _joined_operands(expr) for origin in self.of_expr(operand, after, depth)]
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return [Origin(FRESH, line, text)]
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -247,7 +259,7 @@ class Provenance:
             return self._of_call(expr, after, depth)
         key = ref_key(expr)
         if key is not None and len(key) == 1 and self.owner_of(key) == "local" and depth <= _MAX_DEPTH:
-            return self.of_key(key, after, depth + 1)
+            return self._still_read(key, after, line, depth) + self.of_key(key, after, depth + 1)
         if key is None and isinstance(expr, (cst.Subscript, cst.Attribute)) and depth <= _MAX_DEPTH:
             return self.of_expr(expr.value, after, depth + 1)  # model.init(k, x)["params"]: part of a new value
         if (key is not None and len(key) > 1 and self.owner_of(key[:1]) == "local" and depth <= _MAX_DEPTH
@@ -260,6 +272,37 @@ class Provenance:
             who = {"param": "the caller's", "attribute": "an attribute's", "global": "a global's"}.get(owner, "")
             return [Origin(UNKNOWN, line, f"`{text}` is {who} value" if who else f"`{text}`")]
         return [Origin(UNKNOWN, line, text)]
+
+    def _still_read(self, key: RefKey, after: Point, line: int, depth: int) -> list[Origin]:
+        """A doubt when a name bound to the value of ``key`` (a local the donated value
+        was made from) as it is (``other = w; state = [w]``), or ``key`` itself two or
+        more names back (``ps = [w]; state = ps``, then ``w``), is read after the call:
+        it still holds the same arrays.  ``key`` one name back the alias analysis of
+        the call already sees (``state = [w]``, then ``w``)."""
+        memo = (key, after, depth >= 2)
+        if memo not in self._read_holders:  # a long ``[w] + [w] + ...`` asks once per operand
+            self._read_holders[memo] = self._holder_read_after(key, after, depth >= 2)
+        found = self._read_holders[memo]
+        if found is None:
+            return []
+        holder, read_line = found
+        return [Origin(UNKNOWN, line, f"`{holder}` still holds its arrays, read again at line {read_line}")]
+
+    def _holder_read_after(self, key: RefKey, after: Point, itself: bool) -> tuple[str, int] | None:
+        """``(name, line)`` of the first read after the call of a name bound to ``key``'s
+        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``)."""
+        holders = [key] if itself else []
+        holders += [event.key for _, event in self.flow.events_about(key[0])
+                    if event.kind in (WRITE, ALIAS) and event.key is not None and len(event.key) == 1
+                    and event.key != key and any(overlaps(source, key) for source in event.sources)]
+        for holder in dict.fromkeys(holders):
+            if not any(holder == key or any(overlaps(source, key) for source in event.sources)
+                       for event in self._reaching_writes(holder, after)):
+                continue  # bound to another value by the time of the call
+            reads = self.flow.search(after, holder).reads
+            if reads:
+                return holder[0], self.ctx.positions[reads[0].node].start.line
+        return None
 
     def _of_container(self, expr, after: Point, depth: int) -> list[Origin]:
         elements = [e.value for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))]
@@ -280,7 +323,7 @@ class Provenance:
         line = ctx.positions[call].start.line
         text = ctx.text(call)
         qualified = ctx.imports.resolve(call.func)
-        if is_fresh_constructor(qualified) or self.immediate_jit(call):
+        if is_fresh_constructor(qualified, call) or self.immediate_jit(call):
             return [Origin(FRESH, line, text)]  # jnp.zeros(...), jax.pmap(init)(rng, batch): new buffers
         if qualified in TREE_MAPS and call.args and maps_to_new_arrays(call.args[0].value, ctx.imports.resolve):
             return [Origin(FRESH, line, text)]
@@ -474,7 +517,7 @@ class Provenance:
         """Whether ``call``'s result is known to be new buffers only."""
         qualified = self.ctx.imports.resolve(call.func)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if is_fresh_constructor(qualified) or is_host_producer(qualified) or is_prng_producer(qualified):
+        if is_fresh_constructor(qualified, call) or is_host_producer(qualified) or is_prng_producer(qualified):
             return True
         if qualified in TREE_MAPS and call.args and maps_to_new_arrays(call.args[0].value, self.ctx.imports.resolve):
             return True
@@ -1038,6 +1081,9 @@ class _Holdings:
         if isinstance(expr, cst.IfExp):
             body = self.held(expr.body)
             return body + tuple(h for h in self.held(expr.orelse) if h not in body)
+        if isinstance(expr, cst.BinaryOperation) and _may_join_containers(expr):
+            # ps + [w], (state,) * 2, d | extra: a new container of the operands' own elements
+            return tuple((key, False) for operand in _joined_operands(expr) for key, _ in self.held(operand))
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Lambda,
                              cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return ()
@@ -1053,7 +1099,7 @@ class _Holdings:
         if qualified is None and isinstance(call.func, cst.Name):
             qualified = call.func.value  # builtins: len(x), int(x)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if is_fresh_constructor(qualified) or is_host_producer(qualified):
+        if is_fresh_constructor(qualified, call) or is_host_producer(qualified):
             return ()
         if isinstance(call.func, cst.Name) and call.func.value in self.new_memory:
             return ()  # a jitted callable's result: new buffers
@@ -1062,15 +1108,16 @@ class _Holdings:
             return ()  # tree_map(jnp.zeros_like, params), tree_map(lambda x: x / 10, params): new arrays
         if array_free_call(qualified) in ("always", "if_args"):
             return ()  # len(x), optax.adam(lr): no arrays
-        if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")):
-            return ()  # new arrays (jnp.asarray is HOLDS, handled below)
+        if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")) \
+                and not returns_an_argument(call):
+            return ()  # new arrays (not ``jnp.reshape(x, x.shape)``, which may be ``x`` itself)
         if _is_model_init(call, qualified, method):
             return ()
         if method in _FRESH_METHODS and qualified is None and len(call.args) == 1 and call.args[0].keyword is None \
                 and isinstance(call.args[0].value, cst.Name) and self.prng.get(call.args[0].value.value):
             return ()  # network.init(key): new parameters from a PRNG key
         effect = call_effect(qualified, method if qualified is None else None, call)
-        if effect == NEW and qualified not in ("jax.numpy.asarray",):
+        if effect == NEW:
             return ()
         args = [a for a in call.args if not _is_static_field(call, a)]
         parts = tuple(h for a in args for h in self.held(a.value))
@@ -1087,6 +1134,36 @@ class _Holdings:
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)
         return tuple((key, False) for key, _ in parts) + held_elsewhere
+
+
+_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
+
+
+def _joined_operands(expr: cst.BinaryOperation) -> list:
+    """The operands of a chain of joins (``a + b + [c]``), left to right, found without
+    recursion (a long concatenation nests one node per ``+``); strings and numbers,
+    which hold no array, are left out."""
+    out, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and _may_join_containers(node):
+            stack += (node.right, node.left)
+        elif not isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, *_NUMBERS)):
+            out.append(node)
+    return out
+
+
+def _may_join_containers(expr: cst.BinaryOperation) -> bool:
+    """Whether ``expr`` may build a list, tuple or dict of its operands' elements
+    (``ps + []``, ``[x] * 2``, ``d | e``) rather than compute new arrays (``x * 0.5``,
+    ``x + 1``): ``+``, ``*`` or ``|`` without a number that rules sequences out."""
+    operator = expr.operator
+    if not isinstance(operator, (cst.Add, cst.Multiply, cst.BitOr)):
+        return False
+    sides = (expr.left, expr.right)
+    if any(isinstance(side, (cst.Float, cst.Imaginary)) for side in sides):
+        return False  # a float never repeats or joins a container
+    return not (isinstance(operator, cst.Add) and any(isinstance(side, _NUMBERS) for side in sides))
 
 
 def _position_argument(call: cst.Call) -> list | None:

@@ -77,6 +77,58 @@ RUN_TWICE = """
     main()
     """
 
+# A state made by ``prepare(p)`` (its body ``return HELPS``); ``p`` is read after the steps.
+HELPER_MADE = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x * 0.5 + batch.mean(), state)
+
+
+    def prepare(p):
+        return HELPS
+
+
+    def main():
+        p = jnp.ones((4, 4))
+        state = prepare(p)
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(jax.tree_util.tree_leaves(state)[0].sum()), float(p.sum()))
+
+
+    main()
+    """
+
+# A state made from ``w`` by MAKE; ``w`` is read after the steps.
+NAMES_BACK = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x * 0.5 + batch.mean(), state)
+
+
+    def main():
+        w = jnp.ones((4, 4))
+        MAKE
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state[0].sum()), float(w.sum()))
+
+
+    main()
+    """
+
 PROGRAMS = {
     # The EMA copy built by a helper: every parameter buffer is held twice.
     "ema-helper": {"train.py": EMA_STATE + """
@@ -168,6 +220,74 @@ PROGRAMS = {
 
     main()
     """},
+    # ``+=`` extends a list in place: ``state`` is still ``base``, whose arrays the step deletes.
+    "extended-in-place": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x + batch.mean(), state)
+
+
+    def main():
+        base = [jnp.ones((4, 4))]
+        state = base
+        state += [jnp.zeros((4,))]
+        state = train_step(state, jnp.ones((2, 4)))
+        print(float(state[0].sum()), float(base[0].sum()))
+
+
+    main()
+    """},
+    # The same with a parameter: ``+=`` does not rebind it, so the caller's list reaches the step.
+    "parameter-extended-in-place": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x + batch.mean(), state)
+
+
+    def run(state):
+        state += [jnp.zeros((4,))]
+        return train_step(state, jnp.ones((2, 4)))
+
+
+    def main():
+        mine = [jnp.ones((4, 4))]
+        state = run(mine)
+        print(float(state[0].sum()), float(mine[0].sum()))
+
+
+    main()
+    """},
+    # A helper's jax call that changes nothing hands back its argument itself:
+    # ``jnp.reshape(p, p.shape) is p`` (also ``jnp.float32`` of float32, ``lax.stop_gradient``).
+    "helper-returning-a-reshape": {"train.py": HELPER_MADE.replace("HELPS", "jnp.reshape(p, p.shape)")},
+    # ``jnp.array(p, copy=False) is p``: no copy when none is needed.
+    "helper-returning-an-uncopied-array": {"train.py": HELPER_MADE.replace("HELPS", "jnp.array(p, copy=False)")},
+    # A helper joins lists: ``p + []`` is a new list of the same arrays.
+    "helper-joining-lists": {"train.py": HELPER_MADE.replace("jnp.ones((4, 4))", "[jnp.ones((4, 4))]")
+                             .replace("HELPS", "p + []").replace("float(p.sum())", "float(p[0].sum())")},
+    # Two names back: ``ps = [w]`` then ``state = ps``; ``w`` is read after the step.
+    "held-two-names-back": {"train.py": NAMES_BACK.replace("MAKE", "ps = [w]\n        state = ps")},
+    # The same through ``ps + []``, a new list of the same arrays.
+    "held-through-a-joined-list": {"train.py": NAMES_BACK.replace("MAKE", "ps = [w]\n        state = ps + []")},
+    # Two names bound to one array (``fast, slow = w, w``): the step deletes both.
+    "held-by-a-sibling-name": {"train.py": NAMES_BACK.replace("MAKE", "fast, slow = w, w\n        state = [fast]")
+                               .replace("float(w.sum())", "float(slow.sum())")},
+    # ``kept = ps`` beside ``state = ps``: ``kept`` is read after the step.
+    "held-by-another-name-of-its-source": {
+        "train.py": NAMES_BACK.replace("MAKE", "ps = [w]\n        kept = ps\n        state = ps")
+        .replace("float(w.sum())", "float(kept[0].sum())")},
     # A generator made before the step holds the old leaves until it is consumed.
     "generator": {"train.py": """
     import functools

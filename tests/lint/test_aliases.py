@@ -58,6 +58,18 @@ def test_new_arrays_do_not_block_it(binding):
     assert _state_proposal(binding + "\ns = step(s)\nprint(j)\n") == "high"
 
 
+@pytest.mark.parametrize("setup,read", [
+    ("ps = [w]\ns = ps", "w"),  # two names back
+    ("ps = [w]\ns = ps + []", "w"),  # through a new list of the same arrays
+    ("fast, slow = w, w\ns = [fast]", "slow"),  # a sibling name
+    ("a = b = w\ns = [a]", "b"),
+    ("ps = [w]\nkept = ps\ns = ps", "kept"),  # another name of its source
+])
+def test_a_name_still_holding_the_arrays_it_is_made_of_blocks_its_donation(setup, read):
+    assert _state_proposal(f"w = x * 0.5\n{setup}\ns = step(s)\nprint({read})\n") == "medium"
+    assert _state_proposal(f"w = x * 0.5\n{setup}\ns = step(s)\nprint(1)\n") == "high"
+
+
 def test_the_arguments_of_a_method_are_not_its_result():
     # ``v = mixed.reshape(n, d)``: ``n`` and ``d`` are shape ints, not parts of ``v``.
     body = """
@@ -87,3 +99,22 @@ def test_a_read_after_donation_through_an_alias_says_whether_it_surely_crashes(b
     (finding,) = [f for f in result.findings if f.code == "JXM101"]
     assert ("refers to the value of `s`" in finding.message) is sure, finding.message
     assert ("may share its arrays with `s`" in finding.message) is not sure, finding.message
+
+
+def test_a_state_made_from_itself_through_a_holding_call_is_analysed():
+    # ``s = s.replace(m=s.m.empty())`` reads ``s`` again: following its old value
+    # through the holding call must end (it once recursed without bound).
+    body = "s = x.make()\nfor _ in range(3):\n    s = s.replace(m=s.m.empty())\n    s = step(s)\n"
+    assert _state_proposal(body) == "medium"
+
+
+def test_a_long_concatenation_is_followed_without_recursion():
+    import libcst as cst
+
+    from jaxmem.lint.values.provenance import _joined_operands
+
+    chain = cst.List([cst.Element(cst.Name("w"))])
+    for _ in range(5000):  # five times the default recursion limit
+        chain = cst.BinaryOperation(chain, cst.Add(), cst.List([cst.Element(cst.Name("w"))]))
+    operands = _joined_operands(cst.BinaryOperation(chain, cst.Add(), cst.SimpleString('"s"')))
+    assert len(operands) == 5001 and all(isinstance(operand, cst.List) for operand in operands)

@@ -112,6 +112,45 @@ def test_device_put_and_asarray_may_return_the_very_same_array():
     assert jnp.asarray(x) is x
 
 
+def _call(source: str) -> cst.Call:
+    return cst.parse_expression(source)
+
+
+@pytest.mark.parametrize("source,stack", [
+    ("jnp.asarray([x] * n)", lambda x: jnp.asarray([x] * 2)),
+    ("jnp.asarray(n * [x])", lambda x: jnp.asarray(1 * [x])),
+    ("jnp.asarray([x])", lambda x: jnp.asarray([x])),
+    ("jnp.asarray((x, x))", lambda x: jnp.asarray((x, x))),
+    ("jnp.asarray([v for v in xs])", lambda x: jnp.asarray([v for v in [x]])),
+    ("jnp.asarray([x], dtype=d)", lambda x: jnp.asarray([x], dtype=x.dtype)),
+])
+def test_asarray_of_a_written_out_list_stacks_into_a_new_array(source, stack):
+    assert call_effect("jax.numpy.asarray", None, _call(source)) == NEW
+    x = jnp.ones(3)
+    result = stack(x)
+    assert result is not x and result.ndim == x.ndim + 1
+    assert result.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+
+
+@pytest.mark.parametrize("source", ["jnp.asarray(x)", "jnp.asarray(*xs)", "jnp.asarray(xs)", "jnp.asarray([*xs])",
+                                    "jnp.asarray(a=[x])"])
+def test_asarray_of_anything_else_may_return_its_argument(source):
+    assert call_effect("jax.numpy.asarray", None, _call(source)) == HOLDS
+
+
+@pytest.mark.parametrize("source,fresh", [
+    ("jnp.array(x)", True), ("jnp.array(x, copy=True)", True), ("jnp.array(x, dtype=d)", True),
+    ("jnp.array(x, copy=False)", False), ("jnp.array(x, copy=None)", False), ("jnp.array(x, d, False)", False),
+    ("jnp.array(*args)", False), ("jnp.array(x, **options)", False),
+])
+def test_jnp_array_is_new_memory_only_when_it_copies(source, fresh):
+    assert array_api.is_fresh_constructor("jax.numpy.array", _call(source)) is fresh
+    assert call_effect("jax.numpy.array", None, _call(source)) == (NEW if fresh else HOLDS)
+    x = jnp.ones(3)
+    assert jnp.array(x) is not x and jnp.array(x, copy=True) is not x
+    assert jnp.array(x, copy=False) is x and jnp.array(x, copy=None) is x
+
+
 @pytest.mark.parametrize("name,make", [
     ("copy.deepcopy", copy.deepcopy), ("jax.numpy.copy", lambda t: jax.tree.map(jnp.copy, t)),
     ("jax.numpy.zeros_like", lambda t: jax.tree.map(jnp.zeros_like, t)),

@@ -34,8 +34,12 @@ def step(state, batch):
 
 CASES = [
     pytest.param(
-        "def train(batches, init):\n    state = init * 1\n    for b in batches:\n        state = step(state, b)\n",
+        "def train(batches, init):\n    state = init * 1.0\n    for b in batches:\n        state = step(state, b)\n",
         {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="local-rebound-high"),
+    # ``init * 1`` may repeat a list: a new list of the caller's own arrays
+    pytest.param(
+        "def train(batches, init):\n    state = init * 1\n    for b in batches:\n        state = step(state, b)\n",
+        {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="repeat-may-hold-the-parameter"),
     pytest.param(
         "def train(state, b):\n    state = step(state, b)\n    return state\n",
         {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="parameter-is-medium"),
