@@ -389,10 +389,9 @@ def _stacks_a_display(call) -> bool:
     given a list or tuple written out (or a repeat of one), ``jnp.asarray`` stacks its
     elements into one new array, never an array it was given (jax 0.10.2; the result
     has one more axis than any element)."""
-    args = [arg for arg in call.args if arg.keyword is None]
-    if not args or args[0].star or any(arg.star for arg in call.args):
+    if not call.args or any(arg.star for arg in call.args) or call.args[0].keyword is not None:
         return False
-    value = args[0].value
+    value = call.args[0].value
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
         value = value.left if isinstance(value.left, (cst.List, cst.Tuple)) else value.right
     return isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) and not any(

@@ -292,6 +292,38 @@ def _holds_operands(expr: cst.BinaryOperation) -> bool:
         isinstance(expr.left, containers) or isinstance(expr.right, containers))
 
 
+_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
+
+
+def joined_operands(expr: cst.BinaryOperation) -> list:
+    """The operands of a chain of joins (``a + b + [c]``), left to right, found without
+    recursion (a long concatenation nests one node per ``+``); strings and numbers,
+    which hold no array, are left out."""
+    out, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and may_join_containers(node):
+            stack += (node.right, node.left)
+        elif not isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, *_NUMBERS)):
+            out.append(node)
+    return out
+
+
+def may_join_containers(expr: cst.BinaryOperation) -> bool:
+    """Whether ``expr`` may build a list, tuple or dict of its operands' elements
+    (``ps + []``, ``[x] * 2``, ``d | e``) rather than compute new arrays (``x * 0.5``,
+    ``x + 1``): ``+``, ``*`` or ``|`` without a number that rules sequences out.  The
+    ownership side of :func:`_holds_operands`: that one says an operand is *surely* held
+    (an alias, read after a donation, is a crash), this one that it *may* be (a doubt)."""
+    operator = expr.operator
+    if not isinstance(operator, (cst.Add, cst.Multiply, cst.BitOr)):
+        return False
+    sides = (expr.left, expr.right)
+    if any(isinstance(side, (cst.Float, cst.Imaginary)) for side in sides):
+        return False  # a float never repeats or joins a container
+    return not (isinstance(operator, cst.Add) and any(isinstance(side, _NUMBERS) for side in sides))
+
+
 # Functions whose result is a new array whatever they are given (by name):
 # copies, and reductions (``jax.tree.map(jnp.mean, x)``, ``lambda v: v.sum()``).
 _FRESH_MAPPERS = frozenset({"copy", "deepcopy", "zeros_like", "ones_like", "full_like", "empty_like",

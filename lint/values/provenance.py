@@ -71,7 +71,15 @@ from jaxmem.lint.values.array_api import (
     is_view_of_arguments,
     maps_to_new_arrays,
 )
-from jaxmem.lint.values.flow import ALIAS, WRITE, Flow, Point, returns_an_argument
+from jaxmem.lint.values.flow import (
+    ALIAS,
+    WRITE,
+    Flow,
+    Point,
+    joined_operands,
+    may_join_containers,
+    returns_an_argument,
+)
 from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
@@ -242,9 +250,9 @@ class Provenance:
         if (isinstance(expr, cst.Call) and ctx.imports.resolve(expr.func) in REPLICATORS and expr.args
                 and all(o.kind == PRNG_KEY for o in self.of_expr(expr.args[0].value, after, depth + 1))):
             return [Origin(PRNG_KEY, line, text)]  # replicate(jax.random.PRNGKey(0))
-        if isinstance(expr, cst.BinaryOperation) and _may_join_containers(expr):
+        if isinstance(expr, cst.BinaryOperation) and may_join_containers(expr):
             # ps + [w], [x] * n: a new container of the operands' own elements
-            return [origin for operand in _joined_operands(expr) for origin in self.of_expr(operand, after, depth)]
+            return [origin for operand in joined_operands(expr) for origin in self.of_expr(operand, after, depth)]
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return [Origin(FRESH, line, text)]
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -1081,9 +1089,9 @@ class _Holdings:
         if isinstance(expr, cst.IfExp):
             body = self.held(expr.body)
             return body + tuple(h for h in self.held(expr.orelse) if h not in body)
-        if isinstance(expr, cst.BinaryOperation) and _may_join_containers(expr):
+        if isinstance(expr, cst.BinaryOperation) and may_join_containers(expr):
             # ps + [w], (state,) * 2, d | extra: a new container of the operands' own elements
-            return tuple((key, False) for operand in _joined_operands(expr) for key, _ in self.held(operand))
+            return tuple((key, False) for operand in joined_operands(expr) for key, _ in self.held(operand))
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Lambda,
                              cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return ()
@@ -1134,36 +1142,6 @@ class _Holdings:
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)
         return tuple((key, False) for key, _ in parts) + held_elsewhere
-
-
-_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
-
-
-def _joined_operands(expr: cst.BinaryOperation) -> list:
-    """The operands of a chain of joins (``a + b + [c]``), left to right, found without
-    recursion (a long concatenation nests one node per ``+``); strings and numbers,
-    which hold no array, are left out."""
-    out, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and _may_join_containers(node):
-            stack += (node.right, node.left)
-        elif not isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, *_NUMBERS)):
-            out.append(node)
-    return out
-
-
-def _may_join_containers(expr: cst.BinaryOperation) -> bool:
-    """Whether ``expr`` may build a list, tuple or dict of its operands' elements
-    (``ps + []``, ``[x] * 2``, ``d | e``) rather than compute new arrays (``x * 0.5``,
-    ``x + 1``): ``+``, ``*`` or ``|`` without a number that rules sequences out."""
-    operator = expr.operator
-    if not isinstance(operator, (cst.Add, cst.Multiply, cst.BitOr)):
-        return False
-    sides = (expr.left, expr.right)
-    if any(isinstance(side, (cst.Float, cst.Imaginary)) for side in sides):
-        return False  # a float never repeats or joins a container
-    return not (isinstance(operator, cst.Add) and any(isinstance(side, _NUMBERS) for side in sides))
 
 
 def _position_argument(call: cst.Call) -> list | None:

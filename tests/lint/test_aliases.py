@@ -111,10 +111,10 @@ def test_a_state_made_from_itself_through_a_holding_call_is_analysed():
 def test_a_long_concatenation_is_followed_without_recursion():
     import libcst as cst
 
-    from jaxmem.lint.values.provenance import _joined_operands
+    from jaxmem.lint.values.flow import joined_operands
 
     chain = cst.List([cst.Element(cst.Name("w"))])
     for _ in range(5000):  # five times the default recursion limit
         chain = cst.BinaryOperation(chain, cst.Add(), cst.List([cst.Element(cst.Name("w"))]))
-    operands = _joined_operands(cst.BinaryOperation(chain, cst.Add(), cst.SimpleString('"s"')))
+    operands = joined_operands(cst.BinaryOperation(chain, cst.Add(), cst.SimpleString('"s"')))
     assert len(operands) == 5001 and all(isinstance(operand, cst.List) for operand in operands)
