@@ -564,6 +564,10 @@ def _handed_on_by_name(module: cst.Module, imports: ImportTable, calls, text: st
         kind = type(node)
         if kind is cst.Import or kind is cst.ImportFrom:
             continue
+        if kind is cst.Call and _only_traces_first_argument(node, imports):
+            stack.append(node.func)  # ``hk.experimental.tabulate(train.step)``: not handed on
+            stack.extend(node.args[1:])
+            continue
         if kind is cst.Name and node.value in project:
             mentioned[imports.names[node.value]] += 1
             continue
@@ -589,10 +593,47 @@ def mention_key(definition: JitDefinition) -> str | None:
     return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
 
 
-def _name_mentions(text: str, definitions, functions, positions) -> tuple[tuple[str, int, int], ...]:
+_READING_WRAPPER_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in READING_WRAPPERS)
+
+
+def _only_traces_first_argument(call: cst.Call, imports: ImportTable) -> bool:
+    """Whether ``call`` is a reading wrapper (``READING_WRAPPERS``) given a function by name
+    (``step``, ``self.step``, ``train.step``) as its first argument."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star != "" \
+            or type(call.args[0].value) not in (cst.Name, cst.Attribute):
+        return False
+    func = call.func
+    last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+    return last in _READING_WRAPPER_NAMES and imports.resolve(func) in READING_WRAPPERS
+
+
+def _traced_mentions(module: cst.Module, imports: ImportTable, positions, text: str) -> list[tuple[str, int]]:
+    """``(name, line)`` of each function that a reading wrapper only traces
+    (``hk.experimental.tabulate(step)``, ``jax.make_jaxpr(step)``, ``jax.eval_shape(step, x)``):
+    ``step``, or ``.step`` for ``self.step``.  Such a mention calls nothing with real arrays
+    and keeps nothing, so it does not hand the function on."""
+    if not any(name in text for name in _READING_WRAPPER_NAMES):
+        return []
+    found = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call and _only_traces_first_argument(node, imports):
+            traced = node.args[0].value
+            if type(traced) is cst.Name:
+                found.append((traced.value, positions[traced].start.line))
+            elif type(traced) is cst.Attribute:
+                found.append(("." + traced.attr.value, positions[traced].start.line))
+        stack.extend(children(node))
+    return found
+
+
+def _name_mentions(text: str, definitions, functions, positions,
+                   traced: list[tuple[str, int]] = ()) -> tuple[tuple[str, int, int], ...]:
     """:func:`relevance.name_mentions` of each definition's name, counted in the lines of the
     function it is local to (a same-named local of another function is another value), else
-    in the whole text (an attribute may be used by any method, a global by any function)."""
+    in the whole text (an attribute may be used by any method, a global by any function).
+    The ``traced`` mentions (:func:`_traced_mentions`) in those lines are not counted."""
     by_scope: dict[str, set[str]] = {}
     for d in definitions:
         key = mention_key(d)
@@ -603,6 +644,7 @@ def _name_mentions(text: str, definitions, functions, positions) -> tuple[tuple[
     out = []
     for scope, names in by_scope.items():
         scoped = text
+        first, last = 1, None
         if scope:
             if lines is None:
                 lines = text.splitlines(keepends=True)
@@ -613,8 +655,11 @@ def _name_mentions(text: str, definitions, functions, positions) -> tuple[tuple[
             node = nodes.get(scope)
             if node is not None:
                 where = positions[node]
-                scoped = "".join(lines[where.start.line - 1:where.end.line])
-        out.extend((f"{scope}::{name}" if scope else name, mentions, bindings)
+                first, last = where.start.line, where.end.line
+                scoped = "".join(lines[first - 1:last])
+        out.extend((f"{scope}::{name}" if scope else name,
+                    mentions - sum(1 for t, line in traced if t == name and first <= line and (last is None or line <= last)),
+                    bindings)
                    for name, mentions, bindings in name_mentions(scoped, names))
     return tuple(sorted(out))
 
@@ -1253,8 +1298,9 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
 
     functions = list(_function_scopes(module.body))
     if facts.definitions:
-        facts.name_mentions = _name_mentions(source if source is not None else module.code, facts.definitions,
-                                             functions, positions)
+        text = source if source is not None else module.code
+        facts.name_mentions = _name_mentions(text, facts.definitions, functions, positions,
+                                             _traced_mentions(module, imports, positions, text))
     parents = {scopes[1] for _, scopes, _ in functions if len(scopes) > 2}
     for function, scopes, _ in functions:
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function

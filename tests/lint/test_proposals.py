@@ -508,3 +508,70 @@ def test_a_module_beside_the_file_that_hands_a_name_on_is_the_one_it_means():
     files["examples/c/train_test.py"] = files.pop("examples/b/train_test.py")  # no train.py beside it: either one
     confidence = {path: {f.confidence for f in r.findings if f.code == "JXM001"} for path, r in _run(files).items()}
     assert confidence["examples/a/train.py"] == confidence["examples/b/train.py"] == {Confidence.MEDIUM}
+
+
+TRACED_STEP = """
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def train_step(state, x):
+        return state + x
+
+
+    def main(batches):
+        state = jnp.ones(3)
+        print({tracer})
+        for x in batches:
+            state = train_step(state, x)
+        return float(state.sum())
+"""
+
+
+@pytest.mark.parametrize("tracer, high", [
+    ("jax.make_jaxpr(train_step)(state, 1.0)", True),
+    ("jax.eval_shape(train_step, state, 1.0)", True),
+    # the function, not the step, is traced: the lambda is a mention of the step
+    ("jax.eval_shape(lambda s: train_step(s, 1.0), state)", False),
+    ("jax.make_jaxpr(train_step, static_argnums=())(state, 1.0)", True),
+    ("[train_step]", False),
+])
+def test_a_step_only_traced_besides_its_calls_is_still_called_only_where_seen(tracer, high):
+    (result,) = _run({"m.py": TRACED_STEP.format(tracer=tracer)}).values()
+    (finding,) = [f for f in result.findings if f.code == "JXM001" and f.parameter_name == "state"]
+    assert (finding.confidence is Confidence.HIGH) is high, finding.message
+    assert high or "other than called" in finding.message
+
+
+def test_a_step_traced_in_another_file_or_through_self_is_not_handed_on():
+    train = textwrap.dedent(TRACED_STEP.format(tracer="0"))
+    other = """
+        import jax
+        import haiku as hk
+        import train
+
+
+        def summary(state):
+            return hk.experimental.tabulate(train.train_step)(state, 1.0)
+
+
+        class Trainer:
+            def __init__(self):
+                self.step = jax.jit(lambda s, x: s + x)
+
+            def run(self, state, batches):
+                print(jax.make_jaxpr(self.step)(state, 1.0))
+                for x in batches:
+                    state = self.step(state, x)
+                return state
+    """
+    results = _run({"train.py": train, "other.py": other})
+    (in_train,) = [f for f in results["train.py"].findings if f.code == "JXM001" and f.parameter_name == "state"]
+    assert in_train.confidence is Confidence.HIGH, in_train.message
+    handed = _run({"train.py": train, "other.py": other.replace(
+        "hk.experimental.tabulate(train.train_step)(state, 1.0)", "[train.train_step]")})
+    (medium,) = [f for f in handed["train.py"].findings if f.code == "JXM001" and f.parameter_name == "state"]
+    assert medium.confidence is Confidence.MEDIUM and "other than calling it" in medium.message
+    traced_self = [f for f in results["other.py"].findings if f.code == "JXM001"]
+    assert traced_self and "other than called" not in " ".join(f.message for f in traced_self)
