@@ -856,18 +856,22 @@ class FactExtractor:
         rebound_here = any(kills(w.key, key) for w in result_writes)
         if key[0] in flow.captured and not rebound_here and not flow.rebound_before_any_call(point, key):
             escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a function", "closure"))
-        nnx_own = self.nnx_own(key[0]) if owner == LOCAL and len(key) == 1 else None
+        nnx_own = self.nnx_own(key[0], point) if owner == LOCAL and len(key) == 1 else None
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
             alias_reads=tuple(alias_reads), origins=origins, callers=callers, nnx_own=nnx_own, **base,
         )
 
-    def nnx_own(self, name: str) -> Ownership | None:
-        """Whether the local ``name`` of the current scope, an nnx object, owns its arrays."""
+    def nnx_own(self, name: str, point: Point) -> Ownership | None:
+        """Whether the local ``name`` of the current scope, an nnx object, owns its arrays
+        at the call before ``point`` (the object the one assignment reaching it makes)."""
         scope = self.scope.function if self.scope.function is not None else self.ctx.module
-        memo = (id(scope), name)
-        if memo not in self._nnx_own:
+        reaching = self.provenance.reaching_writes((name,), point)
+        binding = reaching[0].origin if len(reaching) == 1 and reaching[0].origin_kind == "value" \
+            and isinstance(reaching[0].origin, cst.Call) and might_make_nnx_object(reaching[0].origin) else None
+        memo = (id(scope), name, id(binding))
+        if memo not in self._nnx_own and binding is None:
             writes = self.provenance.writes_of((name,))
             if not writes or not all(event.origin_kind == "value" and isinstance(event.origin, cst.Call)
                                      and might_make_nnx_object(event.origin) for event in writes):
@@ -877,7 +881,7 @@ class FactExtractor:
                 self._occurrences[id(scope)] = occurrences(scope)
             self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports,
                                                 self.provenance, self.ctx.positions,
-                                                self.ctx.classes_reading_module_values())
+                                                self.ctx.classes_reading_module_values(), binding)
         return self._nnx_own[memo]
 
     def _keeps_nothing(self, node) -> bool:

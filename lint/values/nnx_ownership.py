@@ -76,10 +76,15 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 
 
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
-                  unclean_classes: frozenset[str] = frozenset()) -> Ownership | None:
+                  unclean_classes: frozenset[str] = frozenset(), binding: cst.Call | None = None) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
-    is not bound only to calls (not an object this applies to)."""
+    is not bound only to calls (not an object this applies to).  ``binding``: the value of
+    the one assignment that reaches the call; when every binding of ``name`` is a plain
+    statement of the scope itself, only that object's occurrences are looked at
+    (:func:`_one_object`: a notebook that makes a new ``model`` in every section)."""
+    if binding is not None:
+        occurrences = _one_object(name, occurrences, binding, positions) or occurrences
     values = _bound_values(name, occurrences)
     if not values or not all(isinstance(value, cst.Call) for value in values):
         return None
@@ -293,6 +298,8 @@ def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
             return
         if isinstance(node, (cst.FunctionDef, cst.Lambda)) and parents:
             hidden = hidden | _parameter_names(node.params)
+            if isinstance(node, cst.FunctionDef):
+                hidden = hidden | _local_names(node)
         inner = parents + (node,)
         if isinstance(node, cst.Attribute):
             walk(node.value, inner, hidden)  # ``nnx.metrics``: ``metrics`` is an attribute, not the name
@@ -310,6 +317,83 @@ def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
     # the scope itself is not a parent: only the defs and loops inside it run code later or again
     walk(scope.body if isinstance(scope, cst.FunctionDef) else scope, (), frozenset())
     return found
+
+
+def _one_object(name: str, occurrences, binding: cst.Call, positions) -> dict | None:
+    """``occurrences`` with those of ``name`` narrowed to the object ``name = binding``
+    makes: from that statement to the next statement that binds ``name`` (and what that
+    statement's value reads, ``model = Wrapper(model)``), and every occurrence in a def or
+    lambda, which may run at any time.  None (no narrowing) unless every binding of
+    ``name`` outside defs is a plain one-target assignment statement of the scope itself,
+    so that the statements in between see that object and no other."""
+    outside = [(node, parents) for node, parents in occurrences.get(name, ())
+               if not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)]
+    statements = []  # (start, assign) of each binding statement
+    for node, parents in outside:
+        parent = parents[-1] if parents else None
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            assign = parents[-2]
+            if len(parents) != 4 or not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+                return None  # ``a = model = X()`` or a binding inside an ``if`` or a loop
+            start = positions[assign].start
+            statements.append(((start.line, start.column), assign))
+    if _bound_values(name, {name: outside}) is None or len(statements) < 2:
+        return None  # bound another way (a loop, ``with``, unpacking), or once: nothing to narrow
+    statements.sort(key=lambda item: item[0])
+    mine = [i for i, (_, assign) in enumerate(statements) if assign.value is binding]
+    if len(mine) != 1:
+        return None
+    begin = statements[mine[0]][0]
+    following = statements[mine[0] + 1] if mine[0] + 1 < len(statements) else None
+    kept = []
+    for node, parents in occurrences[name]:
+        where = positions[node].start
+        if any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents) or (
+                begin <= (where.line, where.column)
+                and (following is None or (where.line, where.column) < following[0]
+                     or (following[1] in parents and not isinstance(parents[-1], cst.AssignTarget)))):
+            kept.append((node, parents))
+    return {**occurrences, name: kept}
+
+
+def _local_names(function: cst.FunctionDef) -> frozenset[str]:
+    """Names ``function`` binds in its own code by assignment, ``for`` or ``def``
+    (``model = nnx.merge(graphdef, state)`` in a jitted function): each is a local of
+    the function throughout it, another value than the enclosing scope's, unless the
+    function or one nested in it declares it ``global`` or ``nonlocal``.  Other binding
+    forms are not collected: their names are left visible, which only adds doubts."""
+    bound: set[str] = set()
+    declared: set[str] = set()
+
+    def targets(expr) -> None:
+        if isinstance(expr, cst.Name):
+            bound.add(expr.value)
+        elif isinstance(expr, (cst.Tuple, cst.List)):
+            for element in expr.elements:
+                targets(element.value)
+        elif isinstance(expr, cst.StarredElement):
+            targets(expr.value)
+
+    def walk(node, own: bool) -> None:
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            declared.update(item.name.value for item in node.names)
+        if own:
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    targets(target.target)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                targets(node.target)
+            elif isinstance(node, cst.For):
+                targets(node.target)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                bound.add(node.name.value)
+        for child in children(node):
+            # nested defs, classes, lambdas and comprehensions bind in scopes of their own
+            walk(child, own and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.CompFor)))
+
+    for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+        walk(statement, True)
+    return frozenset(bound - declared)
 
 
 def _parameter_names(params: cst.Parameters) -> frozenset[str]:

@@ -171,6 +171,10 @@ class Provenance:
         origins = [origin for event in writes for origin in self.of_write(event, after, 1)]
         return origins if origins and all(origin.kind == HOST for origin in origins) else []
 
+    def reaching_writes(self, key: RefKey, after: Point) -> list:
+        """The WRITE events of ``key`` whose value can reach the call just before ``after``."""
+        return self._reaching_writes(key, after)
+
     def _reaching_writes(self, key: RefKey, after: Point) -> list:
         """The writes of ``key`` whose value can reach the call just before ``after``
         (``for batch in ds: batch = np.asarray(batch)``: the loop's own value never does)."""

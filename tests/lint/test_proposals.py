@@ -575,3 +575,60 @@ def test_a_step_traced_in_another_file_or_through_self_is_not_handed_on():
     assert medium.confidence is Confidence.MEDIUM and "other than calling it" in medium.message
     traced_self = [f for f in results["other.py"].findings if f.code == "JXM001"]
     assert traced_self and "other than called" not in " ".join(f.message for f in traced_self)
+
+
+NOTEBOOK = """
+    import jax
+    import optax
+    from flax import nnx
+
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return self.lin(x)
+
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        grads = nnx.grad(lambda m: m(x).mean())(model)
+        optimizer.update(model, grads)
+
+
+    def rebuild(graphdef, state):
+        {rebuild}
+        return model
+
+
+    model = MLP(nnx.Rngs(1))
+    {between}
+    model = MLP(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    for _ in range(3):
+        train_step(model, optimizer, x)
+    {after}
+"""
+
+
+@pytest.mark.parametrize("rebuild, between, after, high", [
+    # the first model's arrays, held and read: another object
+    ("model = nnx.merge(graphdef, state)", "old = nnx.state(model)", "print(old)\nmodel = nnx.merge(g, s)", True),
+    # ``model`` is the function's own local there
+    ("model = nnx.merge(graphdef, state)", "pass", "model = nnx.merge(g, s)", True),
+    # ... unless the function declares it global: it may rebind the notebook's model
+    ("global model\n        model = nnx.merge(graphdef, state)", "pass", "pass", False),
+    # a binding inside an ``if``: which object a statement sees is not known
+    ("pass", "pass", "if x is None:\n        model = nnx.merge(g, s)", False),
+    # the next assignment's value reads the trained object
+    ("pass", "pass", "model = nnx.merge(*nnx.split(model))", False),
+    # a def may run at any time: its reads count for every object
+    ("return jax.tree.leaves(nnx.state(model))", "pass", "model = nnx.merge(g, s)", False),
+])
+def test_an_nnx_object_a_notebook_rebinds_is_judged_by_its_own_statements(rebuild, between, after, high):
+    source = textwrap.dedent(NOTEBOOK).format(rebuild=rebuild, between=between, after=after)
+    (result,) = _run({"m.py": source}).values()
+    found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name == "model"]
+    assert found or not high  # a global rebound in a def: not proposed at all
+    assert all((f.confidence is Confidence.HIGH) is high for f in found), [f.message for f in found]

@@ -1,0 +1,106 @@
+"""A notebook makes a new ``model`` in every section (flax's ``nnx_basics``
+notebook binds it eight times, once as ``nnx.merge(...)``).  Each plain
+top-level assignment makes another object, so the object an ``nnx.jit`` step
+receives is judged by the statements between its assignment and the next one
+(and by every def, which may run at any time); a name a jitted function binds
+for itself (``model = nnx.merge(graphdef, state)`` inside it) is that
+function's local, not the notebook's ``model``.  The default ``jaxmem-fix``
+donates the trained model and its optimizer; the fixed program prints the same,
+and the arrays it was made with are deleted (flax 0.12.8, optax 0.2.8, jax
+0.10.2).  Where the trained object's parameters are also held in a name read
+after the step, it is left alone, and the donation, when forced, really
+crashes."""
+
+import sys
+
+import pytest
+from fix_runs import fix, fix_and_rerun, load, run
+
+jax = pytest.importorskip("jax")
+nnx = pytest.importorskip("flax.nnx")
+pytest.importorskip("optax")
+
+SECTIONS = """
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.lin1 = nnx.Linear(4, 8, rngs=rngs)
+        self.lin2 = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin2(nnx.relu(self.lin1(x)))
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return ((model(x) - y) ** 2).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+@jax.jit
+def pure_forward(graphdef, state, x):
+    model = nnx.merge(graphdef, state)
+    return model(x)
+
+
+# a first model, only looked at
+model = MLP(nnx.Rngs(1))
+print(model(jnp.ones((1, 4))).shape)
+
+# a new model, trained
+model = MLP(nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+x, y = jnp.ones((8, 4)), jnp.zeros((8, 2))
+for _ in range(3):
+    loss = train_step(model, optimizer, x, y)
+print(round(float(loss), 5))
+
+# the functional API, then a model rebuilt from its state
+graphdef, state = nnx.split(model)
+print(pure_forward(graphdef, state, x).shape)
+model = nnx.merge(graphdef, state)
+print(round(float(model(x).sum()), 5))
+"""
+
+# The trained model's parameter arrays, taken before the loop, are read after it.
+HELD = SECTIONS.replace(
+    "for _ in range(3):\n",
+    "before = jax.tree.leaves(nnx.state(model, nnx.Param))\nfor _ in range(3):\n",
+).replace(
+    "print(round(float(loss), 5))\n",
+    "print(round(float(loss), 5))\nprint(round(float(before[0].sum()), 5))\n",
+)
+
+
+def test_the_trained_model_of_a_notebook_that_rebinds_model_is_donated_and_runs_the_same(tmp_path):
+    path = fix_and_rerun(tmp_path, SECTIONS)
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))" in path.read_text()
+
+    namespace = load(path)
+    model = namespace["MLP"](nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, namespace["optax"].adam(1e-2), wrt=nnx.Param)
+    old = jax.tree.leaves(nnx.state((model, optimizer)))
+    namespace["train_step"](model, optimizer, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
+    assert old and all(leaf.is_deleted() for leaf in old)
+    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(nnx.state(model)))
+
+
+def test_a_trained_model_whose_parameters_are_read_after_the_step_is_left_alone_and_crashes_when_forced(tmp_path):
+    assert HELD != SECTIONS and "before = jax.tree.leaves(nnx.state(model, nnx.Param))" in HELD
+    assert run(sys.executable, "-c", HELD, cwd=tmp_path).returncode == 0
+    path, result = fix(tmp_path, HELD)
+    assert "donate_argnums=(0" not in path.read_text(), result.stdout
+
+    forced = "import functools\n" + HELD.replace(
+        "@nnx.jit\ndef train_step", "@functools.partial(nnx.jit, donate_argnums=0)\ndef train_step")
+    crash = run(sys.executable, "-c", forced, cwd=tmp_path)
+    assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
