@@ -593,6 +593,11 @@ def mention_key(definition: JitDefinition) -> str | None:
     return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
 
 
+def _makes_nnx_object(event) -> bool:
+    """Whether a WRITE event binds a class call or a view (``model = CNN(...)``)."""
+    return event.origin_kind == "value" and isinstance(event.origin, cst.Call) and might_make_nnx_object(event.origin)
+
+
 _READING_WRAPPER_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in READING_WRAPPERS)
 
 
@@ -721,7 +726,7 @@ class FactExtractor:
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
         self._method_scopes: dict[int, _Scope] = {}
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
-        self._nnx_own: dict[tuple[int, str], Ownership | None] = {}
+        self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -867,15 +872,14 @@ class FactExtractor:
         """Whether the local ``name`` of the current scope, an nnx object, owns its arrays
         at the call before ``point`` (the object the one assignment reaching it makes)."""
         scope = self.scope.function if self.scope.function is not None else self.ctx.module
+        made = [_makes_nnx_object(event) for event in self.provenance.writes_of((name,))]
+        if not any(made):
+            return None  # not made by a class call or a view: no scope walk needed
         reaching = self.provenance.reaching_writes((name,), point)
-        binding = reaching[0].origin if len(reaching) == 1 and reaching[0].origin_kind == "value" \
-            and isinstance(reaching[0].origin, cst.Call) and might_make_nnx_object(reaching[0].origin) else None
+        binding = reaching[0].origin if len(reaching) == 1 and _makes_nnx_object(reaching[0]) else None
+        if binding is None and not all(made):
+            return None
         memo = (id(scope), name, id(binding))
-        if memo not in self._nnx_own and binding is None:
-            writes = self.provenance.writes_of((name,))
-            if not writes or not all(event.origin_kind == "value" and isinstance(event.origin, cst.Call)
-                                     and might_make_nnx_object(event.origin) for event in writes):
-                self._nnx_own[memo] = None  # not made by a class call or a view: no scope walk needed
         if memo not in self._nnx_own:
             if id(scope) not in self._occurrences:
                 self._occurrences[id(scope)] = occurrences(scope)
