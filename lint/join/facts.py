@@ -727,6 +727,7 @@ class FactExtractor:
         self._method_scopes: dict[int, _Scope] = {}
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
+        self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -741,6 +742,8 @@ class FactExtractor:
         self.scope = self._new_scope(flow, scopes, class_scope, traced, params, self_name, is_module,
                                      array_free_params, function)
         self.provenance = self.scope.provenance
+        if is_module:
+            self._module_provenance = self.provenance
         if parent:
             self.parents[scopes[0]] = None if scopes[0] in self.parents else self.scope
             self.provenance.nested_functions = self.summarize_nested(self.scope)
@@ -861,7 +864,11 @@ class FactExtractor:
         rebound_here = any(kills(w.key, key) for w in result_writes)
         if key[0] in flow.captured and not rebound_here and not flow.rebound_before_any_call(point, key):
             escapes.append(Use(pos.start.line, pos.start.column, f"`{key[0]}` is captured by a function", "closure"))
-        nnx_own = self.nnx_own(key[0], point) if owner == LOCAL and len(key) == 1 else None
+        nnx_own = None
+        if owner == LOCAL and len(key) == 1:
+            nnx_own = self.nnx_own(key[0], point)
+        elif owner == GLOBAL and len(key) == 1 and len(self.scope.scopes) == 2 and key[0] not in flow.globals:
+            nnx_own = self.module_nnx_own(key[0])  # a top-level function's free name: the module's object
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
@@ -886,6 +893,27 @@ class FactExtractor:
             self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports,
                                                 self.provenance, self.ctx.positions,
                                                 self.ctx.classes_reading_module_values(), binding)
+        return self._nnx_own[memo]
+
+    def module_nnx_own(self, name: str) -> Ownership | None:
+        """Whether the module-level nnx object ``name``, which a top-level function reads
+        (``eval_step(model, batch, eval_metrics)`` in a notebook's ``evaluate()``), owns its
+        arrays: every module-level binding makes one, and no use anywhere in the module
+        takes its arrays (a call in a function may run after any statement, so no use
+        counts as late)."""
+        provenance = self._module_provenance
+        if provenance is None:
+            return None
+        made = [_makes_nnx_object(event) for event in provenance.writes_of((name,))]
+        if not made or not all(made):
+            return None
+        module = self.ctx.module
+        memo = (id(module), name, id(None))
+        if memo not in self._nnx_own:
+            if id(module) not in self._occurrences:
+                self._occurrences[id(module)] = occurrences(module)
+            self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(module)], self.ctx.imports, provenance,
+                                                self.ctx.positions, self.ctx.classes_reading_module_values())
         return self._nnx_own[memo]
 
     def _keeps_nothing(self, node) -> bool:

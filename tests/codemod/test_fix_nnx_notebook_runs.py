@@ -104,3 +104,83 @@ def test_a_trained_model_whose_parameters_are_read_after_the_step_is_left_alone_
         "@nnx.jit\ndef train_step", "@functools.partial(nnx.jit, donate_argnums=0)\ndef train_step")
     crash = run(sys.executable, "-c", forced, cwd=tmp_path)
     assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr
+
+
+# The objects are made at the top level and trained by functions that read them
+# as globals (flax's ViT and machine-translation notebooks: ``train_one_epoch()``,
+# ``evaluate_model()``).
+IN_FUNCTIONS = """
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.lin1 = nnx.Linear(4, 8, rngs=rngs)
+        self.lin2 = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin2(nnx.relu(self.lin1(x)))
+
+
+@nnx.jit
+def train_step(model, optimizer, metrics, x, y):
+    def loss_fn(model):
+        return ((model(x) - y) ** 2).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    metrics.update(loss=loss)
+    optimizer.update(model, grads)
+
+
+model = MLP(nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+metrics = nnx.MultiMetric(loss=nnx.metrics.Average("loss"))
+batches = [(jnp.ones((8, 4)) * i, jnp.zeros((8, 2))) for i in range(3)]
+
+
+def train_one_epoch():
+    metrics.reset()
+    for x, y in batches:
+        train_step(model, optimizer, metrics, x, y)
+    print(round(float(metrics.compute()["loss"]), 5))
+
+
+for epoch in range(2):
+    train_one_epoch()
+"""
+
+# A function of the notebook takes the model's arrays out before training.
+SNAPSHOT = IN_FUNCTIONS.replace(
+    "for epoch in range(2):\n",
+    "def snapshot():\n    return jax.tree.leaves(nnx.state(model))\n\n\nfirst = snapshot()\n"
+    "for epoch in range(2):\n",
+) + "print(round(float(first[0].sum()), 5))\n"
+
+
+def test_objects_a_top_level_function_reads_as_globals_are_donated_and_it_trains_the_same(tmp_path):
+    path = fix_and_rerun(tmp_path, IN_FUNCTIONS)
+    assert "@partial(nnx.jit, donate_argnums=(0, 1, 2))" in path.read_text()
+
+    namespace = load(path)
+    model, optimizer, metrics = namespace["model"], namespace["optimizer"], namespace["metrics"]
+    old = jax.tree.leaves(nnx.state((model, optimizer)))
+    namespace["train_one_epoch"]()  # (its metrics.reset() puts new arrays in the metrics first)
+    assert old and all(leaf.is_deleted() for leaf in old)
+    old_metrics = jax.tree.leaves(nnx.state(metrics))
+    namespace["train_step"](model, optimizer, metrics, *namespace["batches"][0])
+    assert old_metrics and all(leaf.is_deleted() for leaf in old_metrics)
+
+
+def test_a_global_model_a_function_takes_the_arrays_of_is_left_alone_and_crashes_when_forced(tmp_path):
+    assert SNAPSHOT != IN_FUNCTIONS + "print(round(float(first[0].sum()), 5))\n"
+    assert run(sys.executable, "-c", SNAPSHOT, cwd=tmp_path).returncode == 0
+    path, _ = fix(tmp_path, SNAPSHOT)
+    assert "donate_argnums=(0" not in path.read_text()
+
+    forced = "import functools\n" + SNAPSHOT.replace(
+        "@nnx.jit\ndef train_step", "@functools.partial(nnx.jit, donate_argnums=0)\ndef train_step")
+    crash = run(sys.executable, "-c", forced, cwd=tmp_path)
+    assert crash.returncode != 0 and "deleted" in crash.stderr, crash.stderr

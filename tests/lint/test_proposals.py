@@ -632,3 +632,46 @@ def test_an_nnx_object_a_notebook_rebinds_is_judged_by_its_own_statements(rebuil
     found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name == "model"]
     assert found or not high  # a global rebound in a def: not proposed at all
     assert all((f.confidence is Confidence.HIGH) is high for f in found), [f.message for f in found]
+
+
+GLOBAL_OBJECTS = """
+    import optax
+    from flax import nnx
+
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return self.lin(x)
+
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        grads = nnx.grad(lambda m: m(x).mean())(model)
+        optimizer.update(model, grads)
+
+
+    model = MLP(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+
+    def train(batches):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("body, high", [
+    ("for x in batches:\n            train_step(model, optimizer, x)", True),
+    # a nested function's free name may be its enclosing function's
+    ("def inner(x):\n            train_step(model, optimizer, x)\n        for x in batches:\n            inner(x)", False),
+    # the function rebinds the module's model
+    ("global model\n        model = MLP(nnx.Rngs(1))\n        train_step(model, optimizer, batches[0])", False),
+])
+def test_nnx_objects_a_top_level_function_reads_as_globals_are_the_modules(body, high):
+    source = textwrap.dedent(GLOBAL_OBJECTS).format(body=body)
+    (result,) = _run({"m.py": source}).values()
+    found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name in ("model", "optimizer")]
+    assert found or not high
+    assert any(f.confidence is Confidence.HIGH for f in found) is high, [f.message for f in found]
