@@ -63,3 +63,13 @@ def left_alone_then_crashes(folder: Path, script: str, defining: Path, undonated
     defining.write_text(text.replace(undonated, donated))
     crashed = run(sys.executable, script, cwd=folder)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr
+
+
+def crashes_when_forced(folder: Path, program: str, undonated: str, donated: str, error: str = "deleted") -> None:
+    """``program`` runs, and with ``undonated`` replaced by ``donated`` (the donation a
+    high-confidence fix would have written) it fails with ``error``: the pattern the
+    analysis refused is real."""
+    assert run(sys.executable, "-c", program, cwd=folder).returncode == 0
+    assert undonated in program
+    crash = run(sys.executable, "-c", program.replace(undonated, donated), cwd=folder)
+    assert crash.returncode != 0 and error in crash.stderr, crash.stderr

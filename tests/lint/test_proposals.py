@@ -577,7 +577,8 @@ def test_a_step_traced_in_another_file_or_through_self_is_not_handed_on():
     assert traced_self and "other than called" not in " ".join(f.message for f in traced_self)
 
 
-NOTEBOOK = """
+# A module, an nnx.jit step that updates the model and optimizer in place.
+NNX_STEP = """
     import jax
     import optax
     from flax import nnx
@@ -595,7 +596,9 @@ NOTEBOOK = """
     def train_step(model, optimizer, x):
         grads = nnx.grad(lambda m: m(x).mean())(model)
         optimizer.update(model, grads)
+"""
 
+NOTEBOOK = NNX_STEP + """
 
     def rebuild(graphdef, state):
         {rebuild}
@@ -634,24 +637,7 @@ def test_an_nnx_object_a_notebook_rebinds_is_judged_by_its_own_statements(rebuil
     assert all((f.confidence is Confidence.HIGH) is high for f in found), [f.message for f in found]
 
 
-GLOBAL_OBJECTS = """
-    import optax
-    from flax import nnx
-
-
-    class MLP(nnx.Module):
-        def __init__(self, rngs):
-            self.lin = nnx.Linear(4, 4, rngs=rngs)
-
-        def __call__(self, x):
-            return self.lin(x)
-
-
-    @nnx.jit
-    def train_step(model, optimizer, x):
-        grads = nnx.grad(lambda m: m(x).mean())(model)
-        optimizer.update(model, grads)
-
+GLOBAL_OBJECTS = NNX_STEP + """
 
     model = MLP(nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
