@@ -281,6 +281,7 @@ class _Context:
         self.finder = finder
         self.module = module
         self.source = source  # the whole file's text (the module may have statements blanked)
+        self.importable = True  # whether other files may import this module's names (not a notebook)
         self.positions = positions
         self.imports = imports
         self.sites = sites
@@ -867,8 +868,11 @@ class FactExtractor:
         nnx_own = None
         if owner == LOCAL and len(key) == 1:
             nnx_own = self.nnx_own(key[0], point)
-        elif owner == GLOBAL and len(key) == 1 and len(self.scope.scopes) == 2 and key[0] not in flow.globals:
-            nnx_own = self.module_nnx_own(key[0])  # a top-level function's free name: the module's object
+        elif owner == GLOBAL and len(key) == 1 and len(self.scope.scopes) == 2 and key[0] not in flow.globals \
+                and not self.ctx.importable:
+            # A notebook's top-level function reads the notebook's object.  In a module another
+            # file may import the object and hold its arrays while it calls the function.
+            nnx_own = self.module_nnx_own(key[0])
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
@@ -896,7 +900,7 @@ class FactExtractor:
         return self._nnx_own[memo]
 
     def module_nnx_own(self, name: str) -> Ownership | None:
-        """Whether the module-level nnx object ``name``, which a top-level function reads
+        """Whether the notebook-level nnx object ``name``, which a top-level function reads
         (``eval_step(model, batch, eval_metrics)`` in a notebook's ``evaluate()``), owns its
         arrays: every module-level binding makes one, and no use anywhere in the module
         takes its arrays (a call in a function may run after any statement, so no use
@@ -1304,6 +1308,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     finder = DefinitionFinder(module, positions, imports, extra_wrappers=extra_wrappers, public_module=public_module)
     sites = finder.run()
     ctx = _Context(module, positions, imports, sites, finder, source)
+    ctx.importable = not path.endswith(".ipynb")  # another file may import a module's globals, not a notebook's
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))

@@ -3,6 +3,7 @@ a one-file project, run with this interpreter, and fixed by ``jaxmem-fix``."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -73,3 +74,17 @@ def crashes_when_forced(folder: Path, program: str, undonated: str, donated: str
     assert undonated in program
     crash = run(sys.executable, "-c", program.replace(undonated, donated), cwd=folder)
     assert crash.returncode != 0 and error in crash.stderr, crash.stderr
+
+
+def as_notebook(program: str) -> str:
+    """``program`` as a notebook's JSON, one code cell per top-level block (split at two blank lines)."""
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": block.strip("\n").splitlines(keepends=True)}
+             for block in program.split("\n\n\n") if block.strip()]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+def notebook_code(path: Path) -> str:
+    """The code cells of the notebook at ``path``, as one script."""
+    cells = json.loads(path.read_text())["cells"]
+    return "\n\n\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code") + "\n"

@@ -9,11 +9,26 @@ donates the trained model and its optimizer; the fixed program prints the same,
 and the arrays it was made with are deleted (flax 0.12.8, optax 0.2.8, jax
 0.10.2).  Where the trained object's parameters are also held in a name read
 after the step, it is left alone, and the donation, when forced, really
-crashes."""
+crashes.
 
+A notebook's objects trained by its own functions (``train_one_epoch()``
+reading ``model`` as a global) are the notebook's: donated the same way.  The
+same code as a module is left alone: another file may import ``model`` and
+hold its arrays while it calls ``train_one_epoch()``, and then it crashes."""
+
+import sys
 
 import pytest
-from fix_runs import crashes_when_forced, fix, fix_and_rerun, load
+from fix_runs import (
+    as_notebook,
+    crashes_when_forced,
+    fix,
+    fix_and_rerun,
+    left_alone_then_crashes,
+    load,
+    notebook_code,
+    run,
+)
 
 jax = pytest.importorskip("jax")
 nnx = pytest.importorskip("flax.nnx")
@@ -145,11 +160,18 @@ SNAPSHOT = IN_FUNCTIONS.replace(
 ) + "print(round(float(first[0].sum()), 5))\n"
 
 
-def test_objects_a_top_level_function_reads_as_globals_are_donated_and_it_trains_the_same(tmp_path):
-    path = fix_and_rerun(tmp_path, IN_FUNCTIONS)
-    assert "@partial(nnx.jit, donate_argnums=(0, 1, 2))" in path.read_text()
+def test_objects_a_notebooks_functions_read_as_globals_are_donated_and_it_trains_the_same(tmp_path):
+    expected = run(sys.executable, "-c", IN_FUNCTIONS, cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    path, result = fix(tmp_path, as_notebook(IN_FUNCTIONS), name="train.ipynb")
+    assert result.returncode == 1, result.stdout + result.stderr  # changed
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(notebook_code(path))
+    assert "@partial(nnx.jit, donate_argnums=(0, 1, 2))" in fixed.read_text()
+    after = run(sys.executable, "fixed.py", cwd=tmp_path)
+    assert after.returncode == 0 and after.stdout == expected.stdout, after.stderr
 
-    namespace = load(path)
+    namespace = load(fixed)
     model, optimizer, metrics = namespace["model"], namespace["optimizer"], namespace["metrics"]
     old = jax.tree.leaves(nnx.state((model, optimizer)))
     namespace["train_one_epoch"]()  # (its metrics.reset() puts new arrays in the metrics first)
@@ -159,10 +181,21 @@ def test_objects_a_top_level_function_reads_as_globals_are_donated_and_it_trains
     assert old_metrics and all(leaf.is_deleted() for leaf in old_metrics)
 
 
-def test_a_global_model_a_function_takes_the_arrays_of_is_left_alone_and_crashes_when_forced(tmp_path):
+def test_a_global_model_a_notebook_function_takes_the_arrays_of_is_left_alone_and_crashes_when_forced(tmp_path):
     assert SNAPSHOT != IN_FUNCTIONS + "print(round(float(first[0].sum()), 5))\n"
-    path, _ = fix(tmp_path, SNAPSHOT)
-    assert "donate_argnums=(0" not in path.read_text()
+    path, _ = fix(tmp_path, as_notebook(SNAPSHOT), name="train.ipynb")
+    assert "donate_argnums=(0" not in notebook_code(path)
 
     crashes_when_forced(tmp_path, "import functools\n" + SNAPSHOT, "@nnx.jit\ndef train_step",
                         "@functools.partial(nnx.jit, donate_argnums=0)\ndef train_step")
+
+
+def test_the_same_objects_in_a_module_another_file_imports_are_left_alone_and_crash_when_forced(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(IN_FUNCTIONS)
+    (tmp_path / "other.py").write_text(
+        "import jax\nfrom flax import nnx\nfrom train import model, train_one_epoch\n\n"
+        "before = jax.tree.leaves(nnx.state(model))\ntrain_one_epoch()\nprint(float(before[0].sum()))\n")
+    assert run(sys.executable, "other.py", cwd=tmp_path).returncode == 0
+    left_alone_then_crashes(tmp_path, "other.py", tmp_path / "train.py", "@nnx.jit\ndef train_step",
+                            "@nnx.jit(donate_argnums=(0, 1, 2))\ndef train_step")

@@ -648,16 +648,20 @@ GLOBAL_OBJECTS = NNX_STEP + """
 """
 
 
-@pytest.mark.parametrize("body, high", [
-    ("for x in batches:\n            train_step(model, optimizer, x)", True),
+@pytest.mark.parametrize("path, body, high", [
+    ("m.ipynb", "for x in batches:\n            train_step(model, optimizer, x)", True),
+    # another file may import a module's model and hold its arrays while it calls train()
+    ("m.py", "for x in batches:\n            train_step(model, optimizer, x)", False),
     # a nested function's free name may be its enclosing function's
-    ("def inner(x):\n            train_step(model, optimizer, x)\n        for x in batches:\n            inner(x)", False),
-    # the function rebinds the module's model
-    ("global model\n        model = MLP(nnx.Rngs(1))\n        train_step(model, optimizer, batches[0])", False),
+    ("m.ipynb", "def inner(x):\n            train_step(model, optimizer, x)\n        for x in batches:\n"
+                "            inner(x)", False),
+    # the function rebinds the notebook's model
+    ("m.ipynb", "global model\n        model = MLP(nnx.Rngs(1))\n        train_step(model, optimizer, batches[0])",
+     False),
 ])
-def test_nnx_objects_a_top_level_function_reads_as_globals_are_the_modules(body, high):
+def test_nnx_objects_a_notebooks_function_reads_as_globals_are_the_notebooks(path, body, high):
     source = textwrap.dedent(GLOBAL_OBJECTS).format(body=body)
-    (result,) = _run({"m.py": source}).values()
+    (result,) = _run({path: source}).values()
     found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name in ("model", "optimizer")]
     assert found or not high
     assert any(f.confidence is Confidence.HIGH for f in found) is high, [f.message for f in found]
