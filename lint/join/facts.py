@@ -282,6 +282,7 @@ class _Context:
         self.module = module
         self.source = source  # the whole file's text (the module may have statements blanked)
         self.importable = True  # whether other files may import this module's names (not a notebook)
+        self.namespace_reached = False  # whether code may read or bind module names unnamed (exec, %run)
         self.positions = positions
         self.imports = imports
         self.sites = sites
@@ -594,6 +595,14 @@ def mention_key(definition: JitDefinition) -> str | None:
     return callee[0] if definition.scope == MODULE_SCOPE else f"{definition.scope}::{callee[0]}"
 
 
+# Code that may read or rebind a module's names without naming them: ``exec``/``eval`` of a
+# string, ``globals()``, ``vars()``, IPython's ``get_ipython()`` and ``%run`` (a notebook's
+# magic line becomes ``__jaxmem_magic__(run, ...)``; ``%run -i x.py`` runs x.py in the
+# notebook's namespace, and ``%run x.py`` copies its globals into it).
+_REACHES_NAMESPACE = re.compile(
+    r"(?<![.\w])(?<!def )(?:exec|eval|globals|get_ipython)\s*\(|(?<![.\w])vars\s*\(\s*\)|__jaxmem_magic__\(run\b")
+
+
 def _makes_nnx_object(event) -> bool:
     """Whether a WRITE event binds a class call or a view (``model = CNN(...)``)."""
     return event.origin_kind == "value" and isinstance(event.origin, cst.Call) and might_make_nnx_object(event.origin)
@@ -883,6 +892,8 @@ class FactExtractor:
         """Whether the local ``name`` of the current scope, an nnx object, owns its arrays
         at the call before ``point`` (the object the one assignment reaching it makes)."""
         scope = self.scope.function if self.scope.function is not None else self.ctx.module
+        if scope is self.ctx.module and self.ctx.namespace_reached:
+            return None  # ``exec(...)``, ``globals()``, ``%run``: uses of the object jaxmem cannot see
         made = [_makes_nnx_object(event) for event in self.provenance.writes_of((name,))]
         if not any(made):
             return None  # not made by a class call or a view: no scope walk needed
@@ -906,7 +917,7 @@ class FactExtractor:
         takes its arrays (a call in a function may run after any statement, so no use
         counts as late)."""
         provenance = self._module_provenance
-        if provenance is None:
+        if provenance is None or self.ctx.namespace_reached:
             return None
         made = [_makes_nnx_object(event) for event in provenance.writes_of((name,))]
         if not made or not all(made):
@@ -1309,6 +1320,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     sites = finder.run()
     ctx = _Context(module, positions, imports, sites, finder, source)
     ctx.importable = not path.endswith(".ipynb")  # another file may import a module's globals, not a notebook's
+    ctx.namespace_reached = _REACHES_NAMESPACE.search(source if source is not None else module.code) is not None
     facts = FileFacts(path=path, module_names=module_names_for(path))
     facts.definitions = [site.definition for site in sites]
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))

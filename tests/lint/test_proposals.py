@@ -665,3 +665,21 @@ def test_nnx_objects_a_notebooks_function_reads_as_globals_are_the_notebooks(pat
     found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name in ("model", "optimizer")]
     assert found or not high
     assert any(f.confidence is Confidence.HIGH for f in found) is high, [f.message for f in found]
+
+
+@pytest.mark.parametrize("reach", [
+    "exec(open('helper.py').read())",  # may bind or read any name of the notebook
+    "print(globals()['model'])",
+    "__jaxmem_magic__(run, i, helper, py)",  # ``%run -i helper.py`` in a notebook cell
+])
+def test_code_that_reaches_the_namespace_unnamed_keeps_nnx_objects_medium(reach):
+    body = "for x in batches:\n            train_step(model, optimizer, x)"
+    source = textwrap.dedent(GLOBAL_OBJECTS).format(body=body)
+    assert _high_nnx_objects(source) and not _high_nnx_objects(source + reach + "\n")
+    module_level = textwrap.dedent(NOTEBOOK).format(rebuild="pass", between="pass", after="model = nnx.merge(g, s)")
+    assert _high_nnx_objects(module_level) and not _high_nnx_objects(module_level + reach + "\n")
+
+
+def _high_nnx_objects(source: str) -> set:
+    (result,) = _run({"m.ipynb": source}).values()
+    return {f.parameter_name for f in result.findings if f.code == "JXM001" and f.confidence is Confidence.HIGH}
