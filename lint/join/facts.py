@@ -901,14 +901,7 @@ class FactExtractor:
         binding = reaching[0].origin if len(reaching) == 1 and _makes_nnx_object(reaching[0]) else None
         if binding is None and not all(made):
             return None
-        memo = (id(scope), name, id(binding))
-        if memo not in self._nnx_own:
-            if id(scope) not in self._occurrences:
-                self._occurrences[id(scope)] = occurrences(scope)
-            self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports,
-                                                self.provenance, self.ctx.positions,
-                                                self.ctx.classes_reading_module_values(), binding)
-        return self._nnx_own[memo]
+        return self._ownership(scope, name, self.provenance, binding)
 
     def module_nnx_own(self, name: str) -> Ownership | None:
         """Whether the notebook-level nnx object ``name``, which a top-level function reads
@@ -922,13 +915,17 @@ class FactExtractor:
         made = [_makes_nnx_object(event) for event in provenance.writes_of((name,))]
         if not made or not all(made):
             return None
-        module = self.ctx.module
-        memo = (id(module), name, id(None))
+        return self._ownership(self.ctx.module, name, provenance, None)
+
+    def _ownership(self, scope, name: str, provenance: Provenance, binding: cst.Call | None) -> Ownership | None:
+        """:func:`nnx_ownership` of ``name`` in ``scope``, memoised per scope, name and binding."""
+        memo = (id(scope), name, id(binding))
         if memo not in self._nnx_own:
-            if id(module) not in self._occurrences:
-                self._occurrences[id(module)] = occurrences(module)
-            self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(module)], self.ctx.imports, provenance,
-                                                self.ctx.positions, self.ctx.classes_reading_module_values())
+            if id(scope) not in self._occurrences:
+                self._occurrences[id(scope)] = occurrences(scope)
+            self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports, provenance,
+                                                self.ctx.positions, self.ctx.classes_reading_module_values(),
+                                                binding)
         return self._nnx_own[memo]
 
     def _keeps_nothing(self, node) -> bool:

@@ -165,17 +165,13 @@ class Provenance:
         NumPy data (``for batch in ds: batch = jax.tree.map(np.asarray, batch)``), else [].
         Only then are the other writes dropped: a derived value's origins do not follow
         its sources, so narrowing anything else could lose what they share."""
-        writes = self._reaching_writes(key, after)
+        writes = self.reaching_writes(key, after)
         if len(writes) == len(self._write_points(key)):
             return []
         origins = [origin for event in writes for origin in self.of_write(event, after, 1)]
         return origins if origins and all(origin.kind == HOST for origin in origins) else []
 
     def reaching_writes(self, key: RefKey, after: Point) -> list:
-        """The WRITE events of ``key`` whose value can reach the call just before ``after``."""
-        return self._reaching_writes(key, after)
-
-    def _reaching_writes(self, key: RefKey, after: Point) -> list:
         """The writes of ``key`` whose value can reach the call just before ``after``
         (``for batch in ds: batch = np.asarray(batch)``: the loop's own value never does)."""
         writes = self._write_points(key)
@@ -189,7 +185,7 @@ class Provenance:
         """Whether the value the caller passed for parameter ``key`` (a one-name key) may
         still be what the name holds at the call before ``after``: False when every
         path from the entry rebinds the name first (``x = jnp.asarray([x] * n)``)."""
-        return any(isinstance(event.node, cst.Param) for event in self._reaching_writes(key, after))
+        return any(isinstance(event.node, cst.Param) for event in self.reaching_writes(key, after))
 
     def _writes_into(self, key: RefKey, after: Point) -> list:
         """The writes whose value may be (part of) ``key``'s value at the call before
@@ -197,7 +193,7 @@ class Provenance:
         (``state = tree_map(f, state)``, ``state = state.replace(step=0)``), those
         reaching that read.  Every write when a reading write is not a call."""
         found: list = []
-        work = self._reaching_writes(key, after)
+        work = self.reaching_writes(key, after)
         while work:
             event = work.pop()
             if any(event is seen for seen in found):
@@ -210,7 +206,7 @@ class Provenance:
             point = self.flow.point_after(event.origin) if isinstance(event.origin, cst.Call) else None
             if point is None:
                 return self.writes_of(key)
-            work.extend(self._reaching_writes(key, point))
+            work.extend(self.reaching_writes(key, point))
         return found
 
     def of_key(self, key: RefKey, after: Point, depth: int = 0) -> list[Origin]:
@@ -309,7 +305,7 @@ class Provenance:
                     and event.key != key and any(overlaps(source, key) for source in event.sources)]
         for holder in dict.fromkeys(holders):
             if not any(holder == key or any(overlaps(source, key) for source in event.sources)
-                       for event in self._reaching_writes(holder, after)):
+                       for event in self.reaching_writes(holder, after)):
                 continue  # bound to another value by the time of the call
             reads = self.flow.search(after, holder).reads
             if reads:
@@ -662,7 +658,7 @@ class Provenance:
             return bool(values) and all(self.bound_only_to(value, made_by, depth + 1) for value in values)
         if self.owner_of(key) != "local":
             return False
-        writes = self._reaching_writes(key, at) if at is not None else self.writes_of(key)
+        writes = self.reaching_writes(key, at) if at is not None else self.writes_of(key)
         return bool(writes) and all(
             event.origin_kind == "value" and event.origin is not None
             and self.bound_only_to(event.origin, made_by, depth + 1) for event in writes)
