@@ -573,11 +573,16 @@ def _handed_on_by_name(module: cst.Module, imports: ImportTable, calls, text: st
         if kind is cst.Name and node.value in project:
             mentioned[imports.names[node.value]] += 1
             continue
-        if kind is cst.Attribute and (key := ref_key(node)) is not None and key[0] in project:
-            qualified = imports.resolve(node)
-            if qualified is not None:
-                mentioned[qualified] += 1
-                continue
+        if kind is cst.Attribute:
+            if (key := ref_key(node)) is not None and key[0] in project:
+                qualified = imports.resolve(node)
+                if qualified is not None:
+                    mentioned[qualified] += 1
+                    continue
+            # ``.attr`` names a member, never the local of that name:
+            # ``jax.tree_util.tree_map`` does not mention ``from pkg import tree_util``.
+            stack.append(node.value)
+            continue
         stack.extend(children(node))
     called = Counter(call.qualified for call in calls if call.qualified is not None)
     return frozenset(name.lstrip(".") for name, count in mentioned.items() if count > called[name])

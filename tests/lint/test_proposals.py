@@ -683,3 +683,41 @@ def test_code_that_reaches_the_namespace_unnamed_keeps_nnx_objects_medium(reach)
 def _high_nnx_objects(source: str) -> set:
     (result,) = _run({"m.ipynb": source}).values()
     return {f.parameter_name for f in result.findings if f.code == "JXM001" and f.confidence is Confidence.HIGH}
+
+
+TREE_UTIL = """
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def tree_add(left, right):
+        return jax.tree_util.tree_map(jnp.add, left, right)
+
+
+    _tree_add_eq = jax.jit(tree_add)
+
+
+    def tree_sum(pytrees):
+        total = None
+        for pytree in pytrees:
+            if total is None:
+                total = jax.tree_util.tree_map(jnp.array, pytree)
+            else:
+                total = _tree_add_eq(total, pytree)
+        return total
+"""
+
+
+@pytest.mark.parametrize("use, high", [
+    ("print(jax.tree_util.tree_leaves(tree_util.tree_sum([{'a': 1.0}])))", True),  # ``jax.tree_util``: jax's
+    ("FUNCTIONS = vars(tree_util)", False),  # the project module itself, by name
+    ("print(getattr(tree_util, NAME)([{'a': 1.0}]))", False),
+])
+def test_an_attribute_named_like_a_project_module_does_not_hand_the_module_on(use, high):
+    # fedjax: ``from fedjax.core import tree_util`` beside ``jax.tree_util.tree_map(...)``
+    files = {"pkg/tree_util.py": TREE_UTIL,
+             "pkg/user.py": f"import jax\nfrom pkg import tree_util\n\nNAME = 'tree_sum'\nnorm = jax.jit(abs)\n{use}\n"}
+    (left,) = [f for f in _run(files)["pkg/tree_util.py"].findings if f.parameter_name == "left"]
+    assert (left.confidence == Confidence.HIGH) is high, left.message
+
