@@ -73,6 +73,7 @@ from jaxmem.lint.values.array_api import (
 )
 from jaxmem.lint.values.flow import (
     ALIAS,
+    CALL as CALL_EVENT,
     WRITE,
     Flow,
     Point,
@@ -457,6 +458,11 @@ class Provenance:
                     if event.origin is None or ref_key(event.origin) == key or event.origin is skip_origin:
                         continue
                     inner = self._may_contain(event.origin, depth + 1)
+                    if at_call is not None and self._older_value_of_source(key, event, at_call):
+                        # ``acc = fresh`` in an earlier iteration: ``acc`` holds an older
+                        # value of ``fresh`` than the call receives (fedjax's tree_mean)
+                        source = ref_key(event.origin)[0]
+                        inner = {(f"{source} <older value>",) + k[1:] if k[0] == source else k for k in inner}
                     if event.origin_kind == "unpack" and isinstance(event.origin, cst.Call) and \
                             call_effect(self.ctx.imports.resolve(event.origin.func)) == PARTITION:
                         inner = {k + (f"<part {event.detail}>",) for k in inner}  # disjoint parts
@@ -487,6 +493,28 @@ class Provenance:
         if isinstance(value, (cst.Subscript, cst.Attribute)):
             return self._may_contain(value.value, depth)
         return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+
+    def _older_value_of_source(self, key: RefKey, event, at_call: Point) -> bool:
+        """Whether ``event`` (a write ``key = source`` of a local name) copies a value of
+        ``source`` older than any the call before ``at_call`` can read: every path from the
+        write to the call rebinds ``source``, and every write of ``source`` reaching the call
+        makes new buffers, so its value there was made after the copy and shares nothing
+        with it.  Two such copies of one ``source`` still share with each other: their keys
+        stay equal."""
+        source = ref_key(event.origin)
+        if source is None or len(source) != 1 or source == key or self.owner_of(source) != "local":
+            return False
+        call_event = self.flow.nodes[at_call.node].events[at_call.index - 1] if at_call.index else None
+        if call_event is None or call_event.kind != CALL_EVENT:
+            return False
+        point = next((p for p, e in self._write_points(key) if e is event), None)
+        if point is None or self.flow.search(Point(point.node, point.index + 1), source,
+                                             until_call=call_event.node).reached:
+            return False
+        writes = self.reaching_writes(source, at_call)
+        return bool(writes) and all(
+            w.origin_kind == "value" and isinstance(w.origin, cst.Call) and self._makes_new_memory(w.origin)
+            for w in writes)
 
     def new_state_nnx_optimizer(self, call: cst.Call) -> bool:
         """``nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)``: its state is new

@@ -721,3 +721,37 @@ def test_an_attribute_named_like_a_project_module_does_not_hand_the_module_on(us
     (left,) = [f for f in _run(files)["pkg/tree_util.py"].findings if f.parameter_name == "left"]
     assert (left.confidence == Confidence.HIGH) is high, left.message
 
+
+ACCUMULATOR = """
+    import jax
+
+    @jax.jit
+    def weigh(tree, weight):
+        return tree * weight
+
+    @jax.jit
+    def add(total, tree):
+        return total + tree
+
+    def mean(pairs):
+        total = None
+        for tree, weight in pairs:
+            weighted = {weighted}
+            if total is None:
+                total = weighted
+            else:
+                total = add(total, weighted)
+        return total
+"""
+
+
+@pytest.mark.parametrize("weighted, high", [
+    ("weigh(tree, weight)", True),  # new buffers in each iteration: the copy holds an older value
+    ("tree", False),  # the caller's tree: not own
+    ("weigh(tree, weight) if weight else tree", False),  # not always new buffers
+])
+def test_a_copy_of_an_older_fresh_value_does_not_share_with_the_current_one(weighted, high):
+    (total,) = [f for f in _run({"m.py": ACCUMULATOR.format(weighted=weighted)})["m.py"].findings
+                if f.parameter_name == "total" and f.code == "JXM001"]
+    assert (total.confidence == Confidence.HIGH) is high, total.message
+
