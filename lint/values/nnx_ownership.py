@@ -17,14 +17,18 @@ optax 0.2.8):
   ``nnx.Optimizer(model, tx, wrt=...)`` of a standard optax transform (its
   state is new moments and it keeps no reference to ``model``), flax's
   ``Average``/``Accuracy`` metrics or a ``MultiMetric`` of them, or
-  ``nnx.view(other)`` of an object that is itself proved its own;
+  ``nnx.view(other)`` of an object that is itself proved its own, or
+  ``nnx.ModelAndOptimizer(other, tx)`` of such an object and a standard optax
+  transform (it holds ``other``'s very Variables, like a view, and new
+  moments: flax 0.12.8);
 * every use takes no array out of it: an argument of a call the join finds
   to be an ``nnx.jit`` call, ``.train()``, ``.eval()``, ``.update(...)``,
   ``.reset()``, ``nnx.display``, ``print``, the model of such an
   Optimizer, the source of a view (whose own uses follow these rules), and a
   metric's ``.compute()`` (new arrays for those classes); calling it once
   outside the loop and showing the result before the first such call
-  (``y = model(x)``, then ``y``); any use after the last such call, outside
+  (``y = model(x)``, then ``y``), or calling it after the last such call,
+  outside loops and defs; any use after the last such call, outside
   loops and defs, when none of those calls is in a def (nothing donates it
   any more: ``JaxModule(model, predict)`` after training).
 
@@ -40,6 +44,7 @@ import libcst as cst
 from jaxmem.lint.syntax.walk import children
 
 _VIEW = "flax.nnx.view"
+_MODEL_AND_OPTIMIZER = "flax.nnx.ModelAndOptimizer"
 _VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "BatchStat", "Cache", "Intermediate"))
 _OPTIMIZER = "flax.nnx.Optimizer"
 _RNGS = "flax.nnx.Rngs"
@@ -126,7 +131,7 @@ class _Finder:
                     late.append((doubt, node))  # fine once nothing can donate it any more
         for member, parents in eager:
             doubt = self._eager_doubt(member, parents, occurrences)
-            if doubt is not None:
+            if doubt is not None and not self._after_every_call(parents):
                 return Ownership(doubt)
         for doubt, node in late:
             position = self.positions[node].start
@@ -134,6 +139,15 @@ class _Finder:
                 return Ownership(doubt)
         scalar = self._constructor_kind(root, occurrences) == "scalar"
         return Ownership(None, tuple(self.calls), tuple(self.classes), scalar)
+
+    def _after_every_call(self, parents: tuple) -> bool:
+        """Whether the call ``parents[-1]`` runs once, after every call that may donate the
+        object (outside loops and defs, none of those calls in a def): nothing donates the
+        object any more, so what it returns stays valid (``print(eval_model(x))`` after training)."""
+        if self.calls_in_defs or not self.calls or any(isinstance(p, _REPEATING) for p in parents):
+            return False
+        position = self.positions[parents[-1]].start
+        return (position.line, position.column) > max(self.calls)
 
     def _eager_doubt(self, name: str, parents: tuple, occurrences) -> str | None:
         """Why calling the object outside a jit (``y = model(x)``) may leave its arrays in
@@ -172,8 +186,7 @@ class _Finder:
         values = _bound_values(name, occurrences)
         if values is None or not values:
             return name, f"`{name}` is not bound only by plain assignments"
-        if all(self._resolve(v.func) == _VIEW for v in values if isinstance(v, cst.Call)) \
-                and all(isinstance(v, cst.Call) for v in values):
+        if all(isinstance(v, cst.Call) and self._is_view(v) for v in values):
             sources = {_first_name(v) for v in values}
             if len(sources) != 1 or None in sources or depth > _MAX_VIEWS:
                 return name, f"`{name}` is a view of something jaxmem cannot name"
@@ -232,7 +245,7 @@ class _Finder:
                 if name in family:
                     continue
                 values = _bound_values(name, occurrences)
-                if values and all(isinstance(v, cst.Call) and self._resolve(v.func) == _VIEW
+                if values and all(isinstance(v, cst.Call) and self._is_view(v)
                                   and _first_name(v) in family for v in values):
                     family.append(name)
                     changed = True
@@ -264,7 +277,7 @@ class _Finder:
             return None
         positional = [a for a in call.args if a.keyword is None]
         first = bool(positional) and positional[0] is arg
-        if qualified == _VIEW and first:
+        if qualified in (_VIEW, _MODEL_AND_OPTIMIZER) and first and self._is_view(call):
             return None  # the view's own uses are checked as the family's
         if qualified == _OPTIMIZER and (first or (arg.keyword is not None and arg.keyword.value == "model")):
             if self.provenance.new_state_nnx_optimizer(call):
@@ -276,6 +289,20 @@ class _Finder:
         self.calls.append((position.line, position.column))  # the join checks it is an nnx.jit call
         self.calls_in_defs |= any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)
         return None
+
+    def _is_view(self, call: cst.Call) -> bool:
+        """``nnx.view(model, ...)``, or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
+        transform: an object that holds ``model``'s very Variables (which nnx writes back) and,
+        for the optimizer, new moments of its own (flax 0.12.8, optax 0.2.8)."""
+        qualified = self._resolve(call.func)
+        if qualified == _VIEW:
+            return True
+        if qualified != _MODEL_AND_OPTIMIZER or any(arg.star for arg in call.args):
+            return False
+        tx = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "tx"]
+        positional = [a.value for a in call.args if a.keyword is None]
+        tx = tx or positional[1:2]
+        return bool(positional) and bool(tx) and self.provenance.is_new_state_optimizer(tx[0])
 
     def _resolve(self, func) -> str | None:
         qualified = self.imports.resolve(func)

@@ -755,3 +755,37 @@ def test_a_copy_of_an_older_fresh_value_does_not_share_with_the_current_one(weig
                 if f.parameter_name == "total" and f.code == "JXM001"]
     assert (total.confidence == Confidence.HIGH) is high, total.message
 
+
+MODEL_AND_OPTIMIZER = """
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        grads = nnx.grad(lambda m: jnp.mean(m(x)))(model)
+        optimizer.update(grads)
+
+
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    train_model = nnx.view(model, deterministic=False)
+    optimizer = nnx.ModelAndOptimizer(model, {tx})
+    {before}
+    for x in jnp.ones((3, 2, 2)):
+        train_step(train_model, optimizer, x)
+    {after}
+"""
+
+
+@pytest.mark.parametrize("tx, before, after, high", [
+    ("optax.adam(1e-3)", "", "print(model(jnp.ones(2)))", True),  # a result taken once nothing donates any more
+    ("make_tx()", "", "", False),  # a transform jaxmem does not know: its state may hold the model's arrays
+    ("optax.adam(1e-3)", "kernel = model.kernel[...]", "print(kernel)", False),  # an array kept outside the Variables
+    ("optax.adam(1e-3)", "y = model(jnp.ones(2))", "train_step(train_model, optimizer, y)\nprint(y)", False),
+    ("optax.adam(1e-3)", "", "for x in jnp.ones((2, 2)):\n    print(model(x))", False),  # called in a loop
+])
+def test_model_and_optimizer_owns_its_arrays_when_its_model_does(tx, before, after, high):
+    source = MODEL_AND_OPTIMIZER.format(tx=tx, before=before, after=after.replace("\n", "\n    "))
+    (optimizer,) = [f for f in _run({"m.py": source})["m.py"].findings if f.parameter_name == "optimizer"]
+    assert (optimizer.confidence == Confidence.HIGH) is high, optimizer.message
