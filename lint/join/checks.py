@@ -485,6 +485,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             confidence=confidence, evidence=[where], **common,
         )
     for use in arg.escapes:
+        if d.keeps_module_args:
+            break  # flax nnx writes Module outputs back: whoever holds the Module sees the new arrays
         if use.kind in _ESCAPE_KINDS:
             out.add(
                 "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
@@ -493,7 +495,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
                 f"else keeps",
                 confidence=Confidence.MEDIUM, evidence=[where, Evidence(use.text, rc.path, use.line)], **common,
             )
-    if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit and not arg.reads_after:
+    if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit and not arg.reads_after \
+            and not d.keeps_module_args:
         out.add(
             "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
             f"`{subject}` is donated to `{d.function}` but still refers to the deleted buffer when this function "

@@ -31,6 +31,13 @@ RULE = Rule(
     params = update(params, grads)
     ```
 
+    ## Known problems
+    Like JXM101, not reported for `nnx.jit` functions: flax nnx writes a
+    donated Module's (an Optimizer's, a Metric's) new arrays back into its
+    Variables, so a global or closure that holds the Module sees them
+    (flax 0.12.8). A plain array donated to `nnx.jit` is deleted as with
+    `jax.jit`, and is not reported either.
+
     ## Fix safety
     No automatic fix.
     ''',
@@ -81,6 +88,20 @@ RULE = Rule(
                 params = update(params, jnp.ones(3))
                 history.append(params.sum())
             """
+        ),
+        Example(
+            """
+            from flax import nnx
+
+            @nnx.jit(donate_argnums=(0, 1))
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: m(batch).mean())(model)
+                optimizer.update(model, grads)
+
+            def loop_step(batch):
+                train_step(model, optimizer, batch)
+            """,
+            note="nnx writes the new arrays back into `model` and `optimizer`, which the globals still name",
         ),
     ),
 )
