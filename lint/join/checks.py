@@ -65,9 +65,11 @@ from jaxmem.lint.join.facts import (
 )
 from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
+from jaxmem.lint.values.array_api import FRESH_CONSTRUCTORS
 from jaxmem.lint.values.provenance import (
     CALL,
     DERIVED,
+    FRESH,
     HOST,
     DECORATOR_HELD,
     MODULE_HELD,
@@ -444,9 +446,12 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
     subject = render(arg.key)
     raises, unsure = _crash_claim(d, name)
     confidence = Confidence.MEDIUM if unsure else Confidence.HIGH
+    # flax nnx writes a donated Module back into its Variables, so it stays usable; an
+    # array made where jaxmem sees it (``jnp.ones(3)``, a PRNG key) is deleted as by jax.jit
+    written_back = d.keeps_module_args and not _only_arrays(arg)
     for use in arg.reads_after:
-        if d.keeps_module_args:
-            break  # flax nnx writes Module outputs back: the argument stays usable
+        if written_back:
+            break
         if use.kind == "loop":
             out.add(
                 "JXM105", rc.path, _span(use.line, use.col, use.line, use.col + len(subject)),
@@ -465,7 +470,7 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
                 confidence=confidence, evidence=[where], **common,
             )
     for use in arg.alias_reads:
-        if d.keeps_module_args:
+        if written_back:
             break  # the alias is the same Module, written back by nnx
         if use.kind == "maybe-alias":
             out.add(
@@ -485,8 +490,8 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
             confidence=confidence, evidence=[where], **common,
         )
     for use in arg.escapes:
-        if d.keeps_module_args:
-            break  # flax nnx writes Module outputs back: whoever holds the Module sees the new arrays
+        if written_back:
+            break  # whoever holds the Module sees the new arrays
         if use.kind in _ESCAPE_KINDS:
             out.add(
                 "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
@@ -496,13 +501,20 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
                 confidence=Confidence.MEDIUM, evidence=[where, Evidence(use.text, rc.path, use.line)], **common,
             )
     if arg.owner in (ATTRIBUTE, GLOBAL) and arg.reaches_exit and not arg.reads_after \
-            and not d.keeps_module_args:
+            and not written_back:
         out.add(
             "JXM104", rc.path, _span(arg.line, arg.col, arg.end_line, arg.end_col),
             f"`{subject}` is donated to `{d.function}` but still refers to the deleted buffer when this function "
             f"returns: assign the call's result back to `{subject}` on every path",
             confidence=Confidence.MEDIUM, evidence=[where], **common,
         )
+
+
+def _only_arrays(arg) -> bool:
+    """Whether every value ``arg`` may hold is a jax array made where jaxmem sees it: a
+    ``jnp`` constructor's result (``jnp.ones(3)``) or a PRNG key, never an nnx object."""
+    return bool(arg.origins) and all((origin.kind == FRESH and origin.qualified in FRESH_CONSTRUCTORS)
+                                     or origin.kind == PRNG_KEY for origin in arg.origins)
 
 
 def _crash_claim(definition: JitDefinition, name: str | None) -> tuple[str, str]:

@@ -34,6 +34,11 @@ RULE = Rule(
     says the read *may* raise (medium confidence). Per-entry reads through a helper assume `p["k"]`
     reads only entry `"k"` (true of dicts, lists, tuples and pytree
     containers), and are followed only into functions of the same file.
+    An `nnx.jit` argument stays readable when it is a Module (an Optimizer,
+    a Metric): nnx writes its new arrays back (flax 0.12.8). So reads after
+    an `nnx.jit` call are reported only for arguments jaxmem sees made as
+    plain arrays (`jnp.ones(3)`, a PRNG key), which it deletes as `jax.jit`
+    does.
 
     ## Example
     ```python

@@ -36,7 +36,8 @@ RULE = Rule(
     donated Module's (an Optimizer's, a Metric's) new arrays back into its
     Variables, so a global or closure that holds the Module sees them
     (flax 0.12.8). A plain array donated to `nnx.jit` is deleted as with
-    `jax.jit`, and is not reported either.
+    `jax.jit`: it is reported when jaxmem sees it made by a `jnp`
+    constructor or as a PRNG key, and not otherwise.
 
     ## Fix safety
     No automatic fix.

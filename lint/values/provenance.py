@@ -332,8 +332,10 @@ class Provenance:
         line = ctx.positions[call].start.line
         text = ctx.text(call)
         qualified = ctx.imports.resolve(call.func)
-        if is_fresh_constructor(qualified, call) or self.immediate_jit(call):
-            return [Origin(FRESH, line, text)]  # jnp.zeros(...), jax.pmap(init)(rng, batch): new buffers
+        if is_fresh_constructor(qualified, call):
+            return [Origin(FRESH, line, text, qualified=qualified)]  # jnp.zeros(...): a new array
+        if self.immediate_jit(call):
+            return [Origin(FRESH, line, text)]  # jax.pmap(init)(rng, batch): new buffers
         if qualified in TREE_MAPS and call.args and maps_to_new_arrays(call.args[0].value, ctx.imports.resolve):
             return [Origin(FRESH, line, text)]
         if is_host_producer(qualified):

@@ -734,3 +734,36 @@ def main():
     assert [f for f in _findings(source, "JXM001")] == []
     (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals if r.parameter == "v"]
     assert "Variable made from a Python number" in refusal.reason
+
+
+NNX_DONATES_AN_ARRAY = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+@nnx.jit(donate_argnums=(0, 1))
+def step(model, x):
+    return model(x) + x
+
+
+def main():
+    model = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+    x = jnp.ones(3)
+    y = step(model, x)
+    return float(y.sum()), {read}
+"""
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("float(x.sum())", True),  # a plain array donated to nnx.jit is deleted, as by jax.jit
+    ("float(model(jnp.ones(3)).sum())", False),  # the Module is written back: still usable
+])
+def test_nnx_jit_writes_modules_back_but_deletes_a_donated_array(read, reported):
+    pytest.importorskip("flax")
+    source = NNX_DONATES_AN_ARRAY.format(read=read)
+    assert bool(_findings(source, "JXM101")) is reported
+    if reported:
+        with raises_deleted_read():
+            _run(source)
+    else:
+        _run(source)
