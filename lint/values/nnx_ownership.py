@@ -277,7 +277,7 @@ class _Finder:
             return None
         positional = [a for a in call.args if a.keyword is None]
         first = bool(positional) and positional[0] is arg
-        if qualified in (_VIEW, _MODEL_AND_OPTIMIZER) and first and self._is_view(call):
+        if first and self._is_view(call):
             return None  # the view's own uses are checked as the family's
         if qualified == _OPTIMIZER and (first or (arg.keyword is not None and arg.keyword.value == "model")):
             if self.provenance.new_state_nnx_optimizer(call):
@@ -299,10 +299,7 @@ class _Finder:
             return True
         if qualified != _MODEL_AND_OPTIMIZER or any(arg.star for arg in call.args):
             return False
-        tx = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "tx"]
-        positional = [a.value for a in call.args if a.keyword is None]
-        tx = tx or positional[1:2]
-        return bool(positional) and bool(tx) and self.provenance.is_new_state_optimizer(tx[0])
+        return any(arg.keyword is None for arg in call.args) and self.provenance.new_state_transform_of(call)
 
     def _resolve(self, func) -> str | None:
         qualified = self.imports.resolve(func)

@@ -176,11 +176,16 @@ class Provenance:
         """The writes of ``key`` whose value can reach the call just before ``after``
         (``for batch in ds: batch = np.asarray(batch)``: the loop's own value never does)."""
         writes = self._write_points(key)
-        call_event = self.flow.nodes[after.node].events[after.index - 1] if after.index else None
-        if len(writes) < 2 or call_event is None or call_event.kind != "call":
+        call_event = self._call_event_before(after)
+        if len(writes) < 2 or call_event is None:
             return [event for _, event in writes]
         return [event for point, event in writes
                 if self.flow.search(Point(point.node, point.index + 1), key, until_call=call_event.node).reached]
+
+    def _call_event_before(self, after: Point):
+        """The CALL event just before ``after`` (a call's point), or None."""
+        event = self.flow.nodes[after.node].events[after.index - 1] if after.index else None
+        return event if event is not None and event.kind == CALL_EVENT else None
 
     def entry_value_reaches(self, key: RefKey, after: Point) -> bool:
         """Whether the value the caller passed for parameter ``key`` (a one-name key) may
@@ -506,8 +511,8 @@ class Provenance:
         source = ref_key(event.origin)
         if source is None or len(source) != 1 or source == key or self.owner_of(source) != "local":
             return False
-        call_event = self.flow.nodes[at_call.node].events[at_call.index - 1] if at_call.index else None
-        if call_event is None or call_event.kind != CALL_EVENT:
+        call_event = self._call_event_before(at_call)
+        if call_event is None:
             return False
         point = next((p for p, e in self._write_points(key) if e is event), None)
         if point is None or self.flow.search(Point(point.node, point.index + 1), source,
@@ -521,8 +526,12 @@ class Provenance:
     def new_state_nnx_optimizer(self, call: cst.Call) -> bool:
         """``nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)``: its state is new
         moments; it keeps no reference to ``model`` (flax 0.12.8, checked by buffer)."""
-        if self.ctx.imports.resolve(call.func) != "flax.nnx.Optimizer":
-            return False
+        return self.ctx.imports.resolve(call.func) == "flax.nnx.Optimizer" and self.new_state_transform_of(call)
+
+    def new_state_transform_of(self, call: cst.Call) -> bool:
+        """Whether the transform ``call`` (``nnx.Optimizer(model, tx)``,
+        ``nnx.ModelAndOptimizer(model, tx)``) is given, as ``tx=`` or second, is a
+        standard optax transform whose state is new moments."""
         tx = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "tx"]
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         tx = tx or positional[1:2]
