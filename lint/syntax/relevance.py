@@ -72,6 +72,9 @@ _FROM_IMPORT = re.compile(
 _COMMENT = re.compile(r"#[^\n]*")
 _INDENTED_PRIVATE_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(_\w+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+# What another file may read the facts of: a function (its summary, signature, returned
+# function) or a class it constructs (whether it is clean, whether it derives from nnx).
+_TOP_LEVEL_READABLE = re.compile(r"^(?:(?:async[ \t]+)?def|class)[ \t]+(\w+)", re.MULTILINE)
 # Identifiers with a leading underscore ("private" by convention), anywhere in a text.
 _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
 # ``getattr(obj, name)`` with a name that is not a string literal (literals are ``""`` by then).
@@ -142,7 +145,7 @@ def _reachable(callable_names: frozenset[str], hints: frozenset[str]) -> set[str
 def _callable_names(text: str, own_packages=()) -> set[str]:
     """Every name :func:`reachable_hints` can return for ``text`` (line ends
     normalised), whatever the hints: ``reachable_hints`` is their intersection."""
-    found: set[str] = set(_TOP_LEVEL_DEF.findall(text))
+    found: set[str] = set(_TOP_LEVEL_READABLE.findall(text))
     for module, names in _from_imports(text):
         if is_project_module(module):
             found.update(names or _WORD.findall(text))  # ``from lib import *``: any name may be lib's
@@ -182,7 +185,7 @@ def might_involve_jit(text: str, settings: Settings, hints: frozenset[str] = fro
 
     It matters when its code mentions jit, pmap or donation, a configured
     wrapper, calls a name that another file of the run jits (``hints``), or
-    defines a function whose facts another file reads.
+    defines a function or class whose facts another file reads.
     """
     if not shortcuts_enabled():
         return True
@@ -434,9 +437,9 @@ def _read_hints(hints: frozenset[str]) -> frozenset[str]:
 
 
 def _defines_read(text: str, hints: frozenset[str]) -> bool:
-    """Whether ``text`` (line ends normalised) defines at top level a function another file reads."""
+    """Whether ``text`` (line ends normalised) defines at top level a function or class another file reads."""
     read = _read_hints(hints)
-    return bool(read) and not read.isdisjoint(_TOP_LEVEL_DEF.findall(text))
+    return bool(read) and not read.isdisjoint(_TOP_LEVEL_READABLE.findall(text))
 
 
 def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hints: frozenset[str]) -> bool:
@@ -535,7 +538,8 @@ def relevant_text(text: str, settings: Settings, hints: frozenset[str] = frozens
     # for what those use): their callers need not be.
     read_only = [False] * len(chunks)
     read = _read_hints(hints)
-    reading = [i for i, body in enumerate(bodies) if i and read and not read.isdisjoint(_TOP_LEVEL_DEF.findall(body))]
+    reading = [i for i, body in enumerate(bodies)
+               if i and read and not read.isdisjoint(_TOP_LEVEL_READABLE.findall(body))]
     while reading:
         i = reading.pop()
         if not read_only[i]:

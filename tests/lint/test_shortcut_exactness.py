@@ -112,6 +112,20 @@ _PROJECTS = {
             "def main():\n    t = jnp.ones(3)\n    u = f(t)\n    print(t)\n    return u\n"
         ),
     },
+    # A Module class in a file with no jit word: whether it is clean and derives from nnx decides
+    # how an nnx.jit step that receives what it makes is proposed.
+    "nnx-class": {
+        "pkg/models.py": (
+            "from flax import nnx\n\n\nclass MLP(nnx.Module):\n    def __init__(self, rngs):\n"
+            "        self.lin = nnx.Linear(2, 2, rngs=rngs)\n\n    def __call__(self, x):\n"
+            "        return self.lin(x)\n"
+        ),
+        "pkg/train.py": (
+            "import jax.numpy as jnp\nfrom flax import nnx\nfrom pkg.models import MLP\n\n\n"
+            "@nnx.jit\ndef step(model, x):\n    model.lin.kernel[...] += jnp.mean(model(x))\n\n\n"
+            "def main(batches):\n    model = MLP(nnx.Rngs(0))\n    for x in batches:\n        step(model, x)\n"
+        ),
+    },
 }
 _SETTINGS = {"wrapper": Settings(min_confidence=Confidence.LOW, extra_wrappers=("mylib.compile_step",))}
 
@@ -125,6 +139,7 @@ _DECIDED = {
     "factory": lambda findings: any("`params`" in f[4] for f in findings),
     "wrapper": lambda findings: not _proposed_high(findings),
     "short-name": lambda findings: not _proposed_high(findings),
+    "nnx-class": _proposed_high,
 }
 
 
@@ -144,7 +159,7 @@ def test_findings_across_files_are_the_same_without_shortcuts(name, monkeypatch)
     assert _DECIDED[name](fast), fast
 
 
-@pytest.mark.parametrize("name", ["module-attribute", "wrapper"])
+@pytest.mark.parametrize("name", ["module-attribute", "wrapper", "nnx-class"])
 @pytest.mark.parametrize("use_cache", [False, True], ids=["no-cache", "cache"])
 def test_whole_runs_across_files_are_the_same_without_shortcuts(name, use_cache, tmp_path, monkeypatch):
     from jaxmem.api import check_paths
