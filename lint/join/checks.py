@@ -149,6 +149,8 @@ class Index:
         self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
         self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                               for name in facts.clean_classes}
+        self.nnx_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
+                            for name in facts.nnx_classes}
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
                                  if call.qualified is not None}
@@ -722,11 +724,25 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str
             f"passes for `{callers.param}` a value dead after it, held by nothing else")
 
 
+def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project: Index) -> bool:
+    """Whether every call passes for the parameter an object proved to be an nnx graph node
+    (made by an nnx class, or a project class deriving from one: ``Ownership.node``)."""
+    for rc in calls:
+        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        own = arg.nnx_own if arg is not None else None
+        if own is None or not own.node or any(c.lstrip(".") not in project.nnx_classes for c in own.classes):
+            return False
+    return bool(calls)
+
+
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
                     name: str, out: Reporter, project: Index, partial_view: bool,
-                    siblings: tuple[JitDefinition, ...] = ()) -> None:
-    """JXM001 for an ``nnx.jit`` parameter its body updates in place (a Module or
-    Optimizer): nnx writes it back, so it stays usable and needs no rebinding."""
+                    siblings: tuple[JitDefinition, ...] = (), updated: bool = True) -> None:
+    """JXM001 for an ``nnx.jit`` parameter that is an nnx object: one its body updates in
+    place (a Module or Optimizer), or one made by an nnx class (``updated`` False).  nnx.jit
+    returns every array of such an object and writes them back after the call, so it stays
+    usable and needs no rebinding; without donation each call makes a copy of every array
+    (flax 0.12.8, jax 0.10.2, also when the body changes nothing)."""
     evidence = []
     owned = []
     texts: set[str] = set()
@@ -735,8 +751,10 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
         arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
         if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
             return  # a temporary, a *args call or a shared buffer: nothing to prove here
-        evidence.append(Evidence(f"`{arg.text}` is updated in place and written back by nnx at the call at "
-                                 f"{rc.path}:{rc.call.line}", rc.path, rc.call.line))
+        what = "is updated in place and written back by nnx" if updated else \
+            "is an nnx object (made by an nnx class): nnx.jit returns its arrays and writes them back"
+        evidence.append(Evidence(f"`{arg.text}` {what} at the call at {rc.path}:{rc.call.line}",
+                                 rc.path, rc.call.line))
         owned.append(_module_doubt(arg, rc, project))
         texts.add(arg.text)
         scalar = scalar and arg.nnx_own is not None and arg.nnx_own.scalar
@@ -765,7 +783,10 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     out.add(
         "JXM001", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),
         f"`{definition.function}` does not donate `{name}`, which it updates in place and nnx writes back: "
-        f"add {spelled} to reuse its memory ({confidence.value} confidence{why})",
+        f"add {spelled} to reuse its memory ({confidence.value} confidence{why})" if updated else
+        f"`{definition.function}` does not donate `{name}`, an nnx object: nnx.jit returns every one of its "
+        f"arrays and writes them back, a copy per call unless donated: add {spelled} to reuse its memory "
+        f"({confidence.value} confidence{why})",
         confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
         evidence=evidence + [Evidence(d, def_path, definition.line) for d in doubts],
         fix=DonationFix(definition.line, index, name),
@@ -775,7 +796,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
 def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None:
     """Why the nnx object ``arg`` may share its arrays with something else, if it may."""
     own = arg.nnx_own
-    generic = (f"nnx objects may share their arrays with other Modules (`{arg.text}` is updated in place); "
+    generic = (f"nnx objects may share their arrays with other Modules (`{arg.text}` is one); "
                "jaxmem cannot prove nothing else holds them")
     if own is None:
         return generic
@@ -927,6 +948,10 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
     for index, name in candidates:
         if definition.keeps_module_args and definition.output_verdict(name) == MUTATED:
             _propose_module(definition, def_path, calls, index, name, out, project, partial_view, siblings)
+            continue
+        if definition.keeps_module_args and _nnx_nodes(calls, index, name, project):
+            _propose_module(definition, def_path, calls, index, name, out, project, partial_view, siblings,
+                            updated=False)
             continue
         verdicts, blocked = _call_verdicts(definition, calls, index, name, project)
         if blocked is None:

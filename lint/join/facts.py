@@ -77,7 +77,8 @@ from jaxmem.lint.values.key_reads import (
     parameter_key_reads,
 )
 from jaxmem.lint.values.metadata import is_metadata_call
-from jaxmem.lint.values.nnx_ownership import Ownership, might_make_nnx_object, nnx_ownership, occurrences
+from jaxmem.lint.values.nnx_ownership import (Ownership, might_make_nnx_object, nnx_classes, nnx_ownership,
+                                               occurrences)
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -220,6 +221,9 @@ class FileFacts:
     # Top-level classes whose code reads no module-level variable: an object they make from
     # arguments that hold no array holds only new arrays (lint.values.nnx_ownership).
     clean_classes: frozenset[str] = frozenset()
+    # Top-level classes deriving from an nnx class (``class CNN(nnx.Module)``): what they make is an
+    # nnx graph node, which nnx.jit writes back (lint.values.nnx_ownership.nnx_classes).
+    nnx_classes: frozenset[str] = frozenset()
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
@@ -309,6 +313,7 @@ class _Context:
         self._nested: dict[int, dict[str, list[cst.FunctionDef]]] = {}  # id(def) -> its own nested defs
         self._unpacked: dict[str, tuple | None] | None = None  # module-level name -> (value, position, targets)
         self._classes_reading: frozenset[str] | None = None
+        self._nnx_classes: frozenset[str] | None = None
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -372,6 +377,12 @@ class _Context:
                 stmt.name.value for stmt in self.module.body
                 if isinstance(stmt, cst.ClassDef) and _reads_other_than(stmt, known))
         return self._classes_reading
+
+    def nnx_classes(self) -> frozenset[str]:
+        """Top-level classes deriving from an nnx class (see :func:`nnx_classes`)."""
+        if self._nnx_classes is None:
+            self._nnx_classes = nnx_classes(self.module, self.imports)
+        return self._nnx_classes
 
     def immediate_definition(self, expr: cst.Call, scope: str) -> DefinitionSite | None:
         """The definition ``expr`` makes when it jits a function and is called at once."""
@@ -930,7 +941,7 @@ class FactExtractor:
                 self._occurrences[id(scope)] = occurrences(scope)
             self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports, provenance,
                                                 self.ctx.positions, self.ctx.classes_reading_module_values(),
-                                                binding)
+                                                binding, self.ctx.nnx_classes())
         return self._nnx_own[memo]
 
     def _keeps_nothing(self, node) -> bool:
@@ -1328,6 +1339,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     classes = frozenset(stmt.name.value for stmt in module.body if isinstance(stmt, cst.ClassDef))
     if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
+        facts.nnx_classes = ctx.nnx_classes()
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

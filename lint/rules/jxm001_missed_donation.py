@@ -66,7 +66,12 @@ RULE = Rule(
     and the body has an output built from it. An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made
     with new arrays and nothing takes an array out of it (only nnx.jit calls,
-    `train()`/`eval()`/`update()`/`reset()`, views that do the same). No value
+    `train()`/`eval()`/`update()`/`reset()`, views that do the same). So is
+    one the step only reads (an eval step's `model`) when it is made by an nnx
+    class or a project class deriving from one: nnx.jit returns every array
+    of an nnx object and writes them back, a copy of the whole model per call
+    unless it is donated (flax 0.12.8). A pytree that is no nnx object is
+    deleted by a donating `nnx.jit` as by `jax.jit`. No value
     that may hold the state's very arrays (`x[:]`, `d.copy()`,
     `list(d.values())`, another name for it) is read after the call. Anything
     less is medium (the message says why) and applied only with
@@ -276,6 +281,31 @@ RULE = Rule(
             confidence=Confidence.HIGH,
             note="nnx writes both back; made with new arrays and only handed to nnx.jit: nothing else holds them "
                  "(run in tests/codemod/test_fix_nnx_owned_runs.py)",
+        ),
+        Example(
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+                def __call__(self, x):
+                    return self.lin(x)
+
+            @nnx.jit  # JXM001
+            def eval_step(model, batch):
+                return jnp.mean(model(batch))
+
+            def main(batches):
+                model = Model(nnx.Rngs(0))
+                model.eval()
+                return [eval_step(model, batch) for batch in batches]
+            """,
+            confidence=Confidence.HIGH,
+            note="an eval step: nnx.jit returns the Module's arrays and writes them back, a copy per call unless "
+                 "donated (run in tests/codemod/test_fix_nnx_eval_step_runs.py)",
         ),
         Example(
             """

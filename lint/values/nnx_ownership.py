@@ -70,6 +70,9 @@ class Ownership:
     calls: tuple[tuple[int, int], ...] = ()
     classes: tuple[str, ...] = ()  # qualified classes of other modules it is made by: project classes, for the join
     scalar: bool = False  # an nnx Variable of a Python number (``nnx.Param(1)``): no device buffer to reuse
+    # made only by nnx classes (``nnx.Linear``, ``nnx.Optimizer``, a class of this file deriving from
+    # one), or by ``classes``, which the join checks are: a graph node nnx.jit writes back, not a pytree
+    node: bool = False
 
 
 def might_make_nnx_object(call: cst.Call) -> bool:
@@ -81,25 +84,30 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 
 
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
-                  unclean_classes: frozenset[str] = frozenset(), binding: cst.Call | None = None) -> Ownership | None:
+                  unclean_classes: frozenset[str] = frozenset(), binding: cst.Call | None = None,
+                  nnx_classes: frozenset[str] = frozenset()) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
     is not bound only to calls (not an object this applies to).  ``binding``: the value of
     the one assignment that reaches the call; when every binding of ``name`` is a plain
     statement of the scope itself, only that object's occurrences are looked at
-    (:func:`_one_object`: a notebook that makes a new ``model`` in every section)."""
+    (:func:`_one_object`: a notebook that makes a new ``model`` in every section).
+    ``nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`)."""
     if binding is not None:
         occurrences = _one_object(name, occurrences, binding, positions) or occurrences
     values = _bound_values(name, occurrences)
     if not values or not all(isinstance(value, cst.Call) for value in values):
         return None
-    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes).run()
+    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes, nnx_classes).run()
 
 
 class _Finder:
-    def __init__(self, name: str, occurrences, imports, provenance, positions, unclean_classes) -> None:
+    def __init__(self, name: str, occurrences, imports, provenance, positions, unclean_classes,
+                 nnx_classes) -> None:
         self.occurrences = occurrences
         self.unclean_classes = unclean_classes
+        self.nnx_classes = nnx_classes
+        self.node = True  # every constructor seen so far makes an nnx graph node (see Ownership.node)
         self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
         # a call that may donate it sits in a def or lambda: it may run after any statement
         self.calls_in_defs = False
@@ -116,7 +124,7 @@ class _Finder:
             return Ownership(doubt)
         family = self._family(root, occurrences)
         if family is None:
-            return Ownership(f"more than {_MAX_VIEWS} views of `{root}`")
+            return self._doubt(f"more than {_MAX_VIEWS} views of `{root}`")
         metric = self._constructor_kind(root, occurrences) == "metric"
         eager, late = [], []
         for member in family:
@@ -127,18 +135,22 @@ class _Finder:
                 doubt = self._use(member, node, parents, metric, family)
                 if doubt is not None:
                     if any(isinstance(p, _REPEATING) for p in parents):
-                        return Ownership(doubt)
+                        return self._doubt(doubt)
                     late.append((doubt, node))  # fine once nothing can donate it any more
         for member, parents in eager:
             doubt = self._eager_doubt(member, parents, occurrences)
             if doubt is not None and not self._after_every_call(parents):
-                return Ownership(doubt)
+                return self._doubt(doubt)
         for doubt, node in late:
             position = self.positions[node].start
             if self.calls_in_defs or not self.calls or (position.line, position.column) <= max(self.calls):
-                return Ownership(doubt)
+                return self._doubt(doubt)
         scalar = self._constructor_kind(root, occurrences) == "scalar"
-        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar)
+        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar, self.node)
+
+    def _doubt(self, doubt: str) -> Ownership:
+        """A doubt about an object whose constructors are known (whether it is a graph node)."""
+        return Ownership(doubt, classes=tuple(self.classes), node=self.node)
 
     def _after_every_call(self, parents: tuple) -> bool:
         """Whether the call ``parents[-1]`` runs once, after every call that may donate the
@@ -223,9 +235,14 @@ class _Finder:
             return None
         if qualified is None:
             # a class of this file: it must not read a module-level value (``nnx.Cache(PE)``)
-            return None if isinstance(value.func, cst.Name) and value.func.value in self.unclean_classes else "module"
+            local = value.func.value if isinstance(value.func, cst.Name) else None
+            if local in self.unclean_classes:
+                return None
+            self.node &= local in self.nnx_classes
+            return "module"
         if not qualified.startswith("flax.nnx."):
             self.classes.append(qualified)
+        self.node &= qualified != _RNGS  # keys of a few bytes, and nnx.Rngs is no Module to keep
         return "module"
 
     def _array_free_or_rngs(self, expr) -> bool:
@@ -306,6 +323,33 @@ class _Finder:
         if qualified is None and isinstance(func, cst.Name) and func.value == "print":
             return "print"
         return qualified
+
+
+def nnx_classes(module: cst.Module, imports) -> frozenset[str]:
+    """The top-level classes of ``module`` that derive, through classes of the module,
+    from a class of ``flax.nnx`` (``class CNN(nnx.Module)``): an object one makes is an
+    nnx graph node, which ``nnx.jit`` splits into Variables and writes back after the
+    call.  A base imported from another project module is not followed (not listed)."""
+    bases = {stmt.name.value: stmt.bases for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, args in bases.items():
+            if name in found:
+                continue
+            for arg in args:
+                if arg.keyword is not None:
+                    continue  # ``metaclass=...``
+                base = arg.value
+                qualified = imports.resolve(base)
+                if (isinstance(base, cst.Name) and base.value in found) or (
+                        qualified is not None and qualified.startswith("flax.nnx.")
+                        and qualified.rsplit(".", 1)[-1][:1].isupper() and qualified != _RNGS):
+                    found.add(name)
+                    changed = True
+                    break
+    return frozenset(found)
 
 
 def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:

@@ -317,6 +317,46 @@ def test_nnx_modules_updated_in_place_are_proposed_without_rebinding():
     assert not any(code == "JXM101" for code, _, _ in found)
 
 
+def test_an_nnx_object_a_step_only_reads_is_proposed_when_made_by_an_nnx_class():
+    header = """
+    import flax.struct
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class Base(nnx.Module):
+        pass
+
+    class Model(Base):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+    @flax.struct.dataclass
+    class Params:
+        w: jnp.ndarray = None
+
+    @nnx.jit
+    def eval_step(model, x):
+        return jnp.mean(model(x))
+
+    def evaluate(batches):
+        model = MAKE
+        return [eval_step(model, x) for x in batches]
+    """
+    expected = {
+        "Model(nnx.Rngs(0))": "high",  # derives from nnx through a class of the file
+        "nnx.Linear(2, 2, rngs=nnx.Rngs(0))": "high",
+        "Params()": None,  # a pytree: a donating nnx.jit deletes it as jax.jit does
+        "nnx.Rngs(0)": None,  # keys of a few bytes, no Module
+        "Unknown(1)": None,  # a class jaxmem cannot see
+    }
+    for make, confidence in expected.items():
+        (result,) = _run({"m.py": header.replace("MAKE", make)}).values()
+        found = [f for f in result.findings if f.code == "JXM001" and f.parameter_name == "model"]
+        assert [f.confidence.value for f in found] == ([confidence] if confidence else []), (make, found)
+        if found:
+            assert "an nnx object" in found[0].message
+
+
 def test_positions_are_proposed_without_a_visible_signature_at_medium():
     source = """
     import jax
