@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib.util
 import email.parser
 import os
 import re
@@ -117,6 +118,16 @@ def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
     return python, {"installed": installed, "left_out": left_out}
 
 
+def _require_test_extras() -> None:
+    """Stop with a clear message when this interpreter lacks jax or pytest: every run venv
+    sees its packages, and without them every run would fail the same way before and after
+    (a worktree's venv made with ``pip install -e .`` instead of ``-e '.[test]'``)."""
+    missing = [name for name in ("jax", "jaxlib", "pytest") if importlib.util.find_spec(name) is None]
+    if missing:
+        sys.exit(f"accuracy.py: fix-then-run needs {', '.join(missing)} in {sys.prefix} (the run venvs see its "
+                 f"packages): install jaxmem's test extras there (pip install -e '.[test]') and run again")
+
+
 def _pip(python: Path, constraints: Path, requirements: list[str]) -> bool:
     command = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(constraints),
                *requirements]
@@ -197,6 +208,7 @@ def sample_runs(changed: dict[str, dict[str, list[str]]], max_runs: int) -> list
 def measure_fix_then_run(packages, *, max_runs: int, timeout: float, budget_s: float, log, work: Path) -> dict:
     """Section 4 over the sdists of ``packages``: at most ``max_runs`` changed files are run
     (``sample_runs``), and none is started after ``budget_s`` seconds."""
+    _require_test_extras()
     started = time.perf_counter()
     changed, sources = {}, {}
     for name, version, kind in packages:
