@@ -724,11 +724,16 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str
             f"passes for `{callers.param}` a value dead after it, held by nothing else")
 
 
+def _arg_at(rc: ResolvedCall, index: int | None, name: str):
+    """The argument ``rc`` passes for the parameter at ``index`` (or keyword-only ``name``), if any."""
+    return rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+
+
 def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project: Index) -> bool:
     """Whether every call passes for the parameter an object proved to be an nnx graph node
     (made by an nnx class, or a project class deriving from one: ``Ownership.node``)."""
     for rc in calls:
-        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        arg = _arg_at(rc, index, name)
         own = arg.nnx_own if arg is not None else None
         if own is None or not own.node or any(c.lstrip(".") not in project.nnx_classes for c in own.classes):
             return False
@@ -748,7 +753,7 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     texts: set[str] = set()
     scalar = True
     for rc in calls:
-        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        arg = _arg_at(rc, index, name)
         if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
             return  # a temporary, a *args call or a shared buffer: nothing to prove here
         what = "is updated in place and written back by nnx" if updated else \
@@ -862,7 +867,7 @@ def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: 
     for rc in calls:
         if not rc.resolved and definition.signature is not None:
             return verdicts, f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
-        arg = rc.by_index.get(index) if index is not None else rc.by_name.get(name)
+        arg = _arg_at(rc, index, name)
         if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
             continue  # pmap ignores keyword-passed arguments
         verdict = _verdict(rc, arg, project)
@@ -970,7 +975,8 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             live = [v for _, v in verdicts if v.live]
             if live and len(live) < len(verdicts):
                 blocked = "call sites disagree: " + live[0].live
-            elif live and definition.keeps_module_args:
+            elif live and definition.keeps_module_args and not all(
+                    (arg := _arg_at(rc, index, name)) is not None and _only_arrays(arg) for rc, _ in verdicts):
                 blocked = _nnx_not_updated(definition, name)  # a read after nnx.jit is no reason: say the real one
             elif live:
                 continue  # read later at every call: nothing to propose, nothing to say
@@ -1032,7 +1038,7 @@ def _mode_param(definition: JitDefinition, calls: list[ResolvedCall], index: int
     live = next((v.live for _, v in verdicts if v.live), None)
     if live is not None:
         return ParamState(name, blocker=live), Confidence.HIGH, [], verdicts
-    unpassed = next((rc for rc in calls if (rc.by_index.get(index) if index is not None else rc.by_name.get(name))
+    unpassed = next((rc for rc in calls if _arg_at(rc, index, name)
                      is None), None)
     if unpassed is not None:
         return ParamState(name, blocker=f"the call at {unpassed.path}:{unpassed.call.line} uses its default value, "

@@ -244,6 +244,34 @@ def test_nnx_model_not_proposed_says_why():
     assert "does not visibly update `model` in place" in refusal.reason
 
 
+
+def test_an_array_read_after_an_nnx_jit_call_is_not_called_a_possible_module():
+    source = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+@nnx.jit
+def step(model, batch):
+    return model(batch)
+
+
+def main(model, other):
+    batch = jnp.ones((2, 4))
+    for _ in range(3):
+        step(model, batch)
+        step(model, other)
+    print(batch.sum(), other.sum())
+"""
+    refusals = report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+    (refusal,) = [r for r in refusals if r.parameter == "batch"]
+    # `other` may be a Module (nnx would write it back): jaxmem says it cannot tell; for the
+    # array alone the reason would have been "read after the call", which needs no refusal
+    assert "cannot tell it is a Module" in refusal.reason
+    only_array = source.replace("        step(model, other)\n", "").replace(", other.sum()", "")
+    refusals = report([facts_for_file("prog.py", only_array, ALL)], ALL)[0].refusals
+    assert not [r for r in refusals if r.parameter == "batch"], refusals
+
 OPTAX_SAM_LIKE = """\
 import jax
 import jax.numpy as jnp
