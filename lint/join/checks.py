@@ -752,12 +752,12 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     owned = []
     texts: set[str] = set()
     scalar = True
+    what = "is updated in place and written back by nnx" if updated else \
+        "is an nnx object (made by an nnx class): nnx.jit returns its arrays and writes them back"
     for rc in calls:
         arg = _arg_at(rc, index, name)
         if not rc.resolved or arg is None or arg.key is None or _holds_twice(arg) or _shared_with(arg, rc):
             return  # a temporary, a *args call or a shared buffer: nothing to prove here
-        what = "is updated in place and written back by nnx" if updated else \
-            "is an nnx object (made by an nnx class): nnx.jit returns its arrays and writes them back"
         evidence.append(Evidence(f"`{arg.text}` {what} at the call at {rc.path}:{rc.call.line}",
                                  rc.path, rc.call.line))
         owned.append(_module_doubt(arg, rc, project))
@@ -785,12 +785,11 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     if doubts:
         confidence, why = Confidence.MEDIUM, f": {doubts[0]}"
     spelled, _ = donation_option(definition.transform, index, name, None)  # nnx.jit: argnums or argnames
+    kind = "which it updates in place and nnx writes back" if updated else \
+        "an nnx object: nnx.jit returns every one of its arrays and writes them back, a copy per call unless donated"
     out.add(
         "JXM001", def_path, _span(definition.line, definition.col, definition.end_line, definition.end_col),
-        f"`{definition.function}` does not donate `{name}`, which it updates in place and nnx writes back: "
-        f"add {spelled} to reuse its memory ({confidence.value} confidence{why})" if updated else
-        f"`{definition.function}` does not donate `{name}`, an nnx object: nnx.jit returns every one of its "
-        f"arrays and writes them back, a copy per call unless donated: add {spelled} to reuse its memory "
+        f"`{definition.function}` does not donate `{name}`, {kind}: add {spelled} to reuse its memory "
         f"({confidence.value} confidence{why})",
         confidence=confidence, definition=definition, definition_path=def_path, parameter=(index, name),
         evidence=evidence + [Evidence(d, def_path, definition.line) for d in doubts],

@@ -85,28 +85,28 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
                   unclean_classes: frozenset[str] = frozenset(), binding: cst.Call | None = None,
-                  nnx_classes: frozenset[str] = frozenset()) -> Ownership | None:
+                  local_nnx_classes: frozenset[str] = frozenset()) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
     is not bound only to calls (not an object this applies to).  ``binding``: the value of
     the one assignment that reaches the call; when every binding of ``name`` is a plain
     statement of the scope itself, only that object's occurrences are looked at
     (:func:`_one_object`: a notebook that makes a new ``model`` in every section).
-    ``nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`)."""
+    ``local_nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`)."""
     if binding is not None:
         occurrences = _one_object(name, occurrences, binding, positions) or occurrences
     values = _bound_values(name, occurrences)
     if not values or not all(isinstance(value, cst.Call) for value in values):
         return None
-    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes, nnx_classes).run()
+    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes, local_nnx_classes).run()
 
 
 class _Finder:
     def __init__(self, name: str, occurrences, imports, provenance, positions, unclean_classes,
-                 nnx_classes) -> None:
+                 local_nnx_classes) -> None:
         self.occurrences = occurrences
         self.unclean_classes = unclean_classes
-        self.nnx_classes = nnx_classes
+        self.local_nnx_classes = local_nnx_classes
         self.node = True  # every constructor seen so far makes an nnx graph node (see Ownership.node)
         self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
         # a call that may donate it sits in a def or lambda: it may run after any statement
@@ -238,7 +238,7 @@ class _Finder:
             local = value.func.value if isinstance(value.func, cst.Name) else None
             if local in self.unclean_classes:
                 return None
-            self.node &= local in self.nnx_classes
+            self.node &= local in self.local_nnx_classes
             return "module"
         if not qualified.startswith("flax.nnx."):
             self.classes.append(qualified)
@@ -332,23 +332,18 @@ def nnx_classes(module: cst.Module, imports) -> frozenset[str]:
     call.  A base imported from another project module is not followed (not listed)."""
     bases = {stmt.name.value: stmt.bases for stmt in module.body if isinstance(stmt, cst.ClassDef)}
     found: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, args in bases.items():
-            if name in found:
-                continue
-            for arg in args:
-                if arg.keyword is not None:
-                    continue  # ``metaclass=...``
-                base = arg.value
-                qualified = imports.resolve(base)
-                if (isinstance(base, cst.Name) and base.value in found) or (
-                        qualified is not None and qualified.startswith("flax.nnx.")
-                        and qualified.rsplit(".", 1)[-1][:1].isupper() and qualified != _RNGS):
-                    found.add(name)
-                    changed = True
-                    break
+
+    def nnx_base(arg: cst.Arg) -> bool:
+        if arg.keyword is not None:
+            return False  # ``metaclass=...``
+        if isinstance(arg.value, cst.Name) and arg.value.value in found:
+            return True
+        qualified = imports.resolve(arg.value)
+        return qualified is not None and qualified.startswith("flax.nnx.") and qualified != _RNGS \
+            and qualified.rsplit(".", 1)[-1][:1].isupper()
+
+    while new := {name for name, args in bases.items() if name not in found and any(map(nnx_base, args))}:
+        found |= new
     return frozenset(found)
 
 

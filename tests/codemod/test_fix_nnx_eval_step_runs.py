@@ -82,20 +82,30 @@ KEPT_KERNEL = PROGRAM.replace(
     "    print(pred_step(model, batch).tolist())\n    print(round(float(kernel.sum()), 4))\n",
 )
 
-# The same steps with a pytree of arrays that is no nnx object.
+# The same step with a pytree of arrays that is no nnx object, made by a class called
+# with no argument (as a Module is): only its base tells it apart.
 PYTREE = """\
+import dataclasses
+
+import flax.struct
+import jax
 import jax.numpy as jnp
 from flax import nnx
 
 
+@flax.struct.dataclass
+class Params:
+    w: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones((4, 4)))
+
+
 @nnx.jit
 def eval_step(params, batch):
-    return batch @ params["w"]
+    return batch @ params.w
 
 
-params = {"w": jnp.ones((4, 4))}
+params = Params()
 print(float(eval_step(params, jnp.ones((4, 4))).sum()))
-print(float(params["w"].sum()))
+print(float(params.w.sum()))
 """
 
 
