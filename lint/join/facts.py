@@ -359,6 +359,14 @@ class _Context:
             self._unpacked = unpacked_all(small_statements(self.module.body, into_scopes=False))
         return None if name in self.module_variables() else self._unpacked.get(name)
 
+    def rebound_functions(self) -> frozenset[str]:
+        """Top-level function names bound otherwise too (assigned, imported, a class, a
+        ``global`` in a function): a call by the name may not reach the def."""
+        self.module_values("")
+        classes = {stmt.name.value for stmt in self.module.body if isinstance(stmt, cst.ClassDef)}
+        other = set(self._module_values) | set(self.imports.names) | classes
+        return frozenset(name for name in self.module_functions if name in other)
+
     def module_variables(self) -> frozenset[str]:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
         if self._module_variables is None:
@@ -523,10 +531,11 @@ class _Summaries:
     helper that calls another helper sees its summary (cycles: empty)."""
 
     def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable,
-                 module_names: frozenset[str] = frozenset()) -> None:
+                 module_names: frozenset[str] = frozenset(), rebound: frozenset[str] = frozenset()) -> None:
         self.functions = functions
         self.imports = imports
         self.module_names = module_names  # module-level variables: a result holding one is not new
+        self.rebound = rebound  # function names bound otherwise too: their signature is not used
         self.done: dict[str, FunctionSummary] = {}
 
     def of(self, name: str) -> FunctionSummary | None:
@@ -537,11 +546,19 @@ class _Summaries:
             twice, returned = None, ()
             for function in self.functions[name]:  # a name defined twice: either may run
                 summary = summarize_function(function, self.imports, summary_of=self.of,
-                                             module_names=self.module_names)
+                                             module_names=self.module_names, signature_of=self.signature)
                 twice = twice or summary.twice
                 returned = tuple(dict.fromkeys(returned + summary.returned))
             self.done[name] = FunctionSummary(twice, returned)
         return self.done[name]
+
+    def signature(self, name: str) -> Signature | None:
+        """The signature of top-level function ``name`` when it is defined once and
+        no module-level assignment or import rebinds the name."""
+        functions = self.functions.get(name, ())
+        if len(functions) != 1 or name in self.rebound:
+            return None
+        return Signature.of(functions[0])
 
 
 def _key_expr(key: RefKey) -> cst.BaseExpression:
@@ -800,6 +817,8 @@ class FactExtractor:
             flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
             array_free_params)
         provenance.module_function = self._module_function
+        if not is_module:
+            provenance.local_names = frozenset(params) | frozenset(assigned)
         return _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
                       self_name, provenance)
 
@@ -975,6 +994,7 @@ class FactExtractor:
                                if site.definition.scope in visible and len(site.definition.callee) == 1)
             signature = Signature.of(function)
             summary = summarize_function(function, self.ctx.imports, summary_of=self.summaries.of,
+                                         signature_of=self.summaries.signature,
                                          free=frozenset(free_names(function)) - jitted, new_memory=jitted,
                                          module_names=self.summaries.module_names)
             if not set(summary.returned) <= {p.name for p in signature.params}:
@@ -1343,7 +1363,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
-    summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables())
+    summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables(), ctx.rebound_functions())
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue

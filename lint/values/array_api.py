@@ -135,10 +135,14 @@ def _always_copies(call) -> bool:
 def maps_to_new_arrays(function, resolve) -> bool:
     """Whether ``tree_map(function, tree)`` makes new leaves: ``function`` is a fresh
     constructor (``jnp.zeros_like``) or a lambda whose result is computed by an
-    operator (``lambda x: x / 10.0``: jax operators return new arrays, jax 0.10.2);
+    operator (``lambda x: x / 10.0``: jax operators return new arrays, jax 0.10.2)
+    or made by a fresh constructor (``lambda x: jnp.zeros(x.shape, x.dtype)``);
     ``resolve`` gives an expression's qualified name."""
     if isinstance(function, cst.Lambda):
-        return isinstance(function.body, (cst.BinaryOperation, cst.UnaryOperation))
+        body = function.body
+        if isinstance(body, cst.Call):
+            return is_fresh_constructor(resolve(body.func), body)
+        return isinstance(body, (cst.BinaryOperation, cst.UnaryOperation))
     return is_fresh_constructor(resolve(function))
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
 from jaxmem.lint.syntax.walk import call_argument, children
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
@@ -143,6 +144,9 @@ class Provenance:
         self.array_free_params = array_free_params  # annotated ``config: ConfigDict``, ``path: str``
         # This scope's summarised nested defs: name -> (FunctionSummary, Signature).
         self.nested_functions: dict[str, tuple] = {}
+        # names a function's own code binds (parameters, assignments): a call by one of
+        # them is not the file's top-level function of that name
+        self.local_names: frozenset[str] = frozenset()
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
@@ -374,7 +378,8 @@ class Provenance:
         key = ref_key(call.func)
         if key is not None:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
-            if maybe or (qualified is None and (key[0] in ctx.module_functions or key[0] in self.nested_functions)):
+            top_level = key[0] in ctx.module_functions and key[0] not in self.local_names
+            if maybe or (qualified is None and (top_level or key[0] in self.nested_functions)):
                 return [Origin(CALL, line, text, callee=key, qualified=project_name, shared_with=shared,
                                arg_reasons=arg_reasons)]
         if method is not None and qualified is None:
@@ -960,7 +965,7 @@ _HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
                        summary_of=None, free: frozenset[str] = frozenset(),
                        new_memory: frozenset[str] = frozenset(),
-                       module_names: frozenset[str] = frozenset()) -> FunctionSummary:
+                       module_names: frozenset[str] = frozenset(), signature_of=None) -> FunctionSummary:
     """The :class:`FunctionSummary` of ``function`` from its body alone.
 
     Flow-insensitive over the body (a name holds the union of what all its
@@ -969,7 +974,9 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     return any of its arguments (a "maybe" hold: it counts for ``returned``,
     not for ``twice``; ``certain_only`` leaves maybe-holds out of ``returned``).
     ``summary_of(name)`` gives the summaries of the file's other top-level
-    functions, so a helper calling a helper is followed.  For a nested def, ``free``
+    functions, so a helper calling a helper is followed; with ``signature_of(name)``
+    (the helper's :class:`Signature`, None when unknown) its result holds only the
+    arguments bound to the parameters it returns.  For a nested def, ``free``
     names the enclosing scopes' variables it reads (tracked like parameters, so a
     result holding one says so in ``returned``) and ``new_memory`` the jitted
     callables it calls (their results are new buffers).  ``module_names`` are the
@@ -987,7 +994,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     # a parameter annotated as holding no arrays (``obs_size: int``) is never held
     tracked = set(params) - annotated_array_free(function, imports)
     holder = _Holdings(imports, tracked | set(free), summary_of, new_memory,
-                       frozenset(module_names) - set(params) - set(free))
+                       frozenset(module_names) - set(params) - set(free), signature_of, function)
     name = function.name.value
     smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
     returned: list[_Held] = []
@@ -1060,12 +1067,15 @@ class _Holdings:
     and of locals made fresh (so ``z = zeros(...); return z, z`` is caught)."""
 
     def __init__(self, imports, params: set[str], summary_of=None, new_memory=frozenset(),
-                 module_names=frozenset()) -> None:
+                 module_names=frozenset(), signature_of=None, function: cst.FunctionDef | None = None) -> None:
         self.imports = imports
         self.module_names = module_names  # locals shadow them (see _held)
         self.new_memory = new_memory
         self.params = params
         self.summary_of = summary_of
+        self.signature_of = signature_of
+        self.function = function
+        self._only_called: dict[str, bool] = {}
         self.names: dict[str, _Held] = {}
         self.prng: dict[str, bool] = {}  # name -> every binding is a PRNG key (jax.random.split(...))
         self.overflow = False
@@ -1180,7 +1190,46 @@ class _Holdings:
         # a helper returning a module-level value or a cached result passes that on
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)
+        if helper is not None and (bound := self._returned_arguments(call, helper)) is not None:
+            parts = bound
         return tuple((key, False) for key, _ in parts) + held_elsewhere
+
+    def _returned_arguments(self, call: cst.Call, helper: FunctionSummary) -> _Held | None:
+        """What the arguments of a file helper's call that bind the parameters its
+        summary returns hold (``_zeros_like(nest)`` returning new arrays: nothing);
+        None when the call cannot be mapped or the name may not be the helper."""
+        name = call.func.value
+        signature = self.signature_of(name) if self.signature_of is not None else None
+        if signature is None or any(arg.star for arg in call.args) or not self._only_called_here(name):
+            return None
+        keywords = tuple(arg.keyword.value for arg in call.args if arg.keyword is not None)
+        positional = [arg for arg in call.args if arg.keyword is None]
+        mapping = map_arguments(len(positional), keywords, signature)
+        if not mapping.resolved:
+            return None
+        param_of = {number: signature.positional[index].name for index, number in mapping.by_index.items()}
+        param_of.update({number: keyword for keyword, number in mapping.by_name.items()})
+        rest = next((p.name for p in signature.params if p.kind == VAR_POSITIONAL), None)
+        extra = next((p.name for p in signature.params if p.kind == VAR_KEYWORD), None)
+        out: list = []
+        for number, arg in enumerate(positional + [arg for arg in call.args if arg.keyword is not None]):
+            param = param_of.get(number, rest if arg.keyword is None else extra)
+            if param is None or param in helper.returned:
+                out.extend(self.held(arg.value))
+        return tuple(out)
+
+    def _only_called_here(self, name: str) -> bool:
+        """Whether ``name`` is neither a parameter nor bound in the summarised function:
+        every mention of it in the body is the callee of a call, so it is the file's helper."""
+        if name in self.params or name in self.names or self.function is None:
+            return False
+        if name not in self._only_called:
+            from jaxmem.lint.syntax.walk import descendants_of_type
+            mentions = sum(1 for node in descendants_of_type(self.function.body, cst.Name) if node.value == name)
+            calls = sum(1 for node in descendants_of_type(self.function.body, cst.Call)
+                        if isinstance(node.func, cst.Name) and node.func.value == name)
+            self._only_called[name] = mentions == calls
+        return self._only_called[name]
 
 
 def _position_argument(call: cst.Call) -> list | None:

@@ -441,3 +441,18 @@ def test_tree_map_of_an_operator_lambda_makes_new_arrays():
     assert maps_to_new_arrays(cst.parse_expression("lambda x: -x"), resolve)
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: x if m else -x"), resolve)
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: x"), resolve)
+
+
+def test_tree_map_of_a_constructor_lambda_makes_new_arrays():
+    # brax's running_statistics._zeros_like: tree_map(lambda x: jnp.zeros(x.shape, ...), nest)
+    params = _params()
+    assert not _shares(jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), params), params)
+    assert not _shares(jax.tree.map(lambda x: jnp.array(x), params), params)
+    assert _shares(jax.tree.map(lambda x: jnp.asarray(x), params), params)  # may be x itself
+    assert _shares(jax.tree.map(lambda x: jnp.array(x, copy=False), params), params)
+    imports = ImportTable.from_module(cst.parse_module("import jax.numpy as jnp\n"))
+    assert maps_to_new_arrays(cst.parse_expression("lambda x: jnp.zeros(x.shape, x.dtype)"), imports.resolve)
+    assert maps_to_new_arrays(cst.parse_expression("lambda x: jnp.array(x)"), imports.resolve)
+    assert not maps_to_new_arrays(cst.parse_expression("lambda x: jnp.asarray(x)"), imports.resolve)
+    assert not maps_to_new_arrays(cst.parse_expression("lambda x: jnp.array(x, copy=False)"), imports.resolve)
+    assert not maps_to_new_arrays(cst.parse_expression("lambda x: keep(x)"), imports.resolve)

@@ -473,6 +473,103 @@ MEDIUM += [
         """, "which may keep it", id="checkpoint-save-with-unknown-keywords"),
 ]
 
+# A file helper's result holds only the arguments bound to the parameters its
+# summary returns (brax's running_statistics.init_state calling _zeros_like).
+HELPERS = """
+        def fresh(nest, scale=1.0):
+            return jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), nest)
+
+        def same(nest, scale=1.0):
+            return nest
+
+        def pick(a, b):
+            return b
+"""
+HIGH += [
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            state = {"m": fresh(sample), "s": pick(sample, jnp.ones(3))}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, id="helper-result-holds-no-argument"),
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            state = {"m": fresh(nest=sample, scale=2.0), "s": pick(b=jnp.ones(3), a=sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, id="helper-called-with-keywords"),
+    pytest.param(HELPERS + """
+        def init(nest, scale):
+            return {"m": fresh(nest, scale), "s": pick(nest, scale)}
+
+        def train(batches, sample):
+            state = init(sample, jnp.ones(3))
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, id="helper-of-a-helper-holds-no-argument"),
+]
+MEDIUM += [
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            state = {"m": fresh(sample), "s": same(sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-returning-its-argument"),
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            state = {"s": pick(jnp.ones(3), sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-returning-the-argument-it-binds"),
+    pytest.param(HELPERS + """
+        def train(batches, sample, fresh):
+            state = {"m": fresh(sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-name-shadowed-by-a-parameter"),
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            fresh = same
+            state = {"m": fresh(sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-name-rebound-locally"),
+    pytest.param(HELPERS + """
+        def train(batches, sample, args):
+            state = {"m": pick(*args, sample)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-called-with-star-arguments"),
+    pytest.param(HELPERS + """
+        def init(nest):
+            return {"m": fresh(nest), "s": same(nest)}
+
+        def train(batches, sample):
+            state = init(sample)
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-of-a-helper-returning-its-argument"),
+    pytest.param(HELPERS + """
+        def init(nest, fresh):
+            return {"m": fresh(nest)}
+
+        def train(batches, sample):
+            state = init(sample, same)
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-name-shadowed-inside-a-helper"),
+]
+
 
 @pytest.mark.parametrize("body", HIGH)
 def test_proved_at_high_confidence(body):
