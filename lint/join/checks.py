@@ -671,7 +671,9 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         if problem is not None:
             confidence = Confidence.MEDIUM
             reasons.append(problem)
-    released = _released_by_callers(arg, rc, project) if arg.owner == PARAM else None
+    released, useless = _released_by_callers(arg, rc, project) if arg.owner == PARAM else (None, None)
+    if useless is not None:
+        return _Verdict(useless=useless)
     if arg.owner != LOCAL and released is None:
         confidence = Confidence.MEDIUM
         reasons.append("the caller of the enclosing function may still hold it" if arg.owner == PARAM
@@ -696,32 +698,39 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text, doubts=tuple(reasons))
 
 
-def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None:
-    """Why the caller no longer holds parameter ``arg``, if it provably does not: the
-    enclosing function is a nested def called only by name in its parent (or a
-    private method called only through ``self`` in its class), and every
-    call passes a value that would be donated there at high confidence (dead after
-    the call, held by nothing else, its own buffers); else None."""
+def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
+    """``(released, useless)`` for parameter ``arg`` of a function whose every call jaxmem
+    sees: the enclosing function is a nested def called only by name in its parent (or a
+    private method called only through ``self`` in its class).  ``released`` says why the
+    caller no longer holds it: every call passes a value that would be donated there at
+    high confidence (dead after the call, held by nothing else, its own buffers).
+    ``useless`` says why donating it frees nothing: every call passes a value not worth
+    donating (a PRNG key, Python numbers).  Each is None when not proved."""
     callers = arg.callers
     if callers is None or not callers.calls:
-        return None
+        return None, None
     if callers.private_method and project.named_elsewhere(rc.path, callers.function):
-        return None  # another file may call it (a subclass, a test) with a value it still holds
-    lines = []
+        return None, None  # another file may call it (a subclass, a test) with a value it still holds
+    lines, verdicts = [], []
     for call, number in callers.calls:
         outer = ResolvedCall(rc.path, call, rc.definition, rc.definition_path, 0, True)
-        passed = call.args[number]
-        verdict = _verdict(outer, passed, project)
-        if verdict is None or verdict.live or verdict.useless or verdict.confidence != Confidence.HIGH:
-            return None
+        verdict = _verdict(outer, call.args[number], project)
+        if verdict is None or verdict.live:
+            return None, None
+        verdicts.append(verdict)
         lines.append(str(call.line))
     where = f"line{'s' if len(lines) > 1 else ''} {', '.join(lines)}"
+    if all(verdict.useless for verdict in verdicts):
+        return None, f"every call of `{callers.function}` ({where}) passes for `{callers.param}` a value not worth " \
+                     f"donating: {verdicts[0].useless}"
+    if any(verdict.useless or verdict.confidence != Confidence.HIGH for verdict in verdicts):
+        return None, None
     if callers.private_method:
         return (f"the private method `{callers.function}` is called only by `{callers.parent}`'s own methods "
                 f"({where}; no other file names it), and each call passes for `{callers.param}` a value dead after "
-                f"it, held by nothing else")
+                f"it, held by nothing else"), None
     return (f"`{callers.function}` is called only in `{callers.parent.rsplit('.', 1)[-1]}` ({where}), and each call "
-            f"passes for `{callers.param}` a value dead after it, held by nothing else")
+            f"passes for `{callers.param}` a value dead after it, held by nothing else"), None
 
 
 def _arg_at(rc: ResolvedCall, index: int | None, name: str):

@@ -775,3 +775,26 @@ def test_same_named_modules_that_disagree_give_no_signature():
     proposed = [f for f in found if f.code == "JXM001"]
     assert proposed and all(f.parameter_name is None and f.confidence != Confidence.HIGH for f in proposed)
     assert all("body of `j` is not visible" in f.message for f in proposed)
+
+
+def test_a_parameter_every_caller_passes_a_prng_key_is_not_proposed():
+    # brax's apg/train.py: training_epoch_with_timing(training_state, env_state, key) calls
+    # the jitted training_epoch with its key; train() passes it jax.random.split(...)'s half.
+    source = STEP.replace("def step(state, batch)", "def step(state, batch, key)").replace(
+        "return jax", "return key, jax") + textwrap.dedent("""
+        def train(batches, seed):
+            key = jax.random.PRNGKey(seed)
+            state = {"w": jnp.ones(3)}
+
+            def epoch(state, batch, key):
+                key, state = step(state, batch, key)
+                return state, key
+
+            for b in batches:
+                key, sub = jax.random.split(key)
+                state, _ = epoch(state, b, sub)
+            return state
+    """)
+    (reason,) = _refusal({"m.py": source}, "key")
+    assert "every call of `epoch`" in reason and "PRNG key" in reason
+    assert not [f for f in _run({"m.py": source})["m.py"].findings if f.parameter_name == "key"]
