@@ -54,6 +54,7 @@ from jaxmem.lint.values.array_api import (
     READING_WRAPPERS,
     READS,
     STAGING_DECORATORS,
+    TEST_CASES,
     TRACING_HIGHER_ORDER,
     TRACING_TRANSFORMS,
     call_effect,
@@ -977,7 +978,35 @@ class FactExtractor:
             return self.provenance.inits_new_arrays(func.value)
         if self.provenance.only_reads(func):
             return True  # buffer.sample(state, key), vault.write(state)
+        if self._test_assertion(func):
+            return True  # self.assertIsInstance(state, dict) in a unittest/absltest TestCase
         return self.provenance.is_transform_init(func) or self.provenance.immediate_jit(node)
+
+    def _test_assertion(self, func) -> bool:
+        """Whether ``func`` is ``self.assertX`` in a method of a top-level class whose bases are
+        all library test cases (``absltest.TestCase``, ``parameterized.TestCase``, ...): their
+        assertion methods compare their arguments and keep none.  Not the ones that call a
+        callable they are given (``assertRaises``, ``assertWarns``, ``assertLogs``), nor one the
+        class defines or the file assigns (``TestCase.assertEqual = ...``)."""
+        scope = self.scope
+        if not isinstance(func, cst.Attribute) or not func.attr.value.startswith("assert") \
+                or scope is None or scope.class_scope is None or scope.function is None \
+                or not isinstance(func.value, cst.Name) or func.value.value != scope.self_name:
+            return False
+        name = func.attr.value
+        if any(word in name for word in ("Raises", "Warns", "Logs")):
+            return False
+        if any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+               for d in scope.function.decorators):
+            return False  # the first parameter is not the instance
+        classes = self.ctx.top_level_classes().get(scope.class_scope[len("class:"):], ())
+        if len(classes) != 1 or not classes[0].bases or any(
+                isinstance(stmt, cst.FunctionDef) and stmt.name.value == name for stmt in classes[0].body.body):
+            return False
+        if self.ctx.source is None or re.search(rf"\b{re.escape(name)}\s*(=[^=]|:)", self.ctx.source):
+            return False  # assigned or annotated somewhere in the file
+        return all(arg.keyword is None and self.ctx.imports.resolve(arg.value) in TEST_CASES
+                   for arg in classes[0].bases)
 
     def summarize_nested(self, parent: _Scope) -> dict[str, tuple[FunctionSummary, Signature]]:
         """Summaries of the nested defs of ``parent`` that only plain calls in its own code

@@ -456,3 +456,28 @@ def test_tree_map_of_a_constructor_lambda_makes_new_arrays():
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: jnp.asarray(x)"), imports.resolve)
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: jnp.array(x, copy=False)"), imports.resolve)
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: keep(x)"), imports.resolve)
+
+
+def _test_case_class(qualified: str):
+    module, _, name = qualified.rpartition(".")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+@pytest.mark.parametrize("qualified", sorted(array_api.TEST_CASES))
+def test_test_case_assertions_keep_no_argument(qualified):
+    # array_api.TEST_CASES: after an assertion returns, nothing but the caller holds the array.
+    import weakref
+
+    pytest.importorskip(qualified.split(".")[0])
+    case = _test_case_class(qualified)("__init__")
+    calls = [("assertEqual", lambda x: (x.shape, (3,))), ("assertIsInstance", lambda x: (x, object)),
+             ("assertIsNotNone", lambda x: (x,)), ("assertIs", lambda x: (x, x)), ("assertIn", lambda x: (x, [x])),
+             ("assertTrue", lambda x: (bool(x.sum() > 0),)), ("assertNotEqual", lambda x: (x.shape, ()))]
+    if hasattr(case, "assertLen"):
+        calls.append(("assertLen", lambda x: ([x], 1)))
+    for name, arguments in calls:
+        array = jnp.ones(3)
+        getattr(case, name)(*arguments(array))
+        ref = weakref.ref(array)
+        del array
+        assert ref() is None, (qualified, name)
