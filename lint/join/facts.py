@@ -308,6 +308,7 @@ class _Context:
         self.imported_names = frozenset(imports.names) | frozenset(self.module_definitions)
         self._module_values: dict[str, list] | None = None
         self._module_variables: frozenset[str] | None = None
+        self._rebound_functions: frozenset[str] | None = None
         self._classes: dict[str, list[cst.ClassDef]] | None = None
         self._key_reads: dict[int, KeyReads] = {}  # id(top-level def) -> its parameters' key reads
         self._bindings: Bindings | None = None
@@ -363,10 +364,12 @@ class _Context:
     def rebound_functions(self) -> frozenset[str]:
         """Top-level function names bound otherwise too (assigned, imported, a class, a
         ``global`` in a function): a call by the name may not reach the def."""
-        self.module_values("")
-        classes = {stmt.name.value for stmt in self.module.body if isinstance(stmt, cst.ClassDef)}
-        other = set(self._module_values) | set(self.imports.names) | classes
-        return frozenset(name for name in self.module_functions if name in other)
+        if self._rebound_functions is None:
+            self.module_values("")
+            classes = {stmt.name.value for stmt in self.module.body if isinstance(stmt, cst.ClassDef)}
+            other = set(self._module_values) | set(self.imports.names) | classes
+            self._rebound_functions = frozenset(name for name in self.module_functions if name in other)
+        return self._rebound_functions
 
     def module_variables(self) -> frozenset[str]:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
@@ -818,6 +821,7 @@ class FactExtractor:
             flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
             array_free_params)
         provenance.module_function = self._module_function
+        provenance.is_module = is_module
         if not is_module:
             provenance.local_names = frozenset(params) | frozenset(assigned)
         return _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,

@@ -84,6 +84,54 @@ RULE = Rule(
             import jax
             import jax.numpy as jnp
 
+            def zeros_like(tree):
+                return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), tree)
+
+            def init_stats(sample):
+                return {"mean": zeros_like(sample), "count": jnp.zeros(())}
+
+            @jax.jit  # JXM001
+            def update(stats, batch):
+                count = stats["count"] + 1
+                return {"mean": stats["mean"] + (batch - stats["mean"]) / count, "count": count}
+
+            sample = jnp.ones(4)
+            stats = init_stats(sample)
+            for _ in range(3):
+                stats = update(stats, sample)
+            print(stats["mean"], sample)  # the helper made new arrays: sample is not shared
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            fixed="""
+            from functools import partial
+
+            import jax
+            import jax.numpy as jnp
+
+            def zeros_like(tree):
+                return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), tree)
+
+            def init_stats(sample):
+                return {"mean": zeros_like(sample), "count": jnp.zeros(())}
+
+            @partial(jax.jit, donate_argnums=0)  # JXM001
+            def update(stats, batch):
+                count = stats["count"] + 1
+                return {"mean": stats["mean"] + (batch - stats["mean"]) / count, "count": count}
+
+            sample = jnp.ones(4)
+            stats = init_stats(sample)
+            for _ in range(3):
+                stats = update(stats, sample)
+            print(stats["mean"], sample)  # the helper made new arrays: sample is not shared
+            """,
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
             @jax.jit  # JXM001
             def step(state, batch):
                 return state + batch.sum()

@@ -147,6 +147,7 @@ class Provenance:
         # names a function's own code binds (parameters, assignments): a call by one of
         # them is not the file's top-level function of that name
         self.local_names: frozenset[str] = frozenset()
+        self.is_module = False  # the scope is a module's own code
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
@@ -489,7 +490,7 @@ class Provenance:
                      if not (arg.keyword is not None and arg.keyword.value == "rngs" and _is_class_call(value))]
             if isinstance(value.func, cst.Name) and value.func.value in self.nested_functions:
                 parts = self._returned_args(value, *self.nested_functions[value.func.value])
-            elif isinstance(value.func, cst.Name) and self.owner_of((value.func.value,)) == "global" \
+            elif isinstance(value.func, cst.Name) and self._names_top_level_function(value.func.value) \
                     and (helper := self.module_function(value.func.value)) is not None:
                 parts = self._returned_args(value, *helper)  # a helper of this file, by its summary
             if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
@@ -505,6 +506,13 @@ class Provenance:
         if isinstance(value, (cst.Subscript, cst.Attribute)):
             return self._may_contain(value.value, depth)
         return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+
+    def _names_top_level_function(self, name: str) -> bool:
+        """Whether a call by ``name`` here reaches the file's top-level def of that name:
+        in a function, no local binds it; at module level, nothing else binds it."""
+        if self.is_module:
+            return name in self.ctx.module_functions and name not in self.ctx.rebound_functions()
+        return self.owner_of((name,)) == "global"
 
     def _older_value_of_source(self, key: RefKey, event, at_call: Point) -> bool:
         """Whether ``event`` (a write ``key = source`` of a local name) copies a value of

@@ -798,3 +798,24 @@ def test_a_parameter_every_caller_passes_a_prng_key_is_not_proposed():
     (reason,) = _refusal({"m.py": source}, "key")
     assert "every call of `epoch`" in reason and "PRNG key" in reason
     assert not [f for f in _run({"m.py": source})["m.py"].findings if f.parameter_name == "key"]
+
+
+@pytest.mark.parametrize("made,confidence", [
+    ("fresh(sample)", Confidence.HIGH),
+    ("same(sample)", Confidence.MEDIUM),
+    ("pick(sample, jnp.ones(3))", Confidence.HIGH),
+    ("pick(jnp.ones(3), sample)", Confidence.MEDIUM),
+])
+def test_module_level_code_passes_a_helpers_result_beside_its_argument(made, confidence):
+    # A notebook or script: the state and its maker's argument go to the same call.
+    source = STEP + textwrap.dedent(HELPERS) + textwrap.dedent(f"""
+        sample = jnp.ones(3)
+        state = {{"m": {made}}}
+        for _ in range(3):
+            state = step(state, sample)
+        print(sample)
+    """)
+    finding = _state_finding({"m.py": source})
+    assert finding is not None and finding.confidence is confidence, finding and finding.message
+    rebound = source.replace("\nsample = jnp.ones(3)", "\nfresh = same\npick = same\nsample = jnp.ones(3)")
+    assert _state_finding({"m.py": rebound}).confidence is Confidence.MEDIUM
