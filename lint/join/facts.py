@@ -540,6 +540,7 @@ class _Summaries:
         self.imports = imports
         self.module_names = module_names  # module-level variables: a result holding one is not new
         self.rebound = rebound  # function names bound otherwise too: their signature is not used
+        self.in_progress: set[str] = set()  # recursion: their summary is not known yet
         self.done: dict[str, FunctionSummary] = {}
 
     def of(self, name: str) -> FunctionSummary | None:
@@ -547,12 +548,14 @@ class _Summaries:
             return None
         if name not in self.done:
             self.done[name] = FunctionSummary()  # while in progress
+            self.in_progress.add(name)
             twice, returned = None, ()
             for function in self.functions[name]:  # a name defined twice: either may run
                 summary = summarize_function(function, self.imports, summary_of=self.of,
                                              module_names=self.module_names, signature_of=self.signature)
                 twice = twice or summary.twice
                 returned = tuple(dict.fromkeys(returned + summary.returned))
+            self.in_progress.discard(name)
             self.done[name] = FunctionSummary(twice, returned)
         return self.done[name]
 
@@ -560,8 +563,8 @@ class _Summaries:
         """The signature of top-level function ``name`` when it is defined once and
         no module-level assignment or import rebinds the name."""
         functions = self.functions.get(name, ())
-        if len(functions) != 1 or name in self.rebound:
-            return None
+        if len(functions) != 1 or name in self.rebound or name in self.in_progress:
+            return None  # in progress: a recursive call may return any of its arguments
         return Signature.of(functions[0])
 
 

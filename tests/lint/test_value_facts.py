@@ -568,6 +568,19 @@ MEDIUM += [
                 state = step(state, b)
             return state, sample
         """, "`sample`", id="helper-name-shadowed-inside-a-helper"),
+    pytest.param(HELPERS + """
+        def first(nest, again):
+            return second(nest, again) if again else nest
+
+        def second(nest, again):
+            return first(nest, again)
+
+        def train(batches, sample):
+            state = {"m": first(fresh(sample), False), "s": second(sample, True)}
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helpers-calling-each-other"),
 ]
 
 
