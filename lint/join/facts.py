@@ -54,6 +54,7 @@ from jaxmem.lint.values.array_api import (
     READING_WRAPPERS,
     READS,
     STAGING_DECORATORS,
+    STAGING_HIGHER_ORDER,
     TEST_CASES,
     TRACING_HIGHER_ORDER,
     TRACING_TRANSFORMS,
@@ -1369,6 +1370,32 @@ def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
     return found
 
 
+_STAGING_HOF_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in STAGING_HIGHER_ORDER)
+
+
+def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -> frozenset[str]:
+    """Names of functions that run only staged: every mention of the name in the file
+    (comments and strings included) is its one ``def`` or an argument of a
+    ``STAGING_HIGHER_ORDER`` call (``jax.lax.scan(one_step, state, keys)``,
+    ``lax.switch(i, [f, g], x)``), which traces it, so a donation in its body does nothing."""
+    if source is None:
+        return frozenset()
+    handed: dict[str, int] = {}
+    for call in descendants_of_type(module, cst.Call):
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last not in _STAGING_HOF_NAMES or imports.resolve(func) not in STAGING_HIGHER_ORDER:
+            continue
+        for arg in call.args:
+            values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) \
+                else [arg.value]
+            for value in values:
+                if isinstance(value, cst.Name):
+                    handed[value.value] = handed.get(value.value, 0) + 1
+    return frozenset(name for name, count in handed.items()
+                     if len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1 + count)
+
+
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
                        lambda call: ctx.key_reads(call, scope), ctx.imported_names)
@@ -1420,6 +1447,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     facts.traced_callables |= _traced_callables(module_flow, imports)
 
     functions = list(_function_scopes(module.body))
+    only_staged = _only_staged(module, imports, source)
     if facts.definitions:
         text = source if source is not None else module.code
         facts.name_mentions = _name_mentions(text, facts.definitions, functions, positions,
@@ -1436,7 +1464,8 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         self_name = sig.params[0].name if class_scope and sig.params else None
         if class_scope and self_name is None:
             self_name = "self"
-        traced = id(function) in ctx.jitted_functions or _staged(function, imports)
+        traced = id(function) in ctx.jitted_functions or _staged(function, imports) \
+            or function.name.value in only_staged
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))

@@ -481,3 +481,38 @@ def test_test_case_assertions_keep_no_argument(qualified):
         ref = weakref.ref(array)
         del array
         assert ref() is None, (qualified, name)
+
+
+_STAGING_RUNS = {
+    "jax.lax.scan": lambda body, c: jax.lax.scan(lambda carry, _: (body(carry), None), c, None, length=2)[0],
+    "jax.lax.fori_loop": lambda body, c: jax.lax.fori_loop(0, 2, lambda i, carry: body(carry), c),
+    "jax.lax.while_loop": lambda body, c: jax.lax.while_loop(lambda carry: carry.sum() < 6, body, c),
+    "jax.lax.cond": lambda body, c: jax.lax.cond(True, body, body, c),
+    "jax.lax.switch": lambda body, c: jax.lax.switch(1, [body, body], c),
+    "jax.lax.map": lambda body, c: jax.lax.map(body, jnp.stack([c, c])),
+}
+
+
+@pytest.mark.parametrize("qualified", sorted(array_api.STAGING_HIGHER_ORDER))
+def test_staging_higher_order_functions_trace_their_function(qualified):
+    # array_api.STAGING_HIGHER_ORDER: called eagerly, they trace the function they are given, so a
+    # donating jit inside it deletes neither the carry nor an array closed over.
+    step = jax.jit(lambda s: s + 1.0, donate_argnums=0)
+    outside = jnp.ones(3)
+    carry = jnp.zeros(3)
+
+    def body(c):
+        return step(c) + 0.0 * step(outside).sum()
+
+    _STAGING_RUNS[qualified](body, carry)
+    assert not carry.is_deleted() and not outside.is_deleted()
+
+
+def test_associative_scan_runs_its_function_on_concrete_arrays():
+    # Not in STAGING_HIGHER_ORDER: a donating jit inside deletes what it is given.
+    step = jax.jit(lambda s: s + 1.0, donate_argnums=0)
+    outside = jnp.ones(3)
+    with pytest.raises(Exception, match="deleted or donated|has been deleted"):
+        jax.lax.associative_scan(lambda a, b: step(a) + b + 0.0 * step(outside).sum(), jnp.zeros((2, 3)))
+    assert outside.is_deleted()
+    assert "jax.lax.associative_scan" not in array_api.STAGING_HIGHER_ORDER

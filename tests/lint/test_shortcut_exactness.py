@@ -52,6 +52,14 @@ _UTIL = (
     "import jax.numpy as jnp\n\n\ndef unrelated(x):\n    return x + 1\n\n\n"
     "def fresh(x):\n    return jnp.copy(x) * 2\n\n\ndef other():\n    return unrelated(2)\n"
 )
+_STAGED = (
+    "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef step(key, state):\n"
+    "    return state + jax.random.normal(key, state.shape)\n\n\n"
+    "def one_step(state, rng_key):\n    state = step(rng_key, state)\n    return state, state.sum()\n\n\n"
+    "def unrelated(x):\n    return x + 1\n\n\n"
+    "def main():\n    state = jnp.zeros(3)\n    keys = jax.random.split(jax.random.PRNGKey(0), 10)\n"
+    "    final, sums = jax.lax.scan(one_step, state, keys)\n    print(final, sums)\n"
+)
 _PROJECTS = {
     # util.py is skipped (no jit word, calls nothing jitted); fresh() is reached as a module attribute.
     "module-attribute": {
@@ -126,6 +134,10 @@ _PROJECTS = {
             "def main(batches):\n    model = MLP(nnx.Rngs(0))\n    for x in batches:\n        step(model, x)\n"
         ),
     },
+    # A jitted step called only in a function handed to jax.lax.scan (traced: nothing to donate),
+    # beside a chunk the pre-filter blanks; called once eagerly too, it is proposed again.
+    "staged-body": {"pkg/run.py": _STAGED},
+    "staged-body-also-eager": {"pkg/run.py": _STAGED.replace("print(final", "print(one_step(state, keys[0]), final")},
 }
 _SETTINGS = {"wrapper": Settings(min_confidence=Confidence.LOW, extra_wrappers=("mylib.compile_step",))}
 
@@ -140,6 +152,8 @@ _DECIDED = {
     "wrapper": lambda findings: not _proposed_high(findings),
     "short-name": lambda findings: not _proposed_high(findings),
     "nnx-class": _proposed_high,
+    "staged-body": lambda findings: not any(f[1] == "JXM001" for f in findings),
+    "staged-body-also-eager": lambda findings: any(f[1] == "JXM001" for f in findings),
 }
 
 
