@@ -443,15 +443,9 @@ class Provenance:
     def _returned_args(call: cst.Call, summary: FunctionSummary, signature) -> list:
         """The arguments of ``call`` whose arrays its result may hold, by the callee's summary
         (a result that holds one of its own new arrays twice, ``twice``, holds no argument for that:
-        the origin's own check reports it)."""
-        if any(arg.star for arg in call.args):
-            return [arg.value for arg in call.args]
-        out = []
-        for i, arg in enumerate(call.args):
-            name = signature.name_at(i) if arg.keyword is None else arg.keyword.value
-            if name is None or name in summary.returned:
-                out.append(arg.value)
-        return out
+        the origin's own check reports it); every argument when the call cannot be mapped."""
+        found = returned_arguments(call, summary.returned, signature)
+        return [arg.value for arg in call.args] if found is None else found
 
     def _may_contain(self, value, depth: int = 0, skip_origin=None, at_call: Point | None = None) -> set[RefKey]:
         """What ``value`` may hold arrays of, as keys: the values it passes, and
@@ -1208,23 +1202,10 @@ class _Holdings:
         None when the call cannot be mapped or the name may not be the helper."""
         name = call.func.value
         signature = self.signature_of(name) if self.signature_of is not None else None
-        if signature is None or any(arg.star for arg in call.args) or not self._only_called_here(name):
+        if signature is None or not self._only_called_here(name):
             return None
-        keywords = tuple(arg.keyword.value for arg in call.args if arg.keyword is not None)
-        positional = [arg for arg in call.args if arg.keyword is None]
-        mapping = map_arguments(len(positional), keywords, signature)
-        if not mapping.resolved:
-            return None
-        param_of = {number: signature.positional[index].name for index, number in mapping.by_index.items()}
-        param_of.update({number: keyword for keyword, number in mapping.by_name.items()})
-        rest = next((p.name for p in signature.params if p.kind == VAR_POSITIONAL), None)
-        extra = next((p.name for p in signature.params if p.kind == VAR_KEYWORD), None)
-        out: list = []
-        for number, arg in enumerate(positional + [arg for arg in call.args if arg.keyword is not None]):
-            param = param_of.get(number, rest if arg.keyword is None else extra)
-            if param is None or param in helper.returned:
-                out.extend(self.held(arg.value))
-        return tuple(out)
+        found = returned_arguments(call, helper.returned, signature)
+        return None if found is None else tuple(h for value in found for h in self.held(value))
 
     def _only_called_here(self, name: str) -> bool:
         """Whether ``name`` is neither a parameter nor bound in the summarised function:
@@ -1238,6 +1219,30 @@ class _Holdings:
                         if isinstance(node.func, cst.Name) and node.func.value == name)
             self._only_called[name] = mentions == calls
         return self._only_called[name]
+
+
+def returned_arguments(call: cst.Call, returned, signature) -> list | None:
+    """The argument values of ``call`` bound to the parameters named in ``returned`` (a
+    callee's :attr:`FunctionSummary.returned`), mapped onto ``signature``: extra positionals
+    go to ``*args``, unknown keywords to ``**kwargs``.  None when ``*``/``**`` arguments or a
+    mismatch leave the binding unknown."""
+    if any(arg.star for arg in call.args):
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = [arg for arg in call.args if arg.keyword is not None]
+    mapping = map_arguments(len(positional), tuple(arg.keyword.value for arg in keywords), signature)
+    if not mapping.resolved:
+        return None
+    param_of = {number: signature.positional[index].name for index, number in mapping.by_index.items()}
+    param_of.update({number: keyword for keyword, number in mapping.by_name.items()})
+    rest = next((p.name for p in signature.params if p.kind == VAR_POSITIONAL), None)
+    extra = next((p.name for p in signature.params if p.kind == VAR_KEYWORD), None)
+    out = []
+    for number, arg in enumerate(positional + keywords):
+        param = param_of.get(number, rest if arg.keyword is None else extra)
+        if param is None or param in returned:
+            out.append(arg.value)
+    return out
 
 
 def _position_argument(call: cst.Call) -> list | None:

@@ -484,6 +484,9 @@ HELPERS = """
 
         def pick(a, b):
             return b
+
+        def gather(**parts):
+            return parts
 """
 HIGH += [
     pytest.param(HELPERS + """
@@ -581,6 +584,13 @@ MEDIUM += [
                 state = step(state, b)
             return state, sample
         """, "`sample`", id="helpers-calling-each-other"),
+    pytest.param(HELPERS + """
+        def train(batches, sample):
+            state = gather(m=fresh(sample), s=sample)
+            for b in batches:
+                state = step(state, b)
+            return state, sample
+        """, "`sample`", id="helper-returning-its-keyword-arguments"),
 ]
 
 
@@ -818,6 +828,8 @@ def test_a_parameter_every_caller_passes_a_prng_key_is_not_proposed():
     ("same(sample)", Confidence.MEDIUM),
     ("pick(sample, jnp.ones(3))", Confidence.HIGH),
     ("pick(jnp.ones(3), sample)", Confidence.MEDIUM),
+    ("gather(m=fresh(sample))", Confidence.HIGH),
+    ("gather(s=sample)", Confidence.MEDIUM),
 ])
 def test_module_level_code_passes_a_helpers_result_beside_its_argument(made, confidence):
     # A notebook or script: the state and its maker's argument go to the same call.
