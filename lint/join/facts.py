@@ -775,6 +775,7 @@ class FactExtractor:
         self.summaries: _Summaries | None = None
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
+        self._assigned_in_file: dict[str, bool] = {}  # a method name -> the file assigns or annotates it
         self._method_scopes: dict[int, _Scope] = {}
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
@@ -1011,7 +1012,11 @@ class FactExtractor:
         if len(classes) != 1 or not classes[0].bases or any(
                 isinstance(stmt, cst.FunctionDef) and stmt.name.value == name for stmt in classes[0].body.body):
             return False
-        if self.ctx.source is None or re.search(rf"\b{re.escape(name)}\s*(=[^=]|:)", self.ctx.source):
+        if self.ctx.source is None:
+            return False
+        if name not in self._assigned_in_file:  # asked once per name: a test file asserts often
+            self._assigned_in_file[name] = re.search(rf"\b{re.escape(name)}\s*(=[^=]|:)", self.ctx.source) is not None
+        if self._assigned_in_file[name]:
             return False  # assigned or annotated somewhere in the file
         return all(arg.keyword is None and self.ctx.imports.resolve(arg.value) in TEST_CASES
                    for arg in classes[0].bases)
@@ -1356,21 +1361,28 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
-_TRACING_HOF_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in TRACING_HIGHER_ORDER)
+_LAST_PARTS = {table: frozenset(name.rsplit(".", 1)[-1] for name in table)
+               for table in (TRACING_HIGHER_ORDER, STAGING_HIGHER_ORDER)}
+
+
+def _calls_of(calls, imports: ImportTable, table: frozenset[str]):
+    """The calls among ``calls`` of a function in ``table`` (``TRACING_HIGHER_ORDER`` or
+    ``STAGING_HIGHER_ORDER``); the name's last part is compared first, so most calls are
+    never resolved."""
+    last_parts = _LAST_PARTS[table]
+    for call in calls:
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last in last_parts and imports.resolve(func) in table:
+            yield call
 
 
 def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
     """Names ``flow``'s calls hand to a tracing higher-order function (``TRACING_HIGHER_ORDER``)."""
     found: set[str] = set()
-    for call in flow.call_nodes:
-        func = call.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if last in _TRACING_HOF_NAMES and imports.resolve(func) in TRACING_HIGHER_ORDER:
-            found.update(arg.value.value for arg in call.args if isinstance(arg.value, cst.Name))
+    for call in _calls_of(flow.call_nodes, imports, TRACING_HIGHER_ORDER):
+        found.update(arg.value.value for arg in call.args if isinstance(arg.value, cst.Name))
     return found
-
-
-_STAGING_HOF_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in STAGING_HIGHER_ORDER)
 
 
 def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -> frozenset[str]:
@@ -1381,11 +1393,7 @@ def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -
     if source is None:
         return frozenset()
     handed: dict[str, int] = {}
-    for call in descendants_of_type(module, cst.Call):
-        func = call.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if last not in _STAGING_HOF_NAMES or imports.resolve(func) not in STAGING_HIGHER_ORDER:
-            continue
+    for call in _calls_of(descendants_of_type(module, cst.Call), imports, STAGING_HIGHER_ORDER):
         for arg in call.args:
             values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) \
                 else [arg.value]
