@@ -84,6 +84,13 @@ def requirements(root: Path) -> tuple[list[str], list[str]]:
     return base, test
 
 
+def _see_this_interpreter(python: Path) -> None:
+    """Let the run venv at ``python`` import this interpreter's packages (jax, pytest, jaxmem)."""
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "_jaxmem_accuracy_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+
 def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
     """The venv for ``label`` (created once) and what it installed or left out.
 
@@ -94,13 +101,12 @@ def project_venv(label: str, root: Path, log) -> tuple[Path, dict]:
     python = folder / "bin" / "python"
     record = folder / "installed.txt"
     if record.exists():
+        _see_this_interpreter(python)  # the venv that made it may be gone (a removed worktree)
         return python, {"installed": record.read_text().split(), "left_out": (folder / "left_out.txt").read_text().split()}
     if folder.exists():
         shutil.rmtree(folder)
     venv.create(folder, with_pip=True)
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "_jaxmem_accuracy_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _see_this_interpreter(python)
     constraints = folder / "constraints.txt"
     constraints.write_text("jax==0.10.2\njaxlib==0.10.2\n")
     base, test = requirements(root)
