@@ -1404,6 +1404,30 @@ def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -
                      if len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1 + count)
 
 
+# Transforms that trace the function handed to them; within a traced parent each runs staged.
+_TRACING_ANY = TRACING_HIGHER_ORDER | STAGING_HIGHER_ORDER | TRACING_TRANSFORMS
+
+
+def _escapes(function: cst.FunctionDef, parent: cst.FunctionDef | None, imports: ImportTable) -> bool:
+    """Whether the nested def ``function`` may run outside its ``parent``'s run: its
+    name, anywhere in ``parent``, is used other than in its one ``def``, called
+    (``helper(s)``) or handed to a tracing transform (``jax.grad(loss_fn)``,
+    ``jax.lax.scan(body, ...)``).  A def that does not escape a traced parent runs only
+    while the parent is traced (``jax.debug.callback(helper)`` runs it later: it escapes)."""
+    if parent is None:
+        return True  # a name defined twice
+    name = function.name.value
+    allowed: set[int] = {id(function.name)}
+    for call in descendants_of_type(parent, cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value == name:
+            allowed.add(id(call.func))
+        elif any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args) \
+                and imports.resolve(call.func) in _TRACING_ANY:
+            allowed.update(id(arg.value) for arg in call.args
+                           if isinstance(arg.value, cst.Name) and arg.value.value == name and arg.keyword is None)
+    return any(node.value == name and id(node) not in allowed for node in descendants_of_type(parent, cst.Name))
+
+
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
                        lambda call: ctx.key_reads(call, scope), ctx.imported_names)
@@ -1465,6 +1489,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
+    traced_scopes: set[str] = set()
     for function, scopes, class_scope in functions:
         flow = _flow_builder(ctx, function).build_function(function)
         sig = Signature.of(function)
@@ -1473,7 +1498,11 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         if class_scope and self_name is None:
             self_name = "self"
         traced = id(function) in ctx.jitted_functions or _staged(function, imports) \
-            or function.name.value in only_staged
+            or function.name.value in only_staged \
+            or (len(scopes) > 2 and scopes[1] in traced_scopes and scopes[0] == f"{scopes[1]}.{function.name.value}"
+                and not _escapes(function, extractor.functions.get(scopes[1]), imports))
+        if traced:
+            traced_scopes.add(scopes[0])
         facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
                                               annotated_array_free(function, imports), function,
                                               scopes[0] in parents))
