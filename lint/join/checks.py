@@ -65,6 +65,7 @@ from jaxmem.lint.join.facts import (
 )
 from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
+from jaxmem.lint.syntax.relevance import OWN_METHOD
 from jaxmem.lint.values.array_api import FRESH_CONSTRUCTORS
 from jaxmem.lint.values.provenance import (
     CALL,
@@ -278,6 +279,12 @@ class Index:
         """Whether a file of the run other than ``path`` mentions the private name ``name``."""
         return any(name in names for other, names in self.private_names.items() if other != path)
 
+    def method_named_elsewhere(self, path: str, key: str) -> bool:
+        """Whether a file of the run other than ``path`` names the method ``key`` (``.name``)
+        other than in a def or through ``self``/``cls`` (``relevance.OWN_METHOD``)."""
+        return any(key in names and OWN_METHOD + key not in names
+                   for other, names in self.private_names.items() if other != path)
+
     def passed_around(self, path: str, name: str, scope: str | None = None) -> bool:
         """Whether ``name`` (a local of function ``scope``, or top-level) of file ``path``
         is used as a value there, or imported and used as a value elsewhere."""
@@ -308,7 +315,8 @@ def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall
     out: list[ResolvedCall] = []
     for facts in all_facts:
         for call in facts.calls:
-            if call.traced:
+            if call.traced or (call.traced_unless and not any(index.method_named_elsewhere(facts.path, key)
+                                                                for key in call.traced_unless)):
                 continue  # donation inside a traced function is a no-op
             for def_path, definition in index.resolve(facts.path, call):
                 out.append(_resolved(facts.path, call, def_path, definition))

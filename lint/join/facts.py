@@ -38,6 +38,7 @@ from jaxmem.lint.callables.signatures import (
     Signature,
     map_arguments,
 )
+from jaxmem.lint.join.traced_scopes import traced_functions
 from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
 from jaxmem.lint.syntax.walk import (
@@ -156,6 +157,8 @@ class CallFacts:
     has_star: bool
     traced: bool
     text: str
+    # Traced too while no other file calls these methods (``.name``; lint.join.traced_scopes).
+    traced_unless: tuple[str, ...] = ()
 
     @property
     def args(self) -> list[ArgFacts]:
@@ -1404,30 +1407,6 @@ def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -
                      if len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1 + count)
 
 
-# Transforms that trace the function handed to them; within a traced parent each runs staged.
-_TRACING_ANY = TRACING_HIGHER_ORDER | STAGING_HIGHER_ORDER | TRACING_TRANSFORMS
-
-
-def _escapes(function: cst.FunctionDef, parent: cst.FunctionDef | None, imports: ImportTable) -> bool:
-    """Whether the nested def ``function`` may run outside its ``parent``'s run: its
-    name, anywhere in ``parent``, is used other than in its one ``def``, called
-    (``helper(s)``) or handed to a tracing transform (``jax.grad(loss_fn)``,
-    ``jax.lax.scan(body, ...)``).  A def that does not escape a traced parent runs only
-    while the parent is traced (``jax.debug.callback(helper)`` runs it later: it escapes)."""
-    if parent is None:
-        return True  # a name defined twice
-    name = function.name.value
-    allowed: set[int] = {id(function.name)}
-    for call in descendants_of_type(parent, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value == name:
-            allowed.add(id(call.func))
-        elif any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args) \
-                and imports.resolve(call.func) in _TRACING_ANY:
-            allowed.update(id(arg.value) for arg in call.args
-                           if isinstance(arg.value, cst.Name) and arg.value.value == name and arg.keyword is None)
-    return any(node.value == name and id(node) not in allowed for node in descendants_of_type(parent, cst.Name))
-
-
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
                        lambda call: ctx.key_reads(call, scope), ctx.imported_names)
@@ -1489,7 +1468,9 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
-    traced_scopes: set[str] = set()
+    base = {id(function) for function, _, _ in functions
+            if id(function) in ctx.jitted_functions or _staged(function, imports) or function.name.value in only_staged}
+    traced_by = traced_functions(functions, base, imports, source, ctx.top_level_classes())
     for function, scopes, class_scope in functions:
         flow = _flow_builder(ctx, function).build_function(function)
         sig = Signature.of(function)
@@ -1497,15 +1478,13 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         self_name = sig.params[0].name if class_scope and sig.params else None
         if class_scope and self_name is None:
             self_name = "self"
-        traced = id(function) in ctx.jitted_functions or _staged(function, imports) \
-            or function.name.value in only_staged \
-            or (len(scopes) > 2 and scopes[1] in traced_scopes and scopes[0] == f"{scopes[1]}.{function.name.value}"
-                and not _escapes(function, extractor.functions.get(scopes[1]), imports))
-        if traced:
-            traced_scopes.add(scopes[0])
-        facts.calls.extend(extractor.calls_in(flow, scopes, class_scope, traced, params, self_name, False,
-                                              annotated_array_free(function, imports), function,
-                                              scopes[0] in parents))
+        # traced whatever other files do, or only while no other file calls the methods in `unless`
+        unless = traced_by.get(id(function))
+        calls = extractor.calls_in(flow, scopes, class_scope, unless == frozenset(), params, self_name, False,
+                                   annotated_array_free(function, imports), function, scopes[0] in parents)
+        if unless:
+            calls = [dataclasses.replace(call, traced_unless=tuple(sorted(unless))) for call in calls]
+        facts.calls.extend(calls)
         facts.traced_callables |= _traced_callables(flow, imports)
         # a local passed around is that scope's own: another scope's same-named local is not it
         local = (params | _assigned_names(flow)) - flow.globals  # not its `global`/`nonlocal` names

@@ -14,9 +14,9 @@ the shortcuts (``JAXMEM_NO_SHORTCUTS=1``; ``benchmarks/accuracy.py`` checks).
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from jaxmem.lint.callables.project_names import is_project_module, private_names_of
@@ -85,6 +85,12 @@ _MODULE_BY_NAME = re.compile(r"\b(?:getattr|vars)\s*\(\s*(?!self\b|cls\b)[A-Za-z
 _STRING_LITERAL = re.compile(r"""(?<![\w])(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
 _ATTRIBUTE_NAME = re.compile(r"\.[ \t]*([^\W\d]\w*)")
+# An indented ``def`` (a method, or a nested def), and a method named through ``self``/``cls``.
+_INDENTED_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_OWN_METHOD_USE = re.compile(r"\b(?:self|cls)[ \t]*\.[ \t]*(\w+)")
+# The mark, in ``private_names``, of an attribute name every mention of which is a def or a
+# ``self.``/``cls.`` use (no identifier has a ``!``).
+OWN_METHOD = "!"
 _IMPORTED_MODULE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 # ``import a.b, c as d`` (at a line start, or after ``;`` or ``:``).
 _IMPORT = re.compile(r"(?:^|[;:])[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
@@ -310,7 +316,21 @@ def private_names(text: str) -> frozenset[str]:
     attribute no other file names is called only where jaxmem sees it."""
     names = {name for name in _PRIVATE_NAME.findall(text) if not name.endswith("__")}
     names.update("." + name for name in _ATTRIBUTE_NAME.findall(text))
+    names.update(OWN_METHOD + "." + name for name in _own_methods(text))
     return frozenset(names)
+
+
+def _own_methods(text: str) -> list[str]:
+    """The names every mention of which in ``text`` (code, strings, comments) is an indented
+    ``def`` of it or ``self.name`` / ``cls.name``: the file's own methods, called through
+    their own object, which reach another file's method of that name only through a class
+    that does not define it (lint.join.traced_scopes)."""
+    defs = Counter(_INDENTED_DEF.findall(text))
+    if not defs:
+        return []
+    uses = Counter(name for name in _OWN_METHOD_USE.findall(text) if name in defs)
+    words = Counter(re.findall(r"\b(?:" + "|".join(map(re.escape, defs)) + r")\b", text))
+    return [name for name, count in defs.items() if words[name] == count + uses[name]]
 
 
 def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:

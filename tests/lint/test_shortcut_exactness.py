@@ -60,6 +60,16 @@ _STAGED = (
     "def main():\n    state = jnp.zeros(3)\n    keys = jax.random.split(jax.random.PRNGKey(0), 10)\n"
     "    final, sums = jax.lax.scan(one_step, state, keys)\n    print(final, sums)\n"
 )
+_TRACED_METHOD = (
+    "from functools import partial\n\nimport jax\nimport jax.numpy as jnp\n\n\nclass Algo:\n"
+    "    @staticmethod\n    @jax.jit\n    def update_actor(s, x):\n        return s * 0.5 + x\n\n"
+    "    @classmethod\n    def update_both(cls, s, x):\n        s = cls.update_actor(s, x)\n        return s\n\n"
+    "    @classmethod\n    @partial(jax.jit, static_argnames=['cls'])\n    def train(cls, s, xs):\n"
+    "        def one_update(i, carry):\n            return cls.update_both(carry, xs[i])\n"
+    "        return jax.lax.fori_loop(0, xs.shape[0], one_update, s)\n"
+)
+_OWN_METHOD = "class Other:\n    def update_both(self, s):\n        return s\n\n    def run(self, s):\n" \
+              "        return self.update_both(s)\n"
 _PROJECTS = {
     # util.py is skipped (no jit word, calls nothing jitted); fresh() is reached as a module attribute.
     "module-attribute": {
@@ -136,6 +146,13 @@ _PROJECTS = {
     },
     # A jitted step called only in a function handed to jax.lax.scan (traced: nothing to donate),
     # beside a chunk the pre-filter blanks; called once eagerly too, it is proposed again.
+    # A method called only in a jitted method's loop body (traced), beside a file the pre-filter
+    # skips whose own class has a method of that name; then a skipped file that calls it eagerly.
+    "traced-method": {"pkg/algo.py": _TRACED_METHOD, "pkg/other.py": _OWN_METHOD},
+    "traced-method-called-elsewhere": {
+        "pkg/algo.py": _TRACED_METHOD,
+        "pkg/run.py": "def eager(algo, s, x):\n    s = algo.update_both(s, x)\n    return s\n",
+    },
     "staged-body": {"pkg/run.py": _STAGED},
     "staged-body-also-eager": {"pkg/run.py": _STAGED.replace("print(final", "print(one_step(state, keys[0]), final")},
 }
@@ -152,6 +169,9 @@ _DECIDED = {
     "wrapper": lambda findings: not _proposed_high(findings),
     "short-name": lambda findings: not _proposed_high(findings),
     "nnx-class": _proposed_high,
+    "traced-method": lambda findings: not any(f[1] == "JXM001" and "update_actor" in f[4] for f in findings),
+    "traced-method-called-elsewhere": lambda findings: any(f[1] == "JXM001" and "update_actor" in f[4]
+                                                           for f in findings),
     "staged-body": lambda findings: not any(f[1] == "JXM001" for f in findings),
     "staged-body-also-eager": lambda findings: any(f[1] == "JXM001" for f in findings),
 }
@@ -173,7 +193,8 @@ def test_findings_across_files_are_the_same_without_shortcuts(name, monkeypatch)
     assert _DECIDED[name](fast), fast
 
 
-@pytest.mark.parametrize("name", ["module-attribute", "wrapper", "nnx-class"])
+@pytest.mark.parametrize("name", ["module-attribute", "wrapper", "nnx-class", "traced-method",
+                                  "traced-method-called-elsewhere"])
 @pytest.mark.parametrize("use_cache", [False, True], ids=["no-cache", "cache"])
 def test_whole_runs_across_files_are_the_same_without_shortcuts(name, use_cache, tmp_path, monkeypatch):
     from jaxmem.api import check_paths
