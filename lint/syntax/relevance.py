@@ -325,10 +325,13 @@ def _own_methods(text: str) -> list[str]:
     ``def`` of it or ``self.name`` / ``cls.name``: the file's own methods, called through
     their own object, which reach another file's method of that name only through a class
     that does not define it (lint.join.traced_scopes)."""
-    defs = Counter(_INDENTED_DEF.findall(text))
+    # only a name used through self/cls can be a mark that matters (an unused method is not named)
+    uses = Counter(_OWN_METHOD_USE.findall(text))
+    if not uses:
+        return []
+    defs = Counter(name for name in _INDENTED_DEF.findall(text) if name in uses)
     if not defs:
         return []
-    uses = Counter(name for name in _OWN_METHOD_USE.findall(text) if name in defs)
     words = Counter(re.findall(r"\b(?:" + "|".join(map(re.escape, defs)) + r")\b", text))
     return [name for name, count in defs.items() if words[name] == count + uses[name]]
 

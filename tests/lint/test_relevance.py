@@ -322,3 +322,20 @@ def test_name_mentions_in_one_pass_agree_with_each_names_patterns(source):
     expected = tuple(relevance.mentions_by_pattern(code, with_strings, name, dynamic) for name in sorted(names))
     assert relevance.name_mentions(source, names) == expected
     assert any(mentions for _, mentions, _ in expected)  # not agreeing on nothing
+
+
+@pytest.mark.parametrize("text, own", [
+    ("class A:\n    def m(self):\n        return self.m() + cls.m()\n", True),
+    ("class A:\n    def m(self):\n        pass\n\n    def n(self):\n        self.m()  # m again\n", False),
+    ("class A:\n    def m(self):\n        pass\n\n\ndef run(a):\n    return a.m()\n", False),
+    ("class A:\n    def m(self):\n        return myself.m()\n", False),
+    ("def m():\n    pass\n\n\nclass A:\n    def run(self):\n        return self.m()\n", False),
+])
+def test_private_names_mark_methods_named_only_through_self_or_cls(text, own):
+    # A file whose every mention of `m` is an indented def or self.m/cls.m names only its own
+    # method (lint.join.traced_scopes); any other mention, a comment too, names it.
+    from jaxmem.lint.syntax.relevance import OWN_METHOD, private_names
+
+    names = private_names(text)
+    assert ".m" in names
+    assert (OWN_METHOD + ".m" in names) is own
