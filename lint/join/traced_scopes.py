@@ -27,6 +27,7 @@ traced when:
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import libcst as cst
 
@@ -97,27 +98,12 @@ def _is_name(node, name: str) -> bool:
 
 
 class _MethodSites:
-    """The methods of a file's top-level classes and where the class's own code uses them."""
+    """The methods of a file's top-level classes whose every mention in the file is a use
+    by the class's own code (``self.m``/``cls.m``/``Class.m``, called or handed to a tracing
+    transform), with the functions those uses sit in."""
 
     def __init__(self, functions, imports: ImportTable, source: str, classes) -> None:
-        self.source = source
-        # (class name, method name) -> its def; a class or method defined twice is left out
-        self.methods: dict[tuple[str, str], cst.FunctionDef] = {}
-        for class_name, defs in classes.items():
-            if len(defs) != 1:
-                continue
-            seen: dict[str, int] = {}
-            for stmt in defs[0].body.body:
-                if isinstance(stmt, cst.FunctionDef):
-                    seen[stmt.name.value] = seen.get(stmt.name.value, 0) + 1
-                    if all(isinstance(d.decorator, cst.Name) and d.decorator.value in _PLAIN_DECORATORS
-                           for d in stmt.decorators):
-                        self.methods[(class_name, stmt.name.value)] = stmt
-            for name, count in seen.items():
-                if count > 1:
-                    self.methods.pop((class_name, name), None)
-        # (class name, method name) -> the functions whose own code uses it, one entry per use
-        self.sites: dict[tuple[str, str], list[cst.FunctionDef]] = {}
+        methods = _plain_methods(classes)
         innermost: dict[int, tuple[cst.FunctionDef, tuple[str, str]]] = {}
         receivers_of: dict[str, set[str]] = {}
         for function, scopes, class_scope in functions:  # pre-order: the innermost def comes last
@@ -126,18 +112,22 @@ class _MethodSites:
                 continue
             if len(scopes) == 2:  # a method: its first parameter is its receiver (not a staticmethod's)
                 params = function.params.params
-                static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-                             for d in function.decorators)
+                static = any(_is_name(d.decorator, "staticmethod") for d in function.decorators)
                 receivers_of[scopes[0]] = {"self", "cls", class_name} | (
                     {params[0].name.value} if params and not static else set())
             receivers = receivers_of.get(scopes[-2], {"self", "cls", class_name})
             for call in descendants_of_type(function, cst.Call):
                 for attribute in self._uses(call, receivers, imports):
                     key = (class_name, attribute.attr.value)
-                    if key in self.methods:
+                    if key in methods:
                         innermost[id(attribute)] = (function, key)
+        sites: dict[tuple[str, str], list[cst.FunctionDef]] = {}
         for function, key in innermost.values():
-            self.sites.setdefault(key, []).append(function)
+            sites.setdefault(key, []).append(function)
+        # (method def, the functions that use it, one entry per use); a method mentioned
+        # otherwise too (an eager call, a string, another class's) is left out
+        self.methods = [(methods[key], key[1], uses) for key, uses in sites.items()
+                        if len(re.findall(rf"\b{re.escape(key[1])}\b", source)) == 1 + len(uses)]
 
     @staticmethod
     def _uses(call: cst.Call, receivers: set[str], imports: ImportTable):
@@ -154,12 +144,25 @@ class _MethodSites:
     def extend(self, traced: dict[int, frozenset[str]]) -> bool:
         """Mark the methods used only in traced code of their class; whether any was new."""
         changed = False
-        for (class_name, name), method in self.methods.items():
-            sites = self.sites.get((class_name, name))
-            if id(method) in traced or not sites or any(id(site) not in traced for site in sites):
-                continue
-            if len(re.findall(rf"\b{re.escape(name)}\b", self.source)) != 1 + len(sites):
-                continue  # mentioned otherwise: a call from eager code, a string, another class
-            traced[id(method)] = frozenset().union(*(traced[id(site)] for site in sites)) | {"." + name}
-            changed = True
+        for method, name, uses in self.methods:
+            if id(method) not in traced and all(id(use) in traced for use in uses):
+                traced[id(method)] = frozenset().union(*(traced[id(use)] for use in uses)) | {"." + name}
+                changed = True
         return changed
+
+
+def _plain_methods(classes) -> dict[tuple[str, str], cst.FunctionDef]:
+    """``(class name, method name)`` -> its def, for the methods of classes defined once that
+    carry no decorator but ``staticmethod``/``classmethod`` and are defined once in their class."""
+    methods = {}
+    for class_name, defs in classes.items():
+        if len(defs) != 1:
+            continue
+        body = [stmt for stmt in defs[0].body.body if isinstance(stmt, cst.FunctionDef)]
+        counts = Counter(stmt.name.value for stmt in body)
+        for stmt in body:
+            if counts[stmt.name.value] == 1 and all(
+                    isinstance(d.decorator, cst.Name) and d.decorator.value in _PLAIN_DECORATORS
+                    for d in stmt.decorators):
+                methods[(class_name, stmt.name.value)] = stmt
+    return methods
