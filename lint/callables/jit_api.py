@@ -91,6 +91,7 @@ TRANSFORMS: dict[str, Transform] = {
     "flax.experimental.nnx.jit": NNX_JIT,
     "equinox.filter_jit": EQX_FILTER_JIT,
     "haliax.named_jit": HALIAX_NAMED_JIT,
+    "haliax.partitioning.named_jit": HALIAX_NAMED_JIT,  # where haliax 1.3 defines it
     "penzai.toolshed.jit_wrapper.variable_jit": PENZAI_VARIABLE_JIT,
     "penzai.core.variables.variable_jit": PENZAI_VARIABLE_JIT,
     "penzai.pz.variable_jit": PENZAI_VARIABLE_JIT,

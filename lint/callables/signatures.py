@@ -104,14 +104,18 @@ class ArgumentMap:
 
     ``by_index`` maps positional parameter index -> argument number in the
     call's ``args``; ``by_name`` maps keyword-only or keyword-passed
-    parameters -> argument number.  ``resolved`` is False when the call uses
-    ``*args``/``**kwargs`` or does not fit the signature: such a call is never
-    guessed at.
+    parameters -> argument number.  ``resolved`` is False when the call does
+    not fit the signature, or uses ``*args``/``**kwargs`` and the caller did
+    not say which positionals come before the first ``*args``: such a call is
+    never guessed at.  ``open`` is True when ``*args``/``**kwargs`` may fill
+    parameters the maps leave out (the ones they hold are exact: Python
+    rejects a parameter given twice).
     """
 
     resolved: bool
     by_index: dict[int, int]
     by_name: dict[str, int]
+    open: bool = False
 
 
 def map_arguments(
@@ -120,6 +124,7 @@ def map_arguments(
     signature: Signature | None,
     shift: int = 0,
     has_star: bool = False,
+    leading: int | None = None,
 ) -> ArgumentMap:
     """Map a call's arguments onto ``signature``.
 
@@ -127,13 +132,17 @@ def map_arguments(
     keyword arguments ``keywords`` (argument numbers continue after the
     positionals).  ``shift`` is the number of leading parameters bound
     before the call (1 for ``self`` when a method is called on an instance).
+    With ``has_star`` (a ``*args`` or ``**kwargs`` argument), ``leading`` is
+    how many of the positionals come before the first ``*args`` (all of them
+    when there is none): only those have a known position.
     """
-    if signature is None or has_star:
+    if signature is None or (has_star and leading is None):
         return ArgumentMap(False, {}, {})
     positional = signature.positional
     by_index: dict[int, int] = {}
     by_name: dict[str, int] = {}
-    for number in range(positional_count):
+    placed = min(leading, positional_count) if has_star else positional_count
+    for number in range(placed):
         position = shift + number
         if position >= len(positional):
             if signature.has_var_positional:
@@ -152,4 +161,16 @@ def map_arguments(
             by_name[name] = number
         elif not signature.has_var_keyword:
             return ArgumentMap(False, {}, {})
-    return ArgumentMap(True, by_index, by_name)
+    return ArgumentMap(True, by_index, by_name, open=has_star)
+
+
+def leading_positionals(call: cst.Call) -> int:
+    """How many plain positional arguments ``call`` passes before its first ``*args``
+    (all of them when there is none): those are the only ones whose position is known."""
+    count = 0
+    for arg in call.args:
+        if arg.star == "*":
+            break
+        if arg.keyword is None and not arg.star:
+            count += 1
+    return count

@@ -105,6 +105,7 @@ class ResolvedCall:
     definition_path: str
     shift: int
     resolved: bool
+    open: bool = False  # ``*args``/``**kwargs`` may fill the parameters ``by_index``/``by_name`` leave out
     by_index: dict[int, ArgFacts] = field(default_factory=dict)
     by_name: dict[str, ArgFacts] = field(default_factory=dict)
     keyword_of: dict[int, str] = field(default_factory=dict)
@@ -327,8 +328,8 @@ def _resolved(path: str, call: CallFacts, def_path: str, definition: JitDefiniti
     """``call`` mapped onto ``definition``'s parameters."""
     shift = definition.shift if call.callee[0] == "self" else 0
     names = tuple(name for name, _ in call.keywords)
-    mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star)
-    resolved = ResolvedCall(path, call, definition, def_path, shift, mapping.resolved)
+    mapping = map_arguments(len(call.positional), names, definition.signature, shift, call.has_star, call.leading)
+    resolved = ResolvedCall(path, call, definition, def_path, shift, mapping.resolved, mapping.open)
     if definition.signature is None and not call.has_star:
         # No signature (``jax.pmap(make_step(...), donate_argnums=(0, 1))``): positional
         # donation still names the first arguments of every call.
@@ -884,6 +885,8 @@ def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: 
         if not rc.resolved and definition.signature is not None:
             return verdicts, f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs or does not fit the signature"
         arg = _arg_at(rc, index, name)
+        if arg is None and rc.open:
+            return verdicts, f"the call at {rc.path}:{rc.call.line} passes *args/**kwargs, which may fill `{name}`"
         if arg is not None and index is not None and index in rc.keyword_of and not definition.donates_keywords:
             continue  # pmap ignores keyword-passed arguments
         verdict = _verdict(rc, arg, project)

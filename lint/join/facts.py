@@ -36,6 +36,7 @@ from jaxmem.lint.callables.signatures import (
     VAR_KEYWORD,
     VAR_POSITIONAL,
     Signature,
+    leading_positionals,
     map_arguments,
 )
 from jaxmem.lint.join.traced_scopes import traced_functions
@@ -159,11 +160,16 @@ class CallFacts:
     text: str
     # Traced too while no other file calls these methods (``.name``; lint.join.traced_scopes).
     traced_unless: tuple[str, ...] = ()
+    # With ``has_star``: how many positionals come before the first ``*args`` (the rest have
+    # no known position), and each ``*``/``**`` argument (only what it passes: its refs).
+    leading: int | None = None
+    starred: tuple[ArgFacts, ...] = ()
 
     @property
     def args(self) -> list[ArgFacts]:
-        """Every argument, positional then keyword."""
-        return list(self.positional) + [arg for _, arg in self.keywords]
+        """Every argument, positional then keyword, then ``*``/``**`` ones (which bind no
+        argument number)."""
+        return list(self.positional) + [arg for _, arg in self.keywords] + list(self.starred)
 
 
 @dataclass(frozen=True)
@@ -856,8 +862,10 @@ class FactExtractor:
         result_writes = [e for e in node_events[point.index:] if e.kind == WRITE and e.key is not None]
         positional: list[ArgFacts] = []
         keywords: list[tuple[str, ArgFacts]] = []
+        starred: list[ArgFacts] = []
         for arg in call.args:
             if arg.star:
+                starred.append(self.starred_facts(arg.value))
                 continue
             facts = self.arg_facts(arg.value, call, flow, point, result_writes, params, assigned, self_name, is_module)
             if arg.keyword is None:
@@ -870,9 +878,19 @@ class FactExtractor:
         return CallFacts(
             line=pos.start.line, col=pos.start.column, end_line=pos.end.line, end_col=pos.end.column,
             callee=key, scope=scopes[0], scopes=tuple(scopes), class_scope=class_scope, qualified=qualified,
-            positional=tuple(positional), keywords=tuple(keywords), has_star=any(a.star for a in call.args),
-            traced=traced, text=ctx.text(call),
+            positional=tuple(positional), keywords=tuple(keywords), has_star=bool(starred),
+            traced=traced, text=ctx.text(call), leading=leading_positionals(call) if starred else None,
+            starred=tuple(starred),
         )
+
+    def starred_facts(self, value) -> ArgFacts:
+        """A ``*``/``**`` argument: what it passes as-is, so that a donated argument the
+        same call also passes through it is seen (it is never bound to a parameter)."""
+        ctx = self.ctx
+        pos = ctx.positions[value]
+        return ArgFacts(text=ctx.text(value), line=pos.start.line, col=pos.start.column, end_line=pos.end.line,
+                        end_col=pos.end.column, key=ref_key(value), refs=direct_refs(value, ctx.imported_names),
+                        owner="")
 
     def arg_facts(self, value, call, flow: Flow, point: Point, result_writes, params, assigned, self_name, is_module):
         ctx = self.ctx
@@ -1119,7 +1137,8 @@ class FactExtractor:
                 self.scope, self.provenance = caller, caller.provenance
                 names = tuple(ident(a.keyword.value) for a in call.args if a.keyword is not None)
                 positional = sum(1 for a in call.args if a.keyword is None)
-                mapping = map_arguments(positional, names, signature, shift, any(a.star for a in call.args))
+                mapping = map_arguments(positional, names, signature, shift, any(a.star for a in call.args),
+                                        leading_positionals(call))
                 index = signature.index_of(param)
                 number = mapping.by_index.get(index) if index is not None else None
                 number = mapping.by_name.get(param, number)
