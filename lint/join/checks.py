@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from jaxmem.findings import (
@@ -149,6 +149,7 @@ class Index:
         self.name_mentions = {(facts.path, name): (mentions, bindings)
                               for facts in all_facts for name, mentions, bindings in facts.name_mentions}
         self.nnx_calls: set[tuple[str, int, int]] = set()  # (path, line, col) of the calls that reach an nnx.jit
+        self.module_calls: Counter[tuple[str, tuple]] = Counter()  # (path, callee) -> calls of a module-level name
         self.clean_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                               for name in facts.clean_classes}
         self.nnx_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
@@ -194,6 +195,20 @@ class Index:
         if call.qualified is not None:
             return self._qualified(path, call.qualified.lstrip("."))
         return []
+
+    def resolve_call(self, path: str, call: CallFacts) -> list[tuple[str, JitDefinition]]:
+        """The definitions a call of the program may reach: :meth:`resolve`'s, narrowed to the
+        one binding that reaches a module-level call (``CallFacts.binding``) when the module
+        binds the name to several jits; each module-level name's calls are counted for
+        :meth:`handed_on`, which compares them with the name's mentions."""
+        found = self.resolve(path, call)
+        if found and len(call.callee) == 1 and self.local.get((path, MODULE_SCOPE, call.callee)) is found:
+            self.module_calls[(path, call.callee)] += 1
+            if call.binding is not None:
+                first, last = call.binding
+                reached = [item for item in found if first <= item[1].line <= last]
+                return reached or found
+        return found
 
     def _qualified(self, importer: str, qualified: str, depth: int = 0) -> list[tuple[str, JitDefinition]]:
         """The definitions file ``importer`` reaches by the import-resolved name ``qualified``,
@@ -261,7 +276,10 @@ class Index:
                     return (f"another file uses the module `{module}` as a value (`getattr({module.rsplit('.', 1)[-1]}, "
                             f"name)`, `vars(...)`): its calls of `{key}` are not seen")
         mentions, bindings = self.name_mentions.get((path, key), (0, 0))
-        called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
+        if definition.scope == MODULE_SCOPE and (path, callee) in self.module_calls:
+            called = self.module_calls[(path, callee)]  # those of every binding of the name, as it is counted
+        else:
+            called = sum(1 for rc in calls if rc.path == path and rc.call.callee == callee)
         # ``step = jax.jit(step)``: the wrapped function's name is one more mention
         rewrapped = definition.form == WRAP_CALL and definition.wrapped in (callee[-1], definition.function)
         if mentions - bindings > called + rewrapped:
@@ -319,7 +337,7 @@ def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall
             if call.traced or (call.traced_unless and not any(index.method_named_elsewhere(facts.path, key)
                                                                 for key in call.traced_unless)):
                 continue  # donation inside a traced function is a no-op
-            for def_path, definition in index.resolve(facts.path, call):
+            for def_path, definition in index.resolve_call(facts.path, call):
                 out.append(_resolved(facts.path, call, def_path, definition))
     return out
 

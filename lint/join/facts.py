@@ -160,6 +160,9 @@ class CallFacts:
     text: str
     # Traced too while no other file calls these methods (``.name``; lint.join.traced_scopes).
     traced_unless: tuple[str, ...] = ()
+    # A module-level call of a name the module binds to several jits (a notebook redefining
+    # ``train_step``): the lines of the one binding statement that reaches it, when one does.
+    binding: tuple[int, int] | None = None
     # With ``has_star``: how many positionals come before the first ``*args`` (the rest have
     # no known position), and each ``*``/``**`` argument (only what it passes: its refs).
     leading: int | None = None
@@ -302,6 +305,9 @@ class _Context:
         self.imports = imports
         self.sites = sites
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
+        module_callees = [site.definition.callee[0] for site in sites
+                          if site.definition.scope == MODULE_SCOPE and len(site.definition.callee) == 1]
+        self.redefined = {name for name in module_callees if module_callees.count(name) > 1}
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
         self.eager_calls = _calls_under_disable_jit(module, imports)
@@ -653,6 +659,9 @@ _REACHES_NAMESPACE = re.compile(
     r"(?<![.\w])(?<!def )(?:exec|eval|globals|get_ipython)\s*\(|(?<![.\w])vars\s*\(\s*\)|__jaxmem_magic__\(run\b")
 
 
+_IMPORT_STAR = re.compile(r"\bimport[ \t\\(]*\*")
+
+
 def _makes_nnx_object(event) -> bool:
     """Whether a WRITE event binds a class call or a view (``model = CNN(...)``)."""
     return event.origin_kind == "value" and isinstance(event.origin, cst.Call) and might_make_nnx_object(event.origin)
@@ -881,7 +890,29 @@ class FactExtractor:
             positional=tuple(positional), keywords=tuple(keywords), has_star=bool(starred),
             traced=traced, text=ctx.text(call), leading=leading_positionals(call) if starred else None,
             starred=tuple(starred),
+            binding=self.reaching_binding(key, point) if is_module and len(key) == 1 else None,
         )
+
+    def reaching_binding(self, key: RefKey, point: Point) -> tuple[int, int] | None:
+        """The lines of the one statement binding module-level name ``key`` that reaches the
+        module-level call before ``point``, when the module binds it to several jits: the
+        call reaches that one only.  None when several bindings may reach it, or when code
+        jaxmem does not follow may rebind it (``global`` in a function, ``import *``,
+        ``exec``/``globals()``/``%run``)."""
+        name = key[0]
+        if name not in self.ctx.redefined or self.ctx.namespace_reached:
+            return None
+        source = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
+        if _IMPORT_STAR.search(source) or re.search(rf"\bglobal\b[^\n]*\b{re.escape(name)}\b", source):
+            return None
+        reaching = self.provenance.reaching_writes(key, point)
+        if len(reaching) != 1:
+            return None
+        node = reaching[0].node
+        where = self.ctx.positions[node]
+        decorators = getattr(node, "decorators", ())
+        first = self.ctx.positions[decorators[0]].start.line if decorators else where.start.line
+        return first, where.end.line
 
     def starred_facts(self, value) -> ArgFacts:
         """A ``*``/``**`` argument: what it passes as-is, so that a donated argument the

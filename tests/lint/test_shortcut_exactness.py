@@ -70,6 +70,34 @@ _TRACED_METHOD = (
 )
 _OWN_METHOD = "class Other:\n    def update_both(self, s):\n        return s\n\n    def run(self, s):\n" \
               "        return self.update_both(s)\n"
+_REDEFINED = """import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def train_step(state, batch):
+    return state - batch
+
+
+def describe(value):
+    return f"value: {value}"
+
+
+state = jnp.ones(4)
+for _ in range(3):
+    state = train_step(state, jnp.ones(4))
+print(describe(1))
+
+
+@jax.jit
+def train_step(state, batch, scale):
+    return state * scale - batch
+
+
+for _ in range(3):
+    state = train_step(state, jnp.ones(4), 0.5)
+"""
+
 _PROJECTS = {
     # util.py is skipped (no jit word, calls nothing jitted); fresh() is reached as a module attribute.
     "module-attribute": {
@@ -154,6 +182,9 @@ _PROJECTS = {
         "pkg/run.py": "def eager(algo, s, x):\n    s = algo.update_both(s, x)\n    return s\n",
     },
     "staged-body": {"pkg/run.py": _STAGED},
+    # A module that binds ``train_step`` to two jits, each called right after it, with a
+    # chunk the pre-filter blanks between them: each call reaches its own definition.
+    "redefined-step": {"pkg/run.py": _REDEFINED},
     "staged-body-also-eager": {"pkg/run.py": _STAGED.replace("print(final", "print(one_step(state, keys[0]), final")},
 }
 _SETTINGS = {"wrapper": Settings(min_confidence=Confidence.LOW, extra_wrappers=("mylib.compile_step",))}
@@ -173,6 +204,8 @@ _DECIDED = {
     "traced-method-called-elsewhere": lambda findings: any(f[1] == "JXM001" and "update_actor" in f[4]
                                                            for f in findings),
     "staged-body": lambda findings: not any(f[1] == "JXM001" for f in findings),
+    "redefined-step": lambda findings: [(f[2], f[5]) for f in findings if f[1] == "JXM001"] == [(5, "high"),
+                                                                                               (20, "high")],
     "staged-body-also-eager": lambda findings: any(f[1] == "JXM001" for f in findings),
 }
 
@@ -194,7 +227,7 @@ def test_findings_across_files_are_the_same_without_shortcuts(name, monkeypatch)
 
 
 @pytest.mark.parametrize("name", ["module-attribute", "wrapper", "nnx-class", "traced-method",
-                                  "traced-method-called-elsewhere"])
+                                  "traced-method-called-elsewhere", "redefined-step"])
 @pytest.mark.parametrize("use_cache", [False, True], ids=["no-cache", "cache"])
 def test_whole_runs_across_files_are_the_same_without_shortcuts(name, use_cache, tmp_path, monkeypatch):
     from jaxmem.api import check_paths

@@ -1,0 +1,102 @@
+"""A module (or a notebook, cell after cell) that defines ``train_step`` twice and
+calls each right after its definition: a module-level call reaches only the one
+definition whose binding reaches it, so each definition is judged by its own
+calls.  The default ``jaxmem-fix`` donates the state of both, and the fixed
+program prints the same with its old arrays deleted (jax 0.10.2).  Where code
+jaxmem does not follow may rebind the name (``global`` in a function), or two
+bindings may reach a call, every call still counts for every definition."""
+
+import sys
+
+import pytest
+from fix_runs import as_notebook, fix, fix_and_rerun, notebook_code, run
+
+from jaxmem.findings import Confidence
+from jaxmem.lint.engine import facts_for_file, project_hints, report
+from jaxmem.settings import Settings
+
+jax = pytest.importorskip("jax")
+
+ALL = Settings(min_confidence=Confidence.LOW)
+
+PROGRAM = """
+import jax
+import jax.numpy as jnp
+
+DELETED = []
+
+
+@jax.jit
+def train_step(state, batch):
+    return jax.tree.map(lambda v: v - 0.1 * batch.mean(), state)
+
+
+state = {"w": jnp.ones((4, 4))}
+for _ in range(3):
+    old = state["w"]
+    state = train_step(state, jnp.ones(4))
+    DELETED.append(old.is_deleted())
+
+
+@jax.jit
+def train_step(state, batch, scale):
+    return jax.tree.map(lambda v: v * scale - batch.mean(), state)
+
+
+for _ in range(3):
+    old = state["w"]
+    state = train_step(state, jnp.ones(4), 0.5)
+    DELETED.append(old.is_deleted())
+print(float(state["w"].sum()))
+"""
+
+
+def _proposed(source: str, path: str = "m.py") -> list[tuple[int, str, str]]:
+    """``(definition line, parameter, confidence)`` of each JXM001 on ``source``."""
+    facts = facts_for_file(path, source, ALL, project_hints({path: source}))
+    (result,) = report([facts], ALL)
+    return sorted((f.span.line, f.parameter_name, f.confidence.value) for f in result.findings if f.code == "JXM001")
+
+
+def test_each_redefinition_is_judged_by_its_own_calls_and_the_fixed_program_donates(tmp_path):
+    assert _proposed(PROGRAM) == [(8, "state", "high"), (20, "state", "high")]
+    path = fix_and_rerun(tmp_path, PROGRAM)
+    assert path.read_text().count("donate_argnums=0") == 2
+    namespace = {"__name__": "fixed"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    assert namespace["DELETED"] == [True] * 6
+    exec(compile(PROGRAM, "original", "exec"), original := {"__name__": "original"})
+    assert original["DELETED"] == [False] * 6
+
+
+def test_a_notebook_that_redefines_its_step_in_a_later_cell_is_fixed_cell_by_cell(tmp_path):
+    notebook = as_notebook(PROGRAM)
+    path, result = fix(tmp_path, notebook, name="train.ipynb")
+    assert result.returncode == 1, result.stdout + result.stderr
+    code = notebook_code(path)
+    assert code.count("donate_argnums=0") == 2
+    namespace = {"__name__": "notebook"}
+    exec(compile(code, "notebook", "exec"), namespace)
+    assert namespace["DELETED"] == [True] * 6
+
+
+def test_a_global_rebinding_in_a_function_keeps_every_call_for_every_definition(tmp_path):
+    source = PROGRAM.replace('DELETED = []\n', 'DELETED = []\n\n\ndef reset():\n    global train_step\n'
+                             '    train_step = None\n')
+    assert run(sys.executable, "-c", source, cwd=tmp_path).returncode == 0
+    facts = facts_for_file("m.py", source, ALL, project_hints({"m.py": source}))
+    assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [None, None]
+    # The second call does not fit the first definition: it is not proposed.
+    assert [line for line, _, _ in _proposed(source)] == [25]
+
+
+def test_a_call_two_bindings_may_reach_keeps_every_definition(tmp_path):
+    source = PROGRAM.replace("\n\nfor _ in range(3):\n    old = state[\"w\"]\n    state = train_step(state, jnp.ones(4), 0.5)",
+                             "\n\nif len(DELETED) > 99:\n    train_step = jax.jit(lambda state, batch, scale: state)\n"
+                             "for _ in range(3):\n    old = state[\"w\"]\n    state = train_step(state, jnp.ones(4), 0.5)")
+    assert source != PROGRAM
+    assert run(sys.executable, "-c", source, cwd=tmp_path).returncode == 0
+    facts = facts_for_file("m.py", source, ALL, project_hints({"m.py": source}))
+    assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [(8, 10), None]
+    # The second call reaches every definition and does not fit the first: only the others are proposed.
+    assert 8 not in [line for line, _, _ in _proposed(source)]
