@@ -43,9 +43,10 @@ def skipped_lines(refusals) -> list[str]:
     """One line per donation the analysis did not propose, with the reason
     (``jaxmem check --show-skipped``; ``--format json`` lists them under ``skipped``)."""
     lines = []
-    for r in sorted(refusals, key=lambda r: (r.path, r.line, r.parameter)):
+    for r in sorted(refusals, key=lambda r: (r.path, r.cell or 0, r.line, r.parameter)):
         what = "no parameter" if r.parameter == "*" else f"`{r.parameter}`"
-        lines.append(printable(f"{r.path}:{r.line}: {r.function}: {what} not proposed: {r.reason}"))
+        where = f"{r.path}:cell {r.cell}:{r.line}" if r.cell is not None else f"{r.path}:{r.line}"
+        lines.append(printable(f"{where}: {r.function}: {what} not proposed: {r.reason}"))
     return lines
 
 

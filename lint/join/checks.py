@@ -852,11 +852,11 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
     return None
 
 
-def _nnx_not_updated(definition: JitDefinition, name: str) -> str:
-    """Why an ``nnx.jit`` parameter read after its calls is not proposed."""
-    return (f"`{name}` is read after the call, which is fine for an nnx Module (nnx writes it back), but the body of "
-            f"`{definition.wrapped}` does not visibly update `{name}` in place (`optimizer.update({name}, grads)`, "
-            f"`{name}.x[...] = ...`), so jaxmem cannot tell it is a Module whose buffers nnx reuses")
+def _nnx_not_updated(definition: JitDefinition, name: str, live: str) -> str:
+    """Why an ``nnx.jit`` parameter read after its calls (``live`` says where) is not proposed."""
+    return (f"{live}; that is fine only for an nnx Module that `{definition.wrapped}` updates in place (nnx "
+            f"writes it back), and its body does not visibly update `{name}` (`optimizer.update({name}, grads)`, "
+            f"`{name}.x[...] = ...`)")
 
 
 def _useless_param(definition: JitDefinition, name: str) -> str | None:
@@ -1014,7 +1014,7 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
                 blocked = "call sites disagree: " + live[0].live
             elif live and definition.keeps_module_args and not all(
                     (arg := _arg_at(rc, index, name)) is not None and _only_arrays(arg) for rc, _ in verdicts):
-                blocked = _nnx_not_updated(definition, name)  # a read after nnx.jit is no reason: say the real one
+                blocked = _nnx_not_updated(definition, name, live[0].live)  # say why a read after nnx.jit matters
             elif live:
                 continue  # read later at every call: nothing to propose, nothing to say
         if blocked is not None:

@@ -430,3 +430,17 @@ def test_refusals_are_summarised_and_listed_with_show_skipped(tmp_path, jaxmem):
     assert [(s["parameter"], s["line"]) for s in document["skipped"]] == [("state", 5)]
     # Nothing to say when donation advice is not selected.
     assert "not proposed" not in jaxmem("check", "--select", "JXM101", "train.py").stderr
+
+
+def test_a_notebooks_refusals_name_their_cell(tmp_path, jaxmem):
+    cells = ["import jax\nimport jax.numpy as jnp", *DISAGREEING_CALLS.split("\n\n\n")[1:]]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": cell.strip("\n")} for cell in cells],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    write(tmp_path, "train.ipynb", json.dumps(notebook))
+    shown = jaxmem("check", "--show-skipped", "train.ipynb")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "train.ipynb:cell 2:1: step: `state` not proposed: call sites disagree: `state` is read after the call at "
+        "train.ipynb:cell 4:3: `state` reads it (cell 4, line 4)"
+    ]
