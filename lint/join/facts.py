@@ -991,12 +991,15 @@ class FactExtractor:
         scope = self.scope.function if self.scope.function is not None else self.ctx.module
         if scope is self.ctx.module and self.ctx.namespace_reached:
             return None  # ``exec(...)``, ``globals()``, ``%run``: uses of the object jaxmem cannot see
-        made = [_makes_nnx_object(event) for event in self.provenance.writes_of((name,))]
-        if not any(made):
+        made = self.provenance.nnx_made.get(name)
+        if made is None:  # asked at every call that passes the name
+            kinds = [_makes_nnx_object(event) for event in self.provenance.writes_of((name,))]
+            made = self.provenance.nnx_made[name] = (any(kinds), all(kinds))
+        if not made[0]:
             return None  # not made by a class call or a view: no scope walk needed
         reaching = self.provenance.reaching_writes((name,), point)
         binding = reaching[0].origin if len(reaching) == 1 and _makes_nnx_object(reaching[0]) else None
-        if binding is None and not all(made):
+        if binding is None and not made[1]:
             return None
         return self._ownership(scope, name, self.provenance, binding)
 
@@ -1304,12 +1307,14 @@ class _Scope:
 def _holds_entry_value(flow: Flow, param: str, call: cst.Call) -> bool:
     """Whether ``param`` (and every part of it) still holds what the caller passed when
     ``call`` runs: no write to it, or into it (``param.x = other``), reaches the call."""
-    for point, event in flow.events():
-        if event.kind == WRITE and event.key is not None and event.key[0] == param and \
-                not isinstance(event.node, cst.Param) and \
-                flow.search(Point(point.node, point.index + 1), (param,), until_call=call).reached:
-            return False
-    return True
+    writes = flow.writes_under(param)
+    if not writes:
+        return True
+    after = flow.point_after(call)
+    if after is not None and after.index and flow.nodes[after.node].events[after.index - 1].node is call:
+        return not flow.writes_reaching((param,), Point(after.node, after.index - 1), writes)
+    return not any(flow.search(Point(point.node, point.index + 1), (param,), until_call=call).reached
+                   for point, _ in writes)
 
 
 def _staged(function: cst.FunctionDef, imports: ImportTable) -> bool:

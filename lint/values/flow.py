@@ -488,6 +488,11 @@ class Flow:
         self._captured: set[str] | None = None
         self._by_name: dict[str, list] | None = None
         self._preds: list[list[int]] | None = None
+        self._succ_preds: list[list[int]] | None = None  # see writes_reaching
+        self._exc_preds: list[list[int]] | None = None
+        self._write_roots: list[set[str]] = []  # per node, the root names its WRITE events write
+        self._candidates: dict[int, tuple] = {}  # id(candidates) -> (candidates, their ids, ids by node)
+        self._under: dict[str, list] | None = None  # see writes_under
         self._reaching: dict[int, set[int]] = {}
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
@@ -536,6 +541,75 @@ class Flow:
                         work.append(source)
             self._reaching[point.node] = found
         return self._reaching[point.node]
+
+    def writes_under(self, name: str) -> list[tuple[Point, Event]]:
+        """Every WRITE event to ``name`` or into it (``name.x = ...``), bar the parameter's own
+        binding, at its point (one list per name, built once)."""
+        if self._under is None:
+            self._under = {}
+            for point, event in self.events():
+                if event.kind == WRITE and event.key is not None and not isinstance(event.node, cst.Param):
+                    self._under.setdefault(event.key[0], []).append((point, event))
+        return self._under.get(name, [])
+
+    def writes_reaching(self, key: RefKey, call_at: Point, candidates: list[tuple[Point, Event]]) -> set[int]:
+        """The ids of the ``candidates`` (WRITE events of ``key`` or into it, at their points)
+        from which :meth:`search` with ``until_call`` reaches the CALL event at ``call_at``: one
+        walk backward from the call instead of one forward search per candidate.
+
+        A path stops at a kill of ``key`` (an augmented assignment is none), as the
+        forward search does; an exception edge leaves its node before any event, so
+        every candidate in that node, and every path into it, reaches its target."""
+        if self._succ_preds is None:
+            self._succ_preds = [[] for _ in self.nodes]
+            self._exc_preds = [[] for _ in self.nodes]
+            self._write_roots = [set() for _ in self.nodes]
+            for index, node in enumerate(self.nodes):
+                for target in node.succ:
+                    self._succ_preds[target].append(index)
+                for target in node.exc:
+                    self._exc_preds[target].append(index)
+                for event in node.events:
+                    if event.kind == WRITE and event.key is not None:
+                        self._write_roots[index].add(event.key[0])
+        indexed = self._candidates.get(id(candidates))
+        if indexed is None or indexed[0] is not candidates:  # the same list is asked about at every call
+            in_node_of: dict[int, list[int]] = {}
+            for point, event in candidates:
+                in_node_of.setdefault(point.node, []).append(id(event))
+            indexed = self._candidates[id(candidates)] = (candidates, {id(e) for _, e in candidates}, in_node_of)
+        _, wanted, in_node = indexed
+        found: set[int] = set()
+        entered: set[int] = set()
+        scanned: set[int] = set()
+        work: list[tuple[int, int]] = [(call_at.node, call_at.index)]  # (node, events before the call or end)
+        while work:
+            node, upto = work.pop()
+            events = self.nodes[node].events
+            stopped = False
+            # A kill of ``key`` and every candidate write ``key``'s root name: a node writing
+            # no such name (most of a long scope) is passed over whole.
+            for index in range(upto - 1 if key[0] in self._write_roots[node] else -1, -1, -1):
+                event = events[index]
+                if event.kind != WRITE or event.key is None:
+                    continue
+                if id(event) in wanted:
+                    found.add(id(event))
+                if kills(event.key, key) and event.origin_kind != "aug":
+                    stopped = True
+                    break
+            if stopped or node in entered:
+                continue
+            entered.add(node)  # paths arrive at this node's first event: from the end of a
+            for source in self._succ_preds[node]:  # successor edge's source, or from anywhere
+                if source not in scanned:  # in an exception edge's source
+                    scanned.add(source)
+                    work.append((source, len(self.nodes[source].events)))
+            for source in self._exc_preds[node]:
+                found.update(in_node.get(source, ()))
+                if source not in entered:
+                    work.append((source, 0))
+        return found
 
     def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None,
                until_event: Event | None = None) -> SearchResult:

@@ -153,10 +153,29 @@ class Provenance:
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
         self._read_holders: dict[tuple, tuple[str, int] | None] = {}  # see _still_read
+        self._contained: dict[tuple[str, int], set[RefKey]] = {}  # see _may_contain
+        self._events_of: dict[RefKey, tuple] = {}  # see writes_of
+        self._views_of: dict[str, tuple] = {}  # see view_writes_of
+        self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
+        self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
+        self.nnx_made: dict[str, tuple[bool, bool]] = {}  # lint.join.facts: (any, all) writes make an nnx object
 
-    def writes_of(self, key: RefKey) -> list:
+    def writes_of(self, key: RefKey) -> tuple:
         """Every WRITE event of ``key`` in the scope (not ``del``)."""
-        return [event for _, event in self._write_points(key)]
+        found = self._events_of.get(key)
+        if found is None:
+            found = self._events_of[key] = tuple(event for _, event in self._write_points(key))
+        return found
+
+    def view_writes_of(self, name: str) -> tuple:
+        """The writes of the local ``name`` that bind a view of their call's arguments
+        (``gdef, gstate = nnx.split(self)``)."""
+        found = self._views_of.get(name)
+        if found is None:
+            found = self._views_of[name] = tuple(
+                event for event in self.writes_of((name,)) if isinstance(event.origin, cst.Call)
+                and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func)))
+        return found
 
     def _write_points(self, key: RefKey) -> list:
         if self._writes is None:
@@ -184,8 +203,11 @@ class Provenance:
         call_event = self._call_event_before(after)
         if len(writes) < 2 or call_event is None:
             return [event for _, event in writes]
-        return [event for point, event in writes
-                if self.flow.search(Point(point.node, point.index + 1), key, until_call=call_event.node).reached]
+        reached = self.flow.writes_reaching(key, Point(after.node, after.index - 1), writes)
+        order = self._order_of.get(key)
+        if order is None:
+            order = self._order_of[key] = {id(event): index for index, (_, event) in enumerate(writes)}
+        return [writes[index][1] for index in sorted(order[found] for found in reached)]
 
     def _call_event_before(self, after: Point):
         """The CALL event just before ``after`` (a call's point), or None."""
@@ -453,7 +475,19 @@ class Provenance:
         (``opt_state = opt_init(params)`` may contain ``params``).  Disjoint
         parts get keys that do not overlap (``variables["params"]``, the
         elements unpacked from ``nnx.split(model, nnx.Param, Count)``)."""
-        if depth > 2 or value is None or self.array_free(value):
+        if depth > 2 or value is None:
+            return set()
+        if type(value) is cst.Name and skip_origin is None and at_call is None:
+            # What a name may hold, looked at from nowhere in particular, is the same
+            # wherever it is asked (``state = update(state, g)`` n times: once, not n times)
+            memo = (value.value, depth)
+            if memo not in self._contained:
+                self._contained[memo] = self._may_contain_uncached(value, depth)
+            return set(self._contained[memo])
+        return self._may_contain_uncached(value, depth, skip_origin, at_call)
+
+    def _may_contain_uncached(self, value, depth: int, skip_origin=None, at_call: Point | None = None) -> set[RefKey]:
+        if self.array_free(value):
             return set()
         key = ref_key(value)
         if key is not None:
@@ -808,11 +842,10 @@ class Provenance:
         reasons: list[str] = []
         for name in sorted(names):
             if depth < 2 and self.owner_of((name,)) == "local":
-                for event in self.writes_of((name,)):
+                for event in self.view_writes_of(name):
                     # Followed back only through views of their argument
                     # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
-                    if (isinstance(event.origin, cst.Call) and event.origin is not call
-                            and is_view_of_arguments(self.ctx.imports.resolve(event.origin.func))):
+                    if event.origin is not call:
                         inner = self._held_elsewhere(_names_in(event.origin), event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
@@ -827,16 +860,19 @@ class Provenance:
                         reasons.append(f"{named}, read again at line {read_line}")
         return reasons
 
-    def _aliases(self, key: RefKey) -> list[tuple[RefKey, str]]:
+    def _aliases(self, key: RefKey) -> tuple[tuple[RefKey, str], ...]:
         """``key`` and the names it was copied from (``params = initial_params``),
-        each with the name it was reached through."""
-        out = [(key, "")]
-        for event in self.writes_of(key):
-            if event.origin_kind == "value" and event.origin is not None:
-                source = ref_key(event.origin)
-                if source is not None and len(source) == 1 and source != key:
-                    out.append((source, key[0]))
-        return out
+        each with the name it was reached through (worked out once per key)."""
+        found = self._aliases_of.get(key)
+        if found is None:
+            out = [(key, "")]
+            for event in self.writes_of(key):
+                if event.origin_kind == "value" and event.origin is not None:
+                    source = ref_key(event.origin)
+                    if source is not None and len(source) == 1 and source != key:
+                        out.append((source, key[0]))
+            found = self._aliases_of[key] = tuple(out)
+        return found
 
 
 def _is_number(expr) -> bool:
