@@ -1170,7 +1170,7 @@ class FactExtractor:
             for call, caller in calls:
                 self.scope, self.provenance = caller, caller.provenance
                 names = tuple(ident(a.keyword.value) for a in call.args if a.keyword is not None)
-                positional = sum(1 for a in call.args if a.keyword is None)
+                positional = sum(1 for a in call.args if a.keyword is None and not a.star)  # as CallFacts numbers them
                 mapping = map_arguments(positional, names, signature, shift, any(a.star for a in call.args),
                                         leading_positionals(call))
                 index = signature.index_of(param)

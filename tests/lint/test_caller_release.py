@@ -73,6 +73,11 @@ VALID = [  # the caller provably lets go: high
             print(b)
         return state
         """, id="other-arguments-read-after"),
+    pytest.param("""
+        state = jnp.zeros((4,))
+        state = with_timing(*(), batch=1.0, state=state)
+        return state
+        """, id="keywords-after-a-star"),
 ]
 
 INVALID = [  # something may still hold it: medium
@@ -135,6 +140,11 @@ INVALID = [  # something may still hold it: medium
         state = with_timing(state, 1.0)
         return state, kept
         """, id="value-kept-in-a-container"),
+    pytest.param("""
+        state = jnp.zeros((4,))
+        new = with_timing(*(), batch=1.0, state=state)
+        return new, state
+        """, id="keyword-after-star-read-after"),
     pytest.param("""
         state = jnp.zeros((4,))
         with_timing = jax.jit(with_timing)
