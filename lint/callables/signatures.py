@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
@@ -42,9 +43,10 @@ class Signature:
             params.append(Param(ident(p.star_kwarg.name.value), VAR_KEYWORD))
         return cls(tuple(params))
 
-    @property
+    @cached_property
     def positional(self) -> tuple[Param, ...]:
-        """Parameters that can be passed by position, index = position."""
+        """Parameters that can be passed by position, index = position (worked out once:
+        a call of n arguments asks n times)."""
         return tuple(p for p in self.params if p.kind in (POSITIONAL_ONLY, POSITIONAL))
 
     @property

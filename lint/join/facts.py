@@ -795,6 +795,7 @@ class FactExtractor:
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
         self._assigned_in_file: dict[str, bool] = {}  # a method name -> the file assigns or annotates it
         self._method_scopes: dict[int, _Scope] = {}
+        self._signatures: dict[int, Signature] = {}  # id(def) -> its signature, see callers_of
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
         self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
@@ -1109,7 +1110,9 @@ class FactExtractor:
         if scope is None or scope.function is None or self.depth >= _MAX_CALLER_DEPTH:
             return None
         function = scope.function
-        signature = Signature.of(function)
+        signature = self._signatures.get(id(function))
+        if signature is None:  # asked once per parameter
+            signature = self._signatures[id(function)] = Signature.of(function)
         found = signature.by_name(param)
         if function.decorators or found is None or found.kind in (VAR_POSITIONAL, VAR_KEYWORD) \
                 or function.asynchronous is not None or _has_yield(function):
