@@ -332,6 +332,15 @@ class _Context:
         self._unpacked: dict[str, tuple | None] | None = None  # module-level name -> (value, position, targets)
         self._classes_reading: frozenset[str] | None = None
         self._nnx_classes: frozenset[str] | None = None
+        self._deferred: set[int] | None = None  # see deferred_calls
+
+    def deferred_calls(self) -> set[int]:
+        """Ids of the calls in generator expressions and lambdas (of any depth): written in
+        one place, run whenever the generator is consumed or the lambda called."""
+        if self._deferred is None:
+            self._deferred = {id(call) for lazy in descendants_of_type(self.module, (cst.GeneratorExp, cst.Lambda))
+                              for call in descendants_of_type(lazy, cst.Call)}
+        return self._deferred
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -891,17 +900,18 @@ class FactExtractor:
             positional=tuple(positional), keywords=tuple(keywords), has_star=bool(starred),
             traced=traced, text=ctx.text(call), leading=leading_positionals(call) if starred else None,
             starred=tuple(starred),
-            binding=self.reaching_binding(key, point) if is_module and len(key) == 1 else None,
+            binding=self.reaching_binding(call, key, point) if is_module and len(key) == 1 else None,
         )
 
-    def reaching_binding(self, key: RefKey, point: Point) -> tuple[int, int] | None:
+    def reaching_binding(self, call: cst.Call, key: RefKey, point: Point) -> tuple[int, int] | None:
         """The lines of the one statement binding module-level name ``key`` that reaches the
-        module-level call before ``point``, when the module binds it to several jits: the
-        call reaches that one only.  None when several bindings may reach it, or when code
-        jaxmem does not follow may rebind it (``global`` in a function, ``import *``,
-        ``exec``/``globals()``/``%run``)."""
+        module-level ``call`` before ``point``, when the module binds it to several jits: the
+        call reaches that one only.  None when several bindings may reach it, when the call
+        runs later than where it is written (in a generator expression or a lambda), or when
+        code jaxmem does not follow may rebind the name (``global`` in a function,
+        ``import *``, ``exec``/``globals()``/``%run``)."""
         name = key[0]
-        if name not in self.ctx.redefined or self.ctx.namespace_reached:
+        if name not in self.ctx.redefined or self.ctx.namespace_reached or id(call) in self.ctx.deferred_calls():
             return None
         source = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
         if _IMPORT_STAR.search(source) or re.search(rf"\bglobal\b[^\n]*\b{re.escape(name)}\b", source):

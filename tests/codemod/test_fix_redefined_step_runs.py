@@ -9,7 +9,7 @@ bindings may reach a call, every call still counts for every definition."""
 import sys
 
 import pytest
-from fix_runs import as_notebook, fix, fix_and_rerun, notebook_code, run
+from fix_runs import as_notebook, crashes_when_forced, fix, fix_and_rerun, notebook_code, run
 
 from jaxmem.findings import Confidence
 from jaxmem.lint.engine import facts_for_file, project_hints, report
@@ -100,3 +100,45 @@ def test_a_call_two_bindings_may_reach_keeps_every_definition(tmp_path):
     assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [(8, 10), None]
     # The second call reaches every definition and does not fit the first: only the others are proposed.
     assert 8 not in [line for line, _, _ in _proposed(source)]
+
+
+LAZY = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def train_step(state, batch):
+    return state + batch
+
+
+states = [jnp.ones(4)]
+pending = (train_step(s, 1.0) for s in states)
+
+
+@jax.jit
+def train_step(state, batch):
+    return state * batch
+
+
+done = list(pending)
+print(float(states[0].sum()))
+state = jnp.ones(4)
+for _ in range(3):
+    state = train_step(state, 2.0)
+print(float(state.sum()))
+"""
+
+
+def test_a_call_in_a_generator_runs_when_consumed_so_it_counts_for_every_definition(tmp_path):
+    facts = facts_for_file("m.py", LAZY, ALL, project_hints({"m.py": LAZY}))
+    assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [None, (15, 17)]
+    assert (15, "state", "high") not in _proposed(LAZY)
+    path, result = fix(tmp_path, LAZY)
+    assert result.returncode == 0, result.stdout + result.stderr  # nothing changed
+    assert path.read_text() == LAZY
+    # The generator calls the second definition: donating there deletes states[0], read after.
+    crashes_when_forced(tmp_path, "import functools\n" + LAZY,
+                        "@jax.jit\ndef train_step(state, batch):\n    return state * batch",
+                        "@functools.partial(jax.jit, donate_argnums=0)\ndef train_step(state, batch):\n"
+                        "    return state * batch")
