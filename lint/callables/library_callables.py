@@ -28,6 +28,14 @@ mujoco-mjx's pipeline functions (``jax.jit(mjx.step)``, any of
 ``MJX_DATA_STEPS``; checked on mujoco-mjx 3.17.0) take ``(m, d)`` and return
 a ``Data`` with the structure, shapes and dtypes of ``d``.
 
+jax-md's simulators and minimizers (``init_fn, apply_fn = simulate.nve(energy_fn,
+shift, dt)``, any of ``JAX_MD_STEPPERS``; checked on jax-md 0.2.29):
+``jax.jit(apply_fn)`` takes ``(state, **kwargs)`` and returns a state with the
+structure, shapes and dtypes of ``state``.
+
+The functions unpacked from a pair may be jitted in place
+(``opt_update = jax.jit(opt_update)``, ``step_fn = jit(step_fn)``).
+
 Anything else jitted without a visible body stays unknown.
 """
 
@@ -39,7 +47,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.callables.signatures import POSITIONAL, VAR_KEYWORD, Param, Signature
-from jaxmem.lint.values.array_api import BLACKJAX_ALGORITHMS, FLASHBAX_BUFFERS, MJX_DATA_STEPS
+from jaxmem.lint.values.array_api import BLACKJAX_ALGORITHMS, FLASHBAX_BUFFERS, JAX_MD_STEPPERS, MJX_DATA_STEPS
 from jaxmem.lint.values.usefulness import MAYBE, PRESERVED
 
 # optax namespaces whose calls return no GradientTransformation (trees, losses, projections).
@@ -89,6 +97,12 @@ _MJX_STEP = KnownCallable(
     signature=Signature((Param("m", POSITIONAL), Param("d", POSITIONAL))),
     outputs=(("m", MAYBE), ("d", PRESERVED)),
     parts=(frozenset({"d"}),),
+)
+
+_JAX_MD_APPLY = KnownCallable(
+    signature=Signature((Param("state", POSITIONAL), Param("kwargs", VAR_KEYWORD))),
+    outputs=(("state", PRESERVED),),
+    parts=(frozenset({"state"}),),
 )
 
 
@@ -180,6 +194,18 @@ def optax_field(position: int, targets: int) -> KnownCallable | None:
     if targets != len(_OPTAX_FIELDS) or not 0 <= position < targets:
         return None
     return _OPTAX_METHODS[_OPTAX_FIELDS[position]]
+
+
+def pair_field(value: cst.BaseExpression, position: int, targets: int, imports: ImportTable) -> KnownCallable | None:
+    """The contract of the function a tuple target gets from unpacking ``value``:
+    an optax transform's ``init``/``update``, a jax-md simulator's ``apply_fn``
+    (``init_fn, apply_fn = simulate.nve(energy_fn, shift, dt)``); None when unknown."""
+    if makes_optax_transform(value, imports):
+        return optax_field(position, targets)
+    if (targets == 2 and position == 1 and isinstance(value, cst.Call)
+            and imports.resolve(value.func) in JAX_MD_STEPPERS):
+        return _JAX_MD_APPLY
+    return None
 
 
 def unpacked_from(body, name: str) -> tuple[cst.BaseExpression, int, int] | None:

@@ -14,8 +14,7 @@ from jaxmem.lint.callables.library_callables import (
     KnownCallable,
     library_function,
     library_method,
-    makes_optax_transform,
-    optax_field,
+    pair_field,
     unpacked_in,
     vmapped,
 )
@@ -50,12 +49,12 @@ class WrappedFunctions:
                 if scope.kind != "class" and expr.value in scope.functions:
                     node = scope.functions[expr.value]
                     return Signature.of(node), expr.value, node, None
+            known = self._unpacked_library_function(expr, scopes)
+            if known is not None:
+                return known.signature, expr.value, known, None
             made = self._made_by_factory(expr.value, scopes)
             if made is not None:
                 return made
-            known = self._unpacked_library_function(expr.value, scopes)
-            if known is not None:
-                return known.signature, expr.value, known, None
             qualified = self.imports.resolve(expr)
             known = library_function(qualified)
             if known is not None:
@@ -128,20 +127,25 @@ class WrappedFunctions:
             return None
         return library_method(assign.value, method, self.imports)
 
-    def _unpacked_library_function(self, name: str, scopes: list[Scope]) -> KnownCallable | None:
-        """``opt_init, opt_update = optax.adam(lr)``: the optax function ``name`` is bound to."""
-        assign = self._sole_assignment(name, scopes)
-        found = unpacked_in([assign], name) if assign is not None else None
+    def _unpacked_library_function(self, expr: cst.Name, scopes: list[Scope]) -> KnownCallable | None:
+        """``opt_init, opt_update = optax.adam(lr)``, ``init_fn, apply_fn = simulate.nve(...)``:
+        the library function ``expr`` is bound to, also where the jit that wraps it
+        rebinds its name (``apply_fn = jax.jit(apply_fn)``)."""
+        assign = self._sole_assignment(expr.value, scopes, rebound_by=expr)
+        found = unpacked_in([assign], expr.value) if assign is not None else None
         if found is None:
             return None
         value, position, targets = found
-        return optax_field(position, targets) if makes_optax_transform(value, self.imports) else None
+        return pair_field(value, position, targets, self.imports)
 
-    def _sole_assignment(self, name: str, scopes: list[Scope]) -> cst.Assign | None:
+    def _sole_assignment(self, name: str, scopes: list[Scope],
+                         rebound_by: cst.Name | None = None) -> cst.Assign | None:
         """The assignment that is the only binding of ``name`` in the innermost enclosing
         scope that binds it; None when that scope binds it otherwise (a parameter, a loop,
         ``with ... as``, ``global``) or more than once: any other binding may hand out
-        another object."""
+        another object.  With ``rebound_by`` (the name as a jit's argument), a later
+        ``name = jit(name)`` wrapping that very node is not counted: it wraps the value
+        the first binding gave."""
         for scope in reversed(scopes):
             if scope.kind == "class" or scope.node is None:
                 continue
@@ -154,6 +158,8 @@ class WrappedFunctions:
             found = self._scope_bindings[key].get(ident(name))
             if not found:
                 continue
+            if rebound_by is not None and len(found) == 2 and _wraps(found[1], rebound_by):
+                found = found[:1]  # step_fn = jit(step_fn), after the binding it wraps
             if len(found) > 1 or (isinstance(scope.node, cst.Module) and name in self._declared_global()):
                 return None  # bound twice, or a function rebinds the module's name
             return found[0]
@@ -165,3 +171,11 @@ class WrappedFunctions:
             self._globals = frozenset(item.name.value for node in descendants_of_type(self.module, cst.Global)
                                       for item in node.names)
         return self._globals
+
+
+def _wraps(assign: cst.Assign | None, name: cst.Name) -> bool:
+    """Whether ``assign`` is ``name = f(name, ...)`` with ``name`` that very node as
+    the call's first argument (``step_fn = jax.jit(step_fn)``)."""
+    return (assign is not None and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value == name.value and isinstance(assign.value, cst.Call)
+            and bool(assign.value.args) and assign.value.args[0].value is name)

@@ -534,3 +534,21 @@ INIT_APPLY_PAIRS = {
     "haiku.transform": 0, "haiku.transform_with_state": 0, "haiku.without_apply_rng": 0,
     "haiku.without_state": 0,
 }
+
+# jax-md's simulators and minimizers return ``(init_fn, apply_fn)``; checked on
+# jax-md 0.2.29 by buffer pointers (``tests/lint/test_jax_md_facts.py`` runs each):
+#
+# * ``apply_fn(state, **kwargs)`` returns a state with the structure, shapes and
+#   dtypes of ``state`` (it is written to be carried through ``lax.fori_loop``),
+#   so a donated state is reused (see ``lint/callables/library_callables.py``);
+# * ``init_fn(...)`` returns a state that may hold its arguments as they are
+#   (brownian's holds the key and the positions, fire_descent's the positions)
+#   and no buffer twice, except ``npt_nose_hoover``'s: one zero is both its box
+#   position and its box momentum, so donating that state as made fails with
+#   "Attempt to donate the same buffer twice".
+JAX_MD_STEPPERS = frozenset(
+    {"jax_md.simulate." + name for name in (
+        "nve", "nvt_nose_hoover", "nvt_langevin", "brownian", "nvk", "npt_nose_hoover")}
+    | {"jax_md.minimize." + name for name in ("fire_descent", "gradient_descent")}
+)
+JAX_MD_INIT_TWICE = frozenset({"jax_md.simulate.npt_nose_hoover"})

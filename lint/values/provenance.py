@@ -52,6 +52,8 @@ from jaxmem.lint.values.array_api import (
     FLASHBAX_BUFFERS,
     HOLDS,
     INIT_APPLY_PAIRS,
+    JAX_MD_INIT_TWICE,
+    JAX_MD_STEPPERS,
     METADATA_ATTRIBUTES,
     NEW,
     OPTAX_NEW_STATE,
@@ -389,6 +391,11 @@ class Provenance:
                                  or (qualified is None and self.is_blackjax_algorithm(call.func.value, depth))):
             # nuts.init(position), blackjax.nuts.init(position, logdensity_fn): holds the position, the rest is new
             return self._of_holding_call(call, after, depth, line, text, held=_position_argument(call))
+        stepper = self.jax_md_init_of(call.func) if qualified is None and method is None else None
+        if stepper in JAX_MD_INIT_TWICE:
+            return [Origin(UNKNOWN, line, f"`{text}` holds one array twice (the init of `{stepper}`)")]
+        if stepper is not None:
+            return self._of_holding_call(call, after, depth, line, text)  # init_fn(key, R): may hold R
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -661,6 +668,28 @@ class Provenance:
                  # opt_init, opt_update = optax.adam(lr): a GradientTransformation is (init, update)
                  or (event.detail == "0" and self.is_new_state_optimizer(event.origin)))
             for event in writes)
+
+    def jax_md_init_of(self, func) -> str | None:
+        """The jax-md simulator whose ``init_fn`` ``func`` is (``init_fn, apply_fn =
+        simulate.nve(...)``, ``JAX_MD_STEPPERS``): a name bound only by that unpacking."""
+        key = ref_key(func)
+        if key is None or len(key) != 1:
+            return None
+        if self.owner_of(key) == "global":
+            found = self.ctx.module_unpacked(key[0])
+            origins = [(found[0], found[1], found[2])] if found is not None else []
+        elif self.owner_of(key) == "local":
+            origins = [(event.origin, event.detail, None) for event in self.writes_of(key)
+                       if event.origin_kind == "unpack"]
+            if len(origins) != len(self.writes_of(key)):
+                return None
+        else:
+            return None
+        steppers = {self.ctx.imports.resolve(value.func) for value, position, _ in origins
+                    if isinstance(value, cst.Call) and str(position) == "0"}
+        if len(origins) == 0 or len(steppers) != 1 or not steppers <= JAX_MD_STEPPERS:
+            return None
+        return next(iter(steppers)) if all(str(position) == "0" for _, position, _ in origins) else None
 
     def _module_optax_init(self, name: str) -> bool:
         """``opt_init, opt_update = optax.adam(lr)`` at module level, the only binding of ``opt_init``
