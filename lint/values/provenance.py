@@ -395,7 +395,17 @@ class Provenance:
         if stepper in JAX_MD_INIT_TWICE:
             return [Origin(UNKNOWN, line, f"`{text}` holds one array twice (the init of `{stepper}`)")]
         if stepper is not None:
-            return self._of_holding_call(call, after, depth, line, text)  # init_fn(key, R): may hold R
+            # init_fn(key, R) may hold R as it is, and so may other values made from R
+            # (a neighbor list keeps its positions), which are not followed: only a
+            # state made from temporaries (and PRNG keys) is proved its own.
+            named = [arg.value for arg in call.args if ref_key(arg.value) is not None
+                     and not self.array_free(arg.value) and not self.is_prng_key(arg.value)]
+            if named:
+                shown = self.ctx.text(named[0])
+                return [Origin(UNKNOWN, line, f"`{text}` holds `{shown}` as it is, and values made from "
+                                              f"`{shown}` elsewhere (a neighbor list keeps its positions) "
+                                              f"are not followed")]
+            return self._of_holding_call(call, after, depth, line, text)
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -640,10 +650,14 @@ class Provenance:
     def _inits_from_key(self, call: cst.Call, after: Point | None, depth: int) -> bool:
         """``network.init(key)``: one argument, provably a PRNG key; an initialiser
         given nothing but randomness makes new parameters (brax, haiku without inputs)."""
-        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star or depth > _MAX_DEPTH:
             return False
-        key = ref_key(call.args[0].value)
-        if key is None or len(key) != 1 or self.owner_of(key) != "local" or depth > _MAX_DEPTH:
+        return self.is_prng_key(call.args[0].value)
+
+    def is_prng_key(self, value) -> bool:
+        """Whether ``value`` is a local name bound only to PRNG keys (``key = jax.random.PRNGKey(0)``)."""
+        key = ref_key(value)
+        if key is None or len(key) != 1 or self.owner_of(key) != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
