@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
-from jaxmem.lint.syntax.walk import call_argument, children
+from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -154,11 +154,12 @@ class Provenance:
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
-        self._read_holders: dict[tuple, tuple[str, int] | None] = {}  # see _still_read
+        self._read_holders: dict[tuple, tuple[str, int, bool] | None] = {}  # see _still_read
         self._contained: dict[tuple[str, int], set[RefKey]] = {}  # see _may_contain
         self._events_of: dict[RefKey, tuple] = {}  # see writes_of
         self._views_of: dict[str, tuple] = {}  # see view_writes_of
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
+        self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
         self.nnx_made: dict[str, tuple[bool, bool]] = {}  # lint.join.facts: (any, all) writes make an nnx object
 
@@ -328,12 +329,14 @@ class Provenance:
         found = self._read_holders[memo]
         if found is None:
             return []
-        holder, read_line = found
-        return [Origin(UNKNOWN, line, f"`{holder}` still holds its arrays, read again at line {read_line}")]
+        holder, read_line, kept = found
+        holds = "may hold its arrays (a call made it from them and may keep them)" if kept else "still holds its arrays"
+        return [Origin(UNKNOWN, line, f"`{holder}` {holds}, read again at line {read_line}")]
 
-    def _holder_read_after(self, key: RefKey, after: Point, itself: bool) -> tuple[str, int] | None:
-        """``(name, line)`` of the first read after the call of a name bound to ``key``'s
-        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``)."""
+    def _holder_read_after(self, key: RefKey, after: Point, itself: bool) -> tuple[str, int, bool] | None:
+        """``(name, line, kept)`` of the first read after the call of a name bound to ``key``'s
+        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``),
+        or (``kept``) of a name made from it by calls that may keep it (:meth:`_made_from`)."""
         holders = [key] if itself else []
         holders += [event.key for _, event in self.flow.events_about(key[0])
                     if event.kind in (WRITE, ALIAS) and event.key is not None and len(event.key) == 1
@@ -344,7 +347,29 @@ class Provenance:
                 continue  # bound to another value by the time of the call
             reads = self.flow.search(after, holder).reads
             if reads:
-                return holder[0], self.ctx.positions[reads[0].node].start.line
+                return holder[0], self.ctx.positions[reads[0].node].start.line, False
+        if len(key) == 1:
+            for holder, read_line in self._made_from_reaching(key[0], after):
+                return holder, read_line, True
+        return None
+
+    def _read_line_after(self, name: str, after: Point) -> int | None:
+        """The line of the first read of the local ``name`` after ``after``, or where a
+        closure that captures it is defined (it may run later: ``jax.grad(energy)(x)``)."""
+        found = self.flow.search(after, (name,))
+        if found.reads:
+            return self.ctx.positions[found.reads[0].node].start.line
+        call = self._call_event_before(after)
+        for kill in found.kills:  # nbrs = nbrs.update(x): a method's receiver is read before the rebinding
+            if kill.origin is None or (call is not None and (
+                    kill.origin is call.node or call.node in descendants_of_type(kill.origin, cst.Call))):
+                continue  # state = step(state): the donating call's own rebinding
+            if any(node.value == name for node in descendants_of_type(kill.origin, cst.Name)):
+                return self.ctx.positions[kill.origin].start.line
+        if name in self.flow.captured:
+            for node in self.flow.capture_nodes:
+                if name in self.flow.free_names_of(node):
+                    return self.ctx.positions[node].start.line
         return None
 
     def _of_container(self, expr, after: Point, depth: int) -> list[Origin]:
@@ -395,17 +420,7 @@ class Provenance:
         if stepper in JAX_MD_INIT_TWICE:
             return [Origin(UNKNOWN, line, f"`{text}` holds one array twice (the init of `{stepper}`)")]
         if stepper is not None:
-            # init_fn(key, R) may hold R as it is, and so may other values made from R
-            # (a neighbor list keeps its positions), which are not followed: only a
-            # state made from temporaries (and PRNG keys) is proved its own.
-            named = [arg.value for arg in call.args if ref_key(arg.value) is not None
-                     and not self.array_free(arg.value) and not self.is_prng_key(arg.value)]
-            if named:
-                shown = self.ctx.text(named[0])
-                return [Origin(UNKNOWN, line, f"`{text}` holds `{shown}` as it is, and values made from "
-                                              f"`{shown}` elsewhere (a neighbor list keeps its positions) "
-                                              f"are not followed")]
-            return self._of_holding_call(call, after, depth, line, text)
+            return self._of_holding_call(call, after, depth, line, text)  # init_fn(key, R): may hold R
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -901,7 +916,44 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
+            if self.owner_of((name,)) == "local":
+                for holder, read_line in self._made_from_reaching(name, after):
+                    reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "
+                                   f"read again at line {read_line}")
         return reasons
+
+    def _made_from(self, name: str) -> tuple[str, ...]:
+        """The other locals some write of which is a call that receives the local
+        ``name`` and may keep its arrays (``nbrs = neighbor_fn.allocate(positions)``:
+        a jax-md neighbor list keeps its positions): they may hold ``name``'s
+        buffers after it is donated through another value."""
+        if self._made_from_of is None:
+            found: dict[str, set[str]] = {}
+            for _, event in self.flow.events():
+                if (event.kind == WRITE and event.key is not None and len(event.key) == 1
+                        and event.detail != "del" and isinstance(event.origin, cst.Call)):
+                    for source in _names_in(event.origin):
+                        if source != event.key[0]:
+                            found.setdefault(source, set()).add(event.key[0])
+            self._made_from_of = {
+                source: tuple(sorted(holder for holder in holders if self.owner_of((holder,)) == "local"
+                                     and (source,) in self._may_contain(cst.Name(holder))))
+                for source, holders in found.items()}
+        return self._made_from_of.get(name, ())
+
+    def _made_from_reaching(self, name: str, after: Point) -> list[tuple[str, int]]:
+        """``(holder, line)`` per local of :meth:`_made_from` whose value at the call just
+        before ``after`` may be one made from ``name``, and that is read after it (or
+        captured by a closure, which may run later)."""
+        out = []
+        for holder in self._made_from(name):
+            if not any(isinstance(event.origin, cst.Call) and name in _names_in(event.origin)
+                       for event in self.reaching_writes((holder,), after)):
+                continue  # bound to another value by the time of the call
+            read_line = self._read_line_after(holder, after)
+            if read_line is not None:
+                out.append((holder, read_line))
+        return out
 
     def _aliases(self, key: RefKey) -> tuple[tuple[RefKey, str], ...]:
         """``key`` and the names it was copied from (``params = initial_params``),
