@@ -614,6 +614,10 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not summary.twice \
                 else f"{'; '.join(reasons)} ({where})", None
+        if not origin.callee[-1][:1].isupper():
+            # a project function jaxmem cannot find (not a class: those hold what they are given)
+            return (f"its buffers are not proved to be its own: `{origin.text}` calls a function jaxmem cannot "
+                    f"find, whose result may hold one array in two places ({where})"), None
     if origin.kind in (CALL, DERIVED) and origin.shared_with:
         return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
     return None, None

@@ -60,7 +60,8 @@ RULE = Rule(
     (in any file) whose body returns no value twice and none of the
     arguments still held after the call; not a loop variable taken from a
     container, not a value a library call made from something still read,
-    not `LookaheadParams.init_synced`, which holds one tree twice; values
+    not `LookaheadParams.init_synced`, which holds one tree twice, nor the
+    result of a function jaxmem does not know, which may; values
     that hold no arrays, such as configs, flags, paths and devices, never
     count as sharing);
     and the body has an output built from it. An nnx Module, Optimizer or

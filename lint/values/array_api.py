@@ -22,6 +22,8 @@ Names are the import-resolved qualified names (``jax.numpy.zeros`` for
 
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 _JNP = "jax.numpy."
@@ -212,12 +214,15 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     _JNP + "zeros_like": (NEW, JAX),
     _JNP + "ones_like": (NEW, JAX),
     "optax.tree_utils.tree_zeros_like": (NEW, OPTAX),
+    # copies to every local device: new buffers, none shared with the argument or within the result
+    "flax.jax_utils.replicate": (NEW, FLAX),
     # held as they are
     "jax.device_put": (HOLDS, JAX),  # same device: returns the very same array
     _JNP + "asarray": (HOLDS, JAX),  # a jax array: returns it as it is
     "flax.training.train_state.TrainState.create": (HOLDS, FLAX),
     "flax.nnx.split": (PARTITION, FLAX),  # graphdef, then one State per filter: disjoint
     "flax.nnx.state": (HOLDS, FLAX),
+    "flax.nnx.merge": (HOLDS, FLAX),  # the module rebuilt around the given State's very arrays
     "flax.core.freeze": (HOLDS, FLAX),
     "flax.core.unfreeze": (HOLDS, FLAX),
     "flax.core.frozen_dict.freeze": (HOLDS, FLAX),
@@ -226,6 +231,9 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "equinox.combine": (HOLDS, EQX),
     "jax.tree_util.tree_leaves": (HOLDS, JAX),
     "jax.tree.leaves": (HOLDS, JAX),
+    # map_params(opt, f, state): the state's non-parameter leaves as they are, f's results for the rest
+    "optax.tree.map_params": (HOLDS, OPTAX),
+    "optax.tree_utils.tree_map_params": (HOLDS, OPTAX),
     "dict": (HOLDS, "Python"),
     "tuple": (HOLDS, "Python"),
     "list": (HOLDS, "Python"),
@@ -406,6 +414,60 @@ def call_effect(qualified: str | None, method: str | None = None, call=None) -> 
     if qualified is not None and qualified.rsplit(".", 1)[-1] in METHOD_EFFECTS:
         return METHOD_EFFECTS[qualified.rsplit(".", 1)[-1]][0]
     return None
+
+
+# Calls whose result is known not to hold one array in two places, though jaxmem
+# does not know what it holds: an unknown call's result may (``npt_nose_hoover``'s
+# init holds one new zero as two fields), so donating it as made is never high.
+# Checked by buffer pointers on flax 0.12.8 (``tests/lint/test_array_api_facts.py``):
+# ``nnx.Rngs(0)`` holds one key per stream; a flax.nnx layer (``nnx.Linear(2, 3,
+# rngs=rngs)``) new parameters.  jax.numpy and jax.random functions return one
+# array.  nnx's containers (``nnx.State``, ``nnx.List``...) hold what they are
+# given, and ``nnx.Optimizer`` what its transform's ``init`` returns, so they are
+# not listed (provenance proves a standard transform's optimizer new).
+DISTINCT_RESULTS = frozenset({"flax.nnx.Rngs", "flax.nnx.rnglib.Rngs"})
+_ONE_ARRAY_ROOTS = ("jax.numpy.", "jax.random.")
+_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
+# they hold what they are given (an optimizer: what its transform's init returns)
+_NNX_CONTAINERS = frozenset({"State", "Dict", "List", "Sequential", "Variable", "Param", "Optimizer",
+                             "ModelAndOptimizer"})
+
+
+MAP_PARAMS = frozenset({"optax.tree.map_params", "optax.tree_utils.tree_map_params"})
+
+
+def mapped_trees(qualified: str | None, call) -> list | None:
+    """The trees a tree map's result holds as they are (``jax.tree.map(lambda v: v, state)``,
+    ``optax.tree.map_params(opt, lambda v: v, state)``: ``state``), when its function is a
+    lambda that returns one of its parameters; None otherwise.  map_params uses its
+    first argument (an optimizer) only for its structure."""
+    first = 2 if qualified in MAP_PARAMS else 1 if qualified in TREE_MAPS else None
+    if first is None or any(arg.star for arg in call.args):
+        return None
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    if len(positional) <= first or not _returns_a_parameter(positional[first - 1]):
+        return None
+    return positional[first:]
+
+
+def _returns_a_parameter(function) -> bool:
+    """``lambda v: v``, ``lambda p, g: g``."""
+    return isinstance(function, cst.Lambda) and isinstance(function.body, cst.Name) and any(
+        param.name.value == function.body.value for param in function.params.params)
+
+
+def returns_distinct_arrays(qualified: str | None) -> bool:
+    """Whether a call of ``qualified`` (not in :data:`CALL_EFFECTS`) returns no array in
+    two places: :data:`DISTINCT_RESULTS`, a ``flax.nnx`` class (a layer's parameters are
+    new), or a jax.numpy/jax.random function (one array)."""
+    if qualified is None:
+        return False
+    if qualified in _BUILTINS:
+        return True  # sorted(xs), next(it), getattr(obj, "w"): one value, or a container it was given
+    if qualified in DISTINCT_RESULTS or qualified.startswith(_ONE_ARRAY_ROOTS):
+        return True
+    name = qualified.rsplit(".", 1)[-1]
+    return qualified.startswith("flax.nnx.") and name[:1].isupper() and name not in _NNX_CONTAINERS
 
 
 def _stacks_a_display(call) -> bool:

@@ -72,7 +72,9 @@ from jaxmem.lint.values.array_api import (
     is_host_producer,
     is_prng_producer,
     is_view_of_arguments,
+    mapped_trees,
     maps_to_new_arrays,
+    returns_distinct_arrays,
 )
 from jaxmem.lint.values.flow import (
     ALIAS,
@@ -421,6 +423,8 @@ class Provenance:
             return [Origin(UNKNOWN, line, f"`{text}` holds one array twice (the init of `{stepper}`)")]
         if stepper is not None:
             return self._of_holding_call(call, after, depth, line, text)  # init_fn(key, R): may hold R
+        if (trees := mapped_trees(qualified, call)) is not None:
+            return self._of_holding_call(call, after, depth, line, text, held=trees)  # jax.tree.map(lambda v: v, s)
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return [Origin(FRESH, line, text)]
@@ -440,7 +444,15 @@ class Provenance:
         if method is not None and qualified is None:
             # obj.method(...): may return the object's own arrays (``self.get_state()``).
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
-        return [Origin(DERIVED, line, text, shared_with=shared)]
+        derived = Origin(DERIVED, line, text, shared_with=shared)
+        if (returns_distinct_arrays(qualified or (call.func.value if isinstance(call.func, cst.Name) else None))
+                or self.new_state_nnx_optimizer(call) or _is_class_call(call)
+                or _vmapped_rebuild(call, ctx.imports.resolve)):
+            return [derived]  # a class (``MLP(...)``) holds what it is given ("passed twice" is an arg reason)
+        # npt_nose_hoover's init_fn(key, R, box) holds one new zero as two fields: donated as made,
+        # the step fails with "Attempt to donate the same buffer twice"
+        return [derived, Origin(UNKNOWN, line, f"`{text}` is a call jaxmem does not know: "
+                                               f"its result may hold one array in two places")]
 
     def _of_holding_call(self, call: cst.Call, after: Point, depth: int, line: int, text: str,
                          held: list | None = None) -> list[Origin]:
@@ -1016,6 +1028,26 @@ def _is_class_call(call: cst.Call) -> bool:
     return name[:1].isupper()
 
 
+def _vmapped_rebuild(call: cst.Call, resolve) -> bool:
+    """``jax.vmap(lambda q: d.replace(qpos=q))(qs)`` (mjx's batch of data): vmap returns each
+    output leaf as a new array (a batched result, or an unbatched one broadcast: jax 0.10.2)
+    unless it is a batched input passed through; a body that only rebuilds a value
+    (``.replace``, a class) and uses each parameter at most once passes none through twice."""
+    func = call.func
+    if not isinstance(func, cst.Call) or not func.args or resolve(func.func) != "jax.vmap":
+        return False
+    function = func.args[0].value
+    if not isinstance(function, cst.Lambda) or not isinstance(function.body, cst.Call):
+        return False
+    body = function.body
+    rebuilds = _is_class_call(body) or (isinstance(body.func, cst.Attribute)
+                                        and body.func.attr.value in ("replace", "_replace"))
+    if not rebuilds or descendants_of_type(body, (cst.NamedExpr, cst.Lambda)):
+        return False
+    used = [name.value for name in descendants_of_type(body, cst.Name)]
+    return all(used.count(param.name.value) <= 1 for param in function.params.params)
+
+
 def _is_class_name(expr) -> bool:
     """``TrainState`` in ``TrainState.create(...)``: a class, not a value."""
     name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
@@ -1093,6 +1125,7 @@ _MAX_KEY = 4  # parts of a held key kept (x.a.b.c...): shorter keys only overlap
 MODULE_HELD = "<global>"  # in FunctionSummary.returned: the result may hold a module-level value
 DECORATOR_HELD = "<decorator>"  # in FunctionSummary.returned: a decorator (a cache) may keep the result
 _HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
+_UNKNOWN_RESULT = ("<unknown call>",)  # held twice by the result of a call jaxmem does not know
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -1156,7 +1189,9 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     for held in returned:
         certain = [key for key, sure in held if sure]
         for i, key in enumerate(certain):
-            if twice is None and any(overlaps(key, other) for other in certain[:i]):
+            if twice is None and key[0] == _UNKNOWN_RESULT[0] and any(overlaps(key, o) for o in certain[:i]):
+                twice = f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
+            elif twice is None and any(overlaps(key, other) for other in certain[:i]):
                 twice = f"`{name}` returns `{'.'.join(key)}` in two places"
         roots.extend(key[0] for key, sure in held
                      if (key[0] in holder.params or key[0] in _HELD_ELSEWHERE) and key[0] not in roots
@@ -1306,6 +1341,8 @@ class _Holdings:
         if method in _FRESH_METHODS and qualified is None and len(call.args) == 1 and call.args[0].keyword is None \
                 and isinstance(call.args[0].value, cst.Name) and self.prng.get(call.args[0].value.value):
             return ()  # network.init(key): new parameters from a PRNG key
+        if (trees := mapped_trees(qualified, call)) is not None:
+            return tuple(h for tree in trees for h in self.held(tree))  # the very leaves
         effect = call_effect(qualified, method if qualified is None else None, call)
         if effect == NEW:
             return ()
@@ -1325,7 +1362,12 @@ class _Holdings:
                                if helper is not None and marker in helper.returned)
         if helper is not None and (bound := self._returned_arguments(call, helper)) is not None:
             parts = bound
-        return tuple((key, False) for key, _ in parts) + held_elsewhere
+        maybe = tuple((key, False) for key, _ in parts) + held_elsewhere
+        if helper is None and method is None and not returns_distinct_arrays(qualified) and not _is_class_call(call):
+            # a function jaxmem does not know: its result may hold one array in two places
+            # (as :meth:`Provenance._of_call` says of its direct use)
+            return maybe + ((_UNKNOWN_RESULT, True),) * 2
+        return maybe
 
     def _returned_arguments(self, call: cst.Call, helper: FunctionSummary) -> _Held | None:
         """What the arguments of a file helper's call that bind the parameters its

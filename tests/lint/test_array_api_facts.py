@@ -516,3 +516,51 @@ def test_associative_scan_runs_its_function_on_concrete_arrays():
         jax.lax.associative_scan(lambda a, b: step(a) + b + 0.0 * step(outside).sum(), jnp.zeros((2, 3)))
     assert outside.is_deleted()
     assert "jax.lax.associative_scan" not in array_api.STAGING_HIGHER_ORDER
+
+
+def test_replicate_copies_to_new_distinct_buffers():
+    from flax import jax_utils
+
+    assert call_effect("flax.jax_utils.replicate") == NEW
+    params = _params()
+    replicated = jax_utils.replicate(params)
+    pointers = _pointers(replicated)
+    assert not _shares(replicated, params)
+    assert len(set(pointers)) == len(pointers)
+
+
+def test_map_params_holds_the_states_leaves_as_they_are():
+    assert call_effect("optax.tree.map_params") == HOLDS == call_effect("optax.tree_utils.tree_map_params")
+    params = _params()
+    opt = optax.adam(1e-3)
+    state = opt.init(params)
+    same = optax.tree.map_params(opt, lambda v: v, state)
+    assert _pointers(same) == _pointers(state)
+
+
+def _distinct(tree) -> bool:
+    pointers = _pointers(tree)
+    return len(set(pointers)) == len(pointers)
+
+
+def test_distinct_results_hold_no_array_twice():
+    from flax import nnx
+
+    assert array_api.returns_distinct_arrays("flax.nnx.Rngs")
+    assert array_api.returns_distinct_arrays("flax.nnx.Linear")
+    assert array_api.returns_distinct_arrays("jax.numpy.stack") and array_api.returns_distinct_arrays("sorted")
+    assert _distinct(nnx.state(nnx.Rngs(0, params=1)))
+    assert _distinct(nnx.state(nnx.Linear(2, 3, rngs=nnx.Rngs(0))))
+    assert _distinct(nnx.state(nnx.Conv(2, 3, kernel_size=(3,), rngs=nnx.Rngs(0))))
+
+
+def test_containers_and_unknown_calls_may_hold_one_array_twice():
+    from flax import nnx
+
+    x = jnp.zeros(3)
+    for name in ("flax.nnx.State", "flax.nnx.List", "flax.nnx.Optimizer", "somelib.make", None):
+        assert not array_api.returns_distinct_arrays(name)
+    assert not _distinct(nnx.List([x, x]))
+    keeping = optax.GradientTransformation(lambda p: {"a": p, "b": p}, lambda u, s, p=None: (u, s))
+    assert not _distinct(nnx.state(nnx.Optimizer(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), keeping, wrt=nnx.Param),
+                                   nnx.optimizer.OptState))

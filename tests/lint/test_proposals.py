@@ -73,10 +73,10 @@ CASES = [
         "runner = make_runner(step)\ndef train(b):\n    state = init()\n    state = step(state, b)\n    return state\n",
         {("state", "JXM001", "medium"), ("batch", "JXM002", "low")}, id="passed-around-medium"),
     pytest.param(
-        "def train(b):\n    state = init()\n    state = step(state, b + 1)\n    return state\n",
+        "def train(b):\n    state = jax.numpy.zeros(3)\n    state = step(state, b + 1)\n    return state\n",
         {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="temporary-argument"),
     pytest.param(
-        "def train(b):\n    state = init()\n    state = step(state=state, batch=b)\n    return state\n",
+        "def train(b):\n    state = jax.numpy.zeros(3)\n    state = step(state=state, batch=b)\n    return state\n",
         {("state", "JXM001", "high"), ("batch", "JXM002", "low")}, id="keyword-arguments"),
 ]
 

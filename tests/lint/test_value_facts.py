@@ -72,7 +72,7 @@ HIGH = [
         def train(batches):
             n = len(jax.devices())
             params = {"w": jnp.ones(3)}
-            state = make_state(params, n, "name")
+            state = State(params, n, "name")  # a class: holds what it is given
             for b in batches:
                 state = step(state, b)
             print(n)
@@ -101,7 +101,7 @@ HIGH += [
 
         def train(batches, config: ml_collections.ConfigDict, workdir: str):
             params = {"w": jnp.ones(3)}
-            state = make(params, config, workdir, FLAGS.steps, jax.local_devices())
+            state = State(params, config, workdir, FLAGS.steps, jax.local_devices())
             opt_state = tx.init(params)
             for b in batches:
                 state = step(state, b)
