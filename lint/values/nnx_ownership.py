@@ -89,9 +89,10 @@ def nnx_ownership(name: str, occurrences, imports, provenance, positions,
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
     is not bound only to calls (not an object this applies to).  ``binding``: the value of
-    the one assignment that reaches the call; when every binding of ``name`` is a plain
-    statement of the scope itself, only that object's occurrences are looked at
-    (:func:`_one_object`: a notebook that makes a new ``model`` in every section).
+    the one assignment that reaches the call; when it is a plain statement outside loops,
+    ``try`` and ``with``, only the occurrences that may see that object are looked at
+    (:func:`_one_object`: a notebook that makes a new ``model`` in every section, a
+    script that makes one in each mode's branch).
     ``local_nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`)."""
     if binding is not None:
         occurrences = _one_object(name, occurrences, binding, positions) or occurrences
@@ -382,41 +383,100 @@ def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
     return found
 
 
+# Statements whose code runs at most once, in order, each time the scope runs: the
+# ancestors of a binding whose object is narrowed to what runs after it.
+_STRAIGHT = (cst.Module, cst.IndentedBlock, cst.If, cst.Else, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+
+
 def _one_object(name: str, occurrences, binding: cst.Call, positions) -> dict | None:
     """``occurrences`` with those of ``name`` narrowed to the object ``name = binding``
-    makes: from that statement to the next statement that binds ``name`` (and what that
-    statement's value reads, ``model = Wrapper(model)``), and every occurrence in a def or
-    lambda, which may run at any time.  None (no narrowing) unless every binding of
-    ``name`` outside defs is a plain one-target assignment statement of the scope itself,
-    so that the statements in between see that object and no other."""
+    makes: every occurrence in a def or lambda (it may run at any time), and those
+    outside that may run after the binding with that object still bound.  The
+    binding must be a plain one-target assignment outside loops, ``try`` and
+    ``with`` (inside ``if``/``else`` only), so nothing before it runs after it.
+    Left out: what comes before it, what is in another branch of an ``if`` it is
+    in (never both run), what follows a later rebinding of ``name`` in that
+    rebinding's block (the only way in passes it) or anywhere after it when its
+    block holds the binding (every way on passes it), and the other plain
+    bindings (``model, opt = nnx.merge(...)``: another object).  None (no
+    narrowing) when the binding is not such a statement."""
     outside = [(node, parents) for node, parents in occurrences.get(name, ())
                if not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)]
-    statements = []  # (start, assign) of each binding statement
-    for node, parents in outside:
-        parent = parents[-1] if parents else None
-        if isinstance(parent, cst.AssignTarget) and parent.target is node:
-            assign = parents[-2]
-            if len(parents) != 4 or not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-                return None  # ``a = model = X()`` or a binding inside an ``if`` or a loop
-            start = positions[assign].start
-            statements.append(((start.line, start.column), assign))
-    if _bound_values(name, {name: outside}) is None or len(statements) < 2:
-        return None  # bound another way (a loop, ``with``, unpacking), or once: nothing to narrow
-    statements.sort(key=lambda item: item[0])
-    mine = [i for i, (_, assign) in enumerate(statements) if assign.value is binding]
+    mine = [(node, parents) for node, parents in outside
+            if (i := _binding_index(node, parents)) is not None and parents[i].value is binding]
     if len(mine) != 1:
         return None
-    begin = statements[mine[0]][0]
-    following = statements[mine[0] + 1] if mine[0] + 1 < len(statements) else None
+    target, chain = mine[0]
+    chain = chain[:_binding_index(target, chain) + 1]  # down to the assignment
+    if not all(isinstance(p, _STRAIGHT) for p in chain[:-1]):
+        return None
+    begin = _start(positions, chain[-1])
+    rebindings = []  # (parents down to the assignment, its start), after the binding, on a line of their own
+    for node, parents in outside:
+        i = _binding_index(node, parents)
+        if i is not None and i >= 2 and isinstance(parents[i - 1], cst.SimpleStatementLine) \
+                and _start(positions, parents[i]) > begin:
+            rebindings.append((parents[:i + 1], _start(positions, parents[i])))
     kept = []
     for node, parents in occurrences[name]:
-        where = positions[node].start
-        if any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents) or (
-                begin <= (where.line, where.column)
-                and (following is None or (where.line, where.column) < following[0]
-                     or (following[1] in parents and not isinstance(parents[-1], cst.AssignTarget)))):
+        if node is target or any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents):
+            kept.append((node, parents))
+            continue
+        where = _start(positions, node)
+        if where < begin or _binding_index(node, parents) is not None or _exclusive(chain, parents):
+            continue
+        if not any(_passed_first(rebinding, at, chain, parents, where) for rebinding, at in rebindings):
             kept.append((node, parents))
     return {**occurrences, name: kept}
+
+
+def _binding_index(node: cst.Name, parents: tuple) -> int | None:
+    """The index in ``parents`` of the one-target assignment statement that binds
+    ``node``, as ``name = ...`` or unpacked (``a, name = ...``); None otherwise."""
+    i = len(parents) - 1
+    while i >= 0 and isinstance(parents[i], (cst.Tuple, cst.List, cst.Element)):
+        i -= 1
+    if i < 1 or not isinstance(parents[i], cst.AssignTarget):
+        return None
+    if i == len(parents) - 1 and parents[i].target is not node:
+        return None
+    assign = parents[i - 1]
+    return i - 1 if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+
+
+def _start(positions, node) -> tuple[int, int]:
+    start = positions[node].start
+    return start.line, start.column
+
+
+def _exclusive(chain: tuple, parents: tuple) -> bool:
+    """Whether the occurrence under ``parents`` is in another branch of an ``if`` whose
+    branch ``chain`` (the binding's parents) is in: the two never both run."""
+    for i, node in enumerate(chain[:-1]):
+        if not isinstance(node, cst.If):
+            continue
+        for j, other in enumerate(parents[:-1]):
+            if other is node:
+                mine, theirs = chain[i + 1], parents[j + 1]
+                if theirs is not mine and (theirs is node.body or theirs is node.orelse):
+                    return True
+    return False
+
+
+def _passed_first(rebinding: tuple, at: tuple[int, int], chain: tuple, parents: tuple,
+                  where: tuple[int, int]) -> bool:
+    """Whether every way from the binding (parents ``chain``) to the occurrence under
+    ``parents`` at ``where`` passes the later rebinding (its parents ``rebinding``, down to
+    the assignment, starting at ``at``): the occurrence follows it in its own block, or
+    the rebinding's block holds the binding too."""
+    assign = rebinding[-1]
+    if where <= at or any(p is assign for p in parents):
+        return False  # before it, or read by its own value (``model = Wrapper(model)``)
+    block = rebinding[-3]  # the block its statement line is in
+    if any(p is block for p in parents):
+        return True
+    depth = len(rebinding) - 2  # down to the block
+    return len(chain) > depth and all(a is b for a, b in zip(chain[:depth], rebinding[:depth]))
 
 
 def _local_names(function: cst.FunctionDef) -> frozenset[str]:

@@ -199,3 +199,82 @@ def test_the_same_objects_in_a_module_another_file_imports_are_left_alone_and_cr
     assert run(sys.executable, "other.py", cwd=tmp_path).returncode == 0
     left_alone_then_crashes(tmp_path, "other.py", tmp_path / "train.py", "@nnx.jit\ndef train_step",
                             "@nnx.jit(donate_argnums=(0, 1, 2))\ndef train_step")
+
+
+# A script with modes (flax's benchmarks/nnx_simple_training.py): each branch makes and
+# trains its own model; the object a step receives is judged by what may run after its
+# assignment: not the other branch of its ``if``, not what follows a rebinding
+# (``model = nnx.merge(...)`` in a later block), and the read of the trained model
+# after its last step (nnx wrote the new arrays back into it).
+MODES = MODEL_MODULE + """
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return ((model(x) - y) ** 2).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+@nnx.jit
+def eval_step(model, x, y):
+    return ((model(x) - y) ** 2).mean()
+
+
+def main(mode):
+    x, y = jnp.ones((8, 4)), jnp.zeros((8, 2))
+    if mode in ("nnx", "all"):
+        model = MLP(nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+        for _ in range(3):
+            train_step(model, optimizer, x, y)
+            loss = eval_step(model, x, y)
+        print(mode, round(float(loss), 5), round(float(model.lin1.kernel[...].sum()), 5))
+    else:
+        model = MLP(nnx.Rngs(1))
+        kernel = model.lin1.kernel[...]
+        print(mode, kernel.shape)
+    if mode in ("functional", "all"):
+        graphdef, state = nnx.split(MLP(nnx.Rngs(2)))
+        model = nnx.merge(graphdef, state)
+        print(mode, round(float(model(x).sum()), 5))
+
+
+for mode in ("nnx", "functional", "all"):
+    main(mode)
+"""
+
+# A later block of the same run takes the trained model's arrays, steps it again and reads them.
+MODES_HELD = MODES.replace(
+    "    if mode in (\"functional\", \"all\"):\n",
+    "    if mode == \"all\":\n        before = jax.tree.leaves(nnx.state(model, nnx.Param))\n"
+    "        train_step(model, optimizer, x, y)\n        print(round(float(before[0].sum()), 5))\n"
+    "    if mode in (\"functional\", \"all\"):\n", 1)
+
+
+def test_the_model_of_one_mode_of_a_script_is_donated_and_runs_the_same(tmp_path):
+    path = fix_and_rerun(tmp_path, MODES)
+    text = path.read_text()
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in text
+    assert "@partial(nnx.jit, donate_argnums=0)\ndef eval_step" in text
+
+    namespace = load(path)
+    model = namespace["MLP"](nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, namespace["optax"].adam(1e-2), wrt=nnx.Param)
+    old = jax.tree.leaves(nnx.state((model, optimizer)))
+    namespace["train_step"](model, optimizer, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
+    assert old and all(leaf.is_deleted() for leaf in old)
+    old = jax.tree.leaves(nnx.state(model))
+    namespace["eval_step"](model, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
+    assert all(leaf.is_deleted() for leaf in old)
+    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(nnx.state(model)))
+
+
+def test_a_later_block_that_takes_the_trained_models_arrays_keeps_it_and_crashes_when_forced(tmp_path):
+    assert MODES_HELD != MODES
+    path, result = fix(tmp_path, MODES_HELD)
+    assert "donate_argnums=(0" not in path.read_text(), result.stdout
+
+    crashes_when_forced(tmp_path, "import functools\n" + MODES_HELD, "@nnx.jit\ndef train_step",
+                        "@functools.partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step")
