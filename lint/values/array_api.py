@@ -223,6 +223,8 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "flax.nnx.split": (PARTITION, FLAX),  # graphdef, then one State per filter: disjoint
     "flax.nnx.state": (HOLDS, FLAX),
     "flax.nnx.merge": (HOLDS, FLAX),  # the module rebuilt around the given State's very arrays
+    # restore_checkpoint(dir, target): the target itself when there is no checkpoint, else new arrays
+    "flax.training.checkpoints.restore_checkpoint": (HOLDS, FLAX),
     "flax.core.freeze": (HOLDS, FLAX),
     "flax.core.unfreeze": (HOLDS, FLAX),
     "flax.core.frozen_dict.freeze": (HOLDS, FLAX),
@@ -451,9 +453,22 @@ def mapped_trees(qualified: str | None, call) -> list | None:
 
 
 def _returns_a_parameter(function) -> bool:
-    """``lambda v: v``, ``lambda p, g: g``."""
-    return isinstance(function, cst.Lambda) and isinstance(function.body, cst.Name) and any(
-        param.name.value == function.body.value for param in function.params.params)
+    """``lambda v: v``, ``lambda p, g: g``, ``lambda x: x.unbox() if boxed(x) else x``: a
+    parameter, or a part of one (an attribute, a method called without arguments)."""
+    if not isinstance(function, cst.Lambda):
+        return False
+    params = {param.name.value for param in function.params.params}
+
+    def part(expr) -> bool:
+        if isinstance(expr, cst.IfExp):
+            return part(expr.body) and part(expr.orelse)
+        if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute):
+            return part(expr.func.value)
+        if isinstance(expr, cst.Attribute):
+            return part(expr.value)
+        return isinstance(expr, cst.Name) and expr.value in params
+
+    return part(function.body)
 
 
 def returns_distinct_arrays(qualified: str | None) -> bool:
@@ -528,6 +543,10 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         "os.getcwd", "os.environ.get", "os.path.join", "os.path.dirname", "os.path.basename",
         "os.path.exists", "os.path.expanduser", "tempfile.mkdtemp",
         "numpy.prod",
+        # flax's logical partitioning: PartitionSpecs and NamedShardings, no arrays (flax 0.12.8)
+        "flax.linen.get_partition_spec", "flax.linen.logical_to_mesh_sharding", "flax.linen.logical_to_mesh",
+        "flax.linen.spmd.get_partition_spec", "flax.linen.spmd.logical_to_mesh_sharding",
+        "flax.linen.spmd.logical_to_mesh",
     )},
     **{name: "if_args" for name in ("min", "max", "abs", "round", "sum", "divmod", "pow")},  # of Python numbers
     **{name: "if_args" for name in (

@@ -1328,6 +1328,9 @@ class _Holdings:
             return ()
         if isinstance(call.func, cst.Name) and call.func.value in self.new_memory:
             return ()  # a jitted callable's result: new buffers
+        if isinstance(call.func, cst.Call) and self.imports is not None \
+                and self.imports.resolve(call.func.func) in _NEW_RESULT_TRANSFORMS:
+            return ()  # jax.jit(init, out_shardings=s)(rng): new buffers (see Provenance.immediate_jit)
         if qualified in TREE_MAPS and call.args and self.imports is not None and maps_to_new_arrays(
                 call.args[0].value, self.imports.resolve):
             return ()  # tree_map(jnp.zeros_like, params), tree_map(lambda x: x / 10, params): new arrays

@@ -53,7 +53,8 @@ class MLP(nnx.Module):
 
 """
 
-SECTIONS = MODEL_MODULE + """
+# The training step of SECTIONS and MODES.
+TRAIN_STEP = """
 @nnx.jit
 def train_step(model, optimizer, x, y):
     def loss_fn(model):
@@ -62,7 +63,9 @@ def train_step(model, optimizer, x, y):
     loss, grads = nnx.value_and_grad(loss_fn)(model)
     optimizer.update(model, grads)
     return loss
+"""
 
+SECTIONS = MODEL_MODULE + TRAIN_STEP + """
 
 @jax.jit
 def pure_forward(graphdef, state, x):
@@ -99,16 +102,23 @@ HELD = SECTIONS.replace(
 )
 
 
-def test_the_trained_model_of_a_notebook_that_rebinds_model_is_donated_and_runs_the_same(tmp_path):
-    path = fix_and_rerun(tmp_path, SECTIONS)
-    assert "@partial(nnx.jit, donate_argnums=(0, 1))" in path.read_text()
-
-    namespace = load(path)
+def _trained_once(namespace: dict):
+    """A new model of the fixed program, after one ``train_step`` that must delete its
+    and its optimizer's old arrays (the donation took)."""
     model = namespace["MLP"](nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, namespace["optax"].adam(1e-2), wrt=nnx.Param)
     old = jax.tree.leaves(nnx.state((model, optimizer)))
     namespace["train_step"](model, optimizer, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
     assert old and all(leaf.is_deleted() for leaf in old)
+    return model
+
+
+def test_the_trained_model_of_a_notebook_that_rebinds_model_is_donated_and_runs_the_same(tmp_path):
+    path = fix_and_rerun(tmp_path, SECTIONS)
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))" in path.read_text()
+
+    namespace = load(path)
+    model = _trained_once(namespace)
     assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(nnx.state(model)))
 
 
@@ -206,16 +216,7 @@ def test_the_same_objects_in_a_module_another_file_imports_are_left_alone_and_cr
 # assignment: not the other branch of its ``if``, not what follows a rebinding
 # (``model = nnx.merge(...)`` in a later block), and the read of the trained model
 # after its last step (nnx wrote the new arrays back into it).
-MODES = MODEL_MODULE + """
-@nnx.jit
-def train_step(model, optimizer, x, y):
-    def loss_fn(model):
-        return ((model(x) - y) ** 2).mean()
-
-    loss, grads = nnx.value_and_grad(loss_fn)(model)
-    optimizer.update(model, grads)
-    return loss
-
+MODES = MODEL_MODULE + TRAIN_STEP + """
 
 @nnx.jit
 def eval_step(model, x, y):
@@ -260,11 +261,7 @@ def test_the_model_of_one_mode_of_a_script_is_donated_and_runs_the_same(tmp_path
     assert "@partial(nnx.jit, donate_argnums=0)\ndef eval_step" in text
 
     namespace = load(path)
-    model = namespace["MLP"](nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, namespace["optax"].adam(1e-2), wrt=nnx.Param)
-    old = jax.tree.leaves(nnx.state((model, optimizer)))
-    namespace["train_step"](model, optimizer, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
-    assert old and all(leaf.is_deleted() for leaf in old)
+    model = _trained_once(namespace)
     old = jax.tree.leaves(nnx.state(model))
     namespace["eval_step"](model, jax.numpy.ones((8, 4)), jax.numpy.zeros((8, 2)))
     assert all(leaf.is_deleted() for leaf in old)

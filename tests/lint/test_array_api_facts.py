@@ -564,3 +564,53 @@ def test_containers_and_unknown_calls_may_hold_one_array_twice():
     keeping = optax.GradientTransformation(lambda p: {"a": p, "b": p}, lambda u, s, p=None: (u, s))
     assert not _distinct(nnx.state(nnx.Optimizer(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), keeping, wrt=nnx.Param),
                                    nnx.optimizer.OptState))
+
+
+def test_restore_checkpoint_returns_the_target_itself_or_new_arrays(tmp_path):
+    from flax.training import checkpoints
+
+    assert call_effect("flax.training.checkpoints.restore_checkpoint") == HOLDS
+    target = _params()
+    assert checkpoints.restore_checkpoint(str(tmp_path / "none"), target) is target
+    checkpoints.save_checkpoint(str(tmp_path / "saved"), target, step=0)
+    restored = checkpoints.restore_checkpoint(str(tmp_path / "saved"), target)
+    assert not _shares(restored, target) and _distinct(restored)
+
+
+@pytest.mark.parametrize("source,trees", [
+    ("jax.tree.map(lambda v: v, state)", ["state"]),
+    ("jax.tree_util.tree_map(lambda x: x.unbox() if boxed(x) else x, state, is_leaf=boxed)", ["state"]),
+    ("optax.tree.map_params(opt, lambda v: v, state)", ["state"]),
+    ("jax.tree.map(lambda v: v + 1, state)", None),
+    ("jax.tree.map(lambda v: other, state)", None),
+    ("jax.tree.map(f, state)", None),
+])
+def test_a_tree_map_of_a_parameter_holds_the_mapped_trees(source, trees):
+    imports = ImportTable.from_module(cst.parse_module("import jax\nimport optax\n"))
+    call = cst.parse_expression(source)
+    found = array_api.mapped_trees(imports.resolve(call.func), call)
+    assert (None if found is None else [cst.Module([]).code_for_node(t) for t in found]) == trees
+
+
+def test_a_tree_map_returning_its_leaves_or_their_parts_makes_no_new_leaf():
+    boxed = {"w": flax.linen.spmd.LogicallyPartitioned(jnp.ones(3), ("x",)), "b": jnp.zeros(2)}
+    unboxed = jax.tree_util.tree_map(
+        lambda x: x.unbox() if isinstance(x, flax.linen.spmd.LogicallyPartitioned) else x, boxed,
+        is_leaf=lambda x: isinstance(x, flax.linen.spmd.LogicallyPartitioned))
+    assert unboxed["w"] is boxed["w"].value and unboxed["b"] is boxed["b"]
+    params = _params()
+    assert jax.tree.map(lambda v: v, params)["w"] is params["w"]
+
+
+def test_logical_partitioning_helpers_return_no_arrays():
+    import flax.linen as nn
+    from jax.sharding import Mesh
+
+    for name in ("flax.linen.get_partition_spec", "flax.linen.logical_to_mesh_sharding"):
+        assert array_api.array_free_call(name) == "always"
+    boxed = {"w": nn.spmd.LogicallyPartitioned(jnp.ones((2, 2)), ("embed", "mlp"))}
+    specs = nn.get_partition_spec(boxed)
+    mesh = Mesh(jax.devices()[:1], ("data",))
+    shardings = nn.logical_to_mesh_sharding(specs, mesh, [("embed", "data"), ("mlp", None)])
+    for tree in (specs, shardings):
+        assert not [leaf for leaf in jax.tree.leaves(tree) if isinstance(leaf, jax.Array)]
