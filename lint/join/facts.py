@@ -89,6 +89,7 @@ from jaxmem.lint.values.provenance import (
     Provenance,
     annotated_array_free,
     keeps_arguments,
+    stores_one_value_twice,
     summarize_function,
 )
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
@@ -332,6 +333,7 @@ class _Context:
         self._unpacked: dict[str, tuple | None] | None = None  # module-level name -> (value, position, targets)
         self._classes_reading: frozenset[str] | None = None
         self._nnx_classes: frozenset[str] | None = None
+        self._stores_twice: dict[str, str | None] | None = None  # see class_stores_twice
         self._deferred: set[int] | None = None  # see deferred_calls
 
     def deferred_calls(self) -> set[int]:
@@ -341,6 +343,17 @@ class _Context:
             self._deferred = {id(call) for lazy in descendants_of_type(self.module, (cst.GeneratorExp, cst.Lambda))
                               for call in descendants_of_type(lazy, cst.Call)}
         return self._deferred
+
+    def class_stores_twice(self, name: str) -> str | None:
+        """Why an instance of the top-level class ``name`` may hold one array in two places
+        (:func:`stores_one_value_twice`; any of its definitions); None for nnx classes,
+        whose shared Variables nnx.split and nnx.jit see once."""
+        if self._stores_twice is None:
+            nnx = self.nnx_classes()
+            self._stores_twice = {
+                class_name: next((why for cls in classes if (why := stores_one_value_twice(cls, self.imports))), None)
+                for class_name, classes in self.top_level_classes().items() if class_name not in nnx}
+        return self._stores_twice.get(name)
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -560,8 +573,10 @@ class _Summaries:
     helper that calls another helper sees its summary (cycles: empty)."""
 
     def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable,
-                 module_names: frozenset[str] = frozenset(), rebound: frozenset[str] = frozenset()) -> None:
+                 module_names: frozenset[str] = frozenset(), rebound: frozenset[str] = frozenset(),
+                 class_twice=None) -> None:
         self.functions = functions
+        self.class_twice = class_twice  # name -> why an instance of that class may hold an array twice
         self.imports = imports
         self.module_names = module_names  # module-level variables: a result holding one is not new
         self.rebound = rebound  # function names bound otherwise too: their signature is not used
@@ -570,7 +585,8 @@ class _Summaries:
 
     def of(self, name: str) -> FunctionSummary | None:
         if name not in self.functions:
-            return None
+            why = self.class_twice(name) if self.class_twice is not None else None
+            return FunctionSummary(why) if why else None  # a class whose __init__ stores one value twice
         if name not in self.done:
             self.done[name] = FunctionSummary()  # while in progress
             self.in_progress.add(name)
@@ -1505,7 +1521,8 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
-    summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables(), ctx.rebound_functions())
+    summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables(), ctx.rebound_functions(),
+                           ctx.class_stores_twice)
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue

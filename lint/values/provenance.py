@@ -430,6 +430,9 @@ class Provenance:
             return [Origin(FRESH, line, text)]
         if effect == TWICE:
             return [Origin(UNKNOWN, line, f"`{text}` holds the same arrays twice")]
+        if (qualified is None and isinstance(call.func, cst.Name) and call.func.value not in self.local_names
+                and (why := ctx.class_stores_twice(call.func.value))):
+            return [Origin(UNKNOWN, line, f"`{text}` makes a `{call.func.value}`: {why}")]
         if effect in (HOLDS, PARTITION, READS) or (qualified is None and method is None and is_constructor_like(call)):
             return self._of_holding_call(call, after, depth, line, text)
         arg_reasons = self._arg_reasons(call, after)
@@ -1126,6 +1129,7 @@ MODULE_HELD = "<global>"  # in FunctionSummary.returned: the result may hold a m
 DECORATOR_HELD = "<decorator>"  # in FunctionSummary.returned: a decorator (a cache) may keep the result
 _HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
 _UNKNOWN_RESULT = ("<unknown call>",)  # held twice by the result of a call jaxmem does not know
+_TWICE_RESULT = ("<held twice>",)  # held twice by the result of a helper or class that holds one value twice
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -1191,6 +1195,8 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         for i, key in enumerate(certain):
             if twice is None and key[0] == _UNKNOWN_RESULT[0] and any(overlaps(key, o) for o in certain[:i]):
                 twice = f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
+            elif twice is None and key[0] == _TWICE_RESULT[0] and any(overlaps(key, o) for o in certain[:i]):
+                twice = f"`{name}` returns a value that holds one value in two places"
             elif twice is None and any(overlaps(key, other) for other in certain[:i]):
                 twice = f"`{name}` returns `{'.'.join(key)}` in two places"
         roots.extend(key[0] for key, sure in held
@@ -1200,6 +1206,50 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         roots.append(DECORATOR_HELD)
     held_elsewhere = tuple(marker for marker in _HELD_ELSEWHERE if marker in roots)
     return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_elsewhere)
+
+
+_STORING_METHODS = ("__init__", "__post_init__")
+
+
+def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
+    """Why an instance of ``cls`` may hold one array in two places: its ``__init__``
+    (or ``__post_init__``) stores one value, a parameter or an array it made, in two
+    attributes (``zero = jnp.zeros(n); self.position = zero; self.momentum = zero``:
+    donating the instance fails with "Attempt to donate the same buffer twice",
+    jax 0.10.2).  None when no such method does; flow-insensitive, like
+    :func:`summarize_function` (a name holds what all its assignments hold)."""
+    from jaxmem.lint.syntax.walk import small_statements, suite_statements
+
+    for method in cls.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value not in _STORING_METHODS:
+            continue
+        params = [p.name.value for p in [*method.params.posonly_params, *method.params.params,
+                                         *method.params.kwonly_params]]
+        if not params:
+            continue
+        own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
+        holder = _Holdings(imports, params, function=method)
+        smalls = list(small_statements(suite_statements(method.body), into_scopes=False))
+        stored: list = []
+        for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
+            stored = []
+            for small in smalls:
+                if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
+                    continue
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                held = holder.held(small.value)
+                for target in targets:
+                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                            and target.value.value == own:
+                        stored.extend(held)
+                    else:
+                        holder.bind(target, held)
+        certain = [key for key, sure in stored if sure and key[0] != _UNKNOWN_RESULT[0]]  # classes: as callers
+        for i, key in enumerate(certain):
+            if any(overlaps(key, other) for other in certain[:i]):
+                return (f"`{cls.name.value}.{method.name.value}` stores `{'.'.join(key)}` in two attributes: "
+                        f"an instance may hold one array twice")
+    return None
 
 
 # Decorators that return what the function returns, each call anew: jax's and its
@@ -1355,11 +1405,12 @@ class _Holdings:
             parts += self.held(call.func.value)
         if effect == TWICE:
             return parts + parts
-        if effect in (HOLDS, PARTITION, READS) or is_constructor_like(call):
-            return parts
         helper = self.summary_of(call.func.value) if self.summary_of and isinstance(call.func, cst.Name) else None
         if helper is not None and helper.twice:
-            return parts + parts  # a helper returning one value twice, given ours
+            # a helper (or a class) returning one value twice: given ours, or one of its own
+            return parts + parts + ((_TWICE_RESULT, True),) * 2
+        if effect in (HOLDS, PARTITION, READS) or is_constructor_like(call):
+            return parts
         # a helper returning a module-level value or a cached result passes that on
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)

@@ -127,3 +127,62 @@ def test_a_vmapped_function_that_returns_its_input_twice_is_not_proposed_high(tm
     assert confidence == "medium" and "may hold one array" in message
     crashes_when_forced(tmp_path, VMAPPED, "@jax.jit\n", "@jax.jit(donate_argnums=0)\n",
                         error="donate the same buffer twice")
+
+
+# A pytree class of the file whose __init__ stores one new array in two attributes.
+CLASS = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.tree_util.register_pytree_node_class
+class State:
+    def __init__(self, n):
+        zero = jnp.zeros((n,))
+        self.position = zero
+        self.momentum = zero
+
+    def tree_flatten(self):
+        return (self.position, self.momentum), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        obj = object.__new__(cls)
+        obj.position, obj.momentum = children
+        return obj
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x + 1.0, state)
+
+
+def make():
+    return State(4)
+
+
+def train(steps):
+    state = State(4)
+    for _ in range(steps):
+        state = step(state)
+    return float(state.position.sum())
+
+
+if __name__ == "__main__":
+    print(train(3))
+"""
+
+
+@pytest.mark.parametrize("program", [CLASS, CLASS.replace("    state = State(4)\n", "    state = make()\n")],
+                         ids=["direct", "helper"])
+def test_a_class_whose_init_stores_one_array_twice_is_not_proposed_high(tmp_path, program):
+    confidence, message = _proposals(program)["state"]
+    assert confidence == "medium" and "two" in message
+    crashes_when_forced(tmp_path, program, "@jax.jit\n", "@jax.jit(donate_argnums=0)\n",
+                        error="donate the same buffer twice")
+
+
+def test_a_class_whose_init_stores_distinct_arrays_is_proposed_and_runs(tmp_path):
+    program = CLASS.replace("        self.momentum = zero\n", "        self.momentum = jnp.zeros((n,))\n")
+    assert _proposals(program)["state"][0] == "high"
+    fix_and_rerun(tmp_path, program)
