@@ -1153,7 +1153,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     file's module-level variables and imported names: a result that may hold one
     (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
     ``returned``, so no caller takes it for new memory."""
-    from jaxmem.lint.syntax.walk import descendants, descendants_of_type, small_statements, suite_statements
+    from jaxmem.lint.syntax.walk import descendants, descendants_of_type
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -1166,20 +1166,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     holder = _Holdings(imports, tracked | set(free), summary_of, new_memory,
                        frozenset(module_names) - set(params) - set(free), signature_of, function)
     name = function.name.value
-    smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
-    returned: list[_Held] = []
-    for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
-        returned = []
-        for small in smalls:
-            if isinstance(small, cst.Return) and small.value is not None:
-                returned.append(holder.held(small.value))
-            elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and small.value is not None:
-                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                held = holder.held(small.value)
-                prng = isinstance(small.value, cst.Call) and imports is not None \
-                    and is_prng_producer(imports.resolve(small.value.func))
-                for target in targets:
-                    holder.bind(target, held, prng)
+    returned, _ = _walk_bindings(holder, function, imports)
     if holder.overflow:
         # too many values flow together to follow: assume the worst, cheaply
         return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
@@ -1191,14 +1178,12 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     twice = None
     roots: list[str] = []
     for held in returned:
-        certain = [key for key, sure in held if sure]
-        for i, key in enumerate(certain):
-            if twice is None and key[0] == _UNKNOWN_RESULT[0] and any(overlaps(key, o) for o in certain[:i]):
-                twice = f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
-            elif twice is None and key[0] == _TWICE_RESULT[0] and any(overlaps(key, o) for o in certain[:i]):
-                twice = f"`{name}` returns a value that holds one value in two places"
-            elif twice is None and any(overlaps(key, other) for other in certain[:i]):
-                twice = f"`{name}` returns `{'.'.join(key)}` in two places"
+        key = _first_overlap([key for key, sure in held if sure])
+        if twice is None and key is not None:
+            twice = (f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
+                     if key[0] == _UNKNOWN_RESULT[0] else
+                     f"`{name}` returns a value that holds one value in two places" if key[0] == _TWICE_RESULT[0]
+                     else f"`{name}` returns `{'.'.join(key)}` in two places")
         roots.extend(key[0] for key, sure in held
                      if (key[0] in holder.params or key[0] in _HELD_ELSEWHERE) and key[0] not in roots
                      and (sure or not certain_only))
@@ -1218,8 +1203,6 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
     donating the instance fails with "Attempt to donate the same buffer twice",
     jax 0.10.2).  None when no such method does; flow-insensitive, like
     :func:`summarize_function` (a name holds what all its assignments hold)."""
-    from jaxmem.lint.syntax.walk import small_statements, suite_statements
-
     for method in cls.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value not in _STORING_METHODS:
             continue
@@ -1229,26 +1212,51 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
             continue
         own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
         holder = _Holdings(imports, params, function=method)
-        smalls = list(small_statements(suite_statements(method.body), into_scopes=False))
-        stored: list = []
-        for _ in range(2):  # a second pass lets loops' later assignments reach earlier uses
-            stored = []
-            for small in smalls:
-                if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
-                    continue
+        _, stored = _walk_bindings(holder, method, imports, own=own)
+        key = _first_overlap([key for key, sure in stored if sure and key[0] != _UNKNOWN_RESULT[0]])  # as callers
+        if key is not None:
+            return (f"`{cls.name.value}.{method.name.value}` stores `{'.'.join(key)}` in two attributes: "
+                    f"an instance may hold one array twice")
+    return None
+
+
+def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
+                   own: str | None = None) -> tuple[list[_Held], list]:
+    """Bind every assignment of ``function``'s own body in ``holder``, twice over (a
+    second pass lets loops' later assignments reach earlier uses); return what each
+    ``return`` holds and, with ``own`` (``self``), what is stored in ``own``'s attributes
+    instead of bound.  With ``own``, augmented assignments are left out (``self.n += 1``
+    makes a new value)."""
+    from jaxmem.lint.syntax.walk import small_statements, suite_statements
+
+    kinds = (cst.Assign, cst.AnnAssign) if own is not None else (cst.Assign, cst.AnnAssign, cst.AugAssign)
+    smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
+    returned: list[_Held] = []
+    stored: list = []
+    for _ in range(2):
+        returned, stored = [], []
+        for small in smalls:
+            if isinstance(small, cst.Return) and small.value is not None and own is None:
+                returned.append(holder.held(small.value))
+            elif isinstance(small, kinds) and small.value is not None:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                 held = holder.held(small.value)
+                prng = own is None and isinstance(small.value, cst.Call) and imports is not None \
+                    and is_prng_producer(imports.resolve(small.value.func))
                 for target in targets:
-                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    if own is not None and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
                             and target.value.value == own:
                         stored.extend(held)
                     else:
-                        holder.bind(target, held)
-        certain = [key for key, sure in stored if sure and key[0] != _UNKNOWN_RESULT[0]]  # classes: as callers
-        for i, key in enumerate(certain):
-            if any(overlaps(key, other) for other in certain[:i]):
-                return (f"`{cls.name.value}.{method.name.value}` stores `{'.'.join(key)}` in two attributes: "
-                        f"an instance may hold one array twice")
+                        holder.bind(target, held, prng)
+    return returned, stored
+
+
+def _first_overlap(keys: list[RefKey]) -> RefKey | None:
+    """The first key that overlaps one before it (one value held in two places), or None."""
+    for i, key in enumerate(keys):
+        if any(overlaps(key, other) for other in keys[:i]):
+            return key
     return None
 
 
