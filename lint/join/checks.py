@@ -154,6 +154,8 @@ class Index:
                               for name in facts.clean_classes}
         self.nnx_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                             for name in facts.nnx_classes}
+        self.twice_classes = {f"{module}.{name}": why for facts in all_facts for module in facts.module_names
+                              for name, why in facts.twice_classes.items()}
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
                                  if call.qualified is not None}
@@ -315,7 +317,8 @@ class Index:
 
     def origin_call(self, path: str, origin: Origin, scopes: tuple[str, ...], class_scope):
         """What a ``call`` origin calls: ``("jitted", None)``, ``("function", (summary, signature))``
-        for a plain project function, or ``("unknown", None)``."""
+        for a plain project function, ``("twice class", why)`` for a project class whose instances may
+        hold one array twice, or ``("unknown", None)``."""
         probe = CallFacts(0, 0, 0, 0, origin.callee, scopes[0], scopes, class_scope, origin.qualified,
                           (), (), False, False, origin.text)
         if self.resolve(path, probe):
@@ -326,7 +329,18 @@ class Index:
             return "function", self.functions[(path, origin.callee[0])]
         if origin.qualified is not None and origin.qualified.lstrip(".") in self.qualified_functions:
             return "function", self.qualified_functions[origin.qualified.lstrip(".")]
+        if origin.qualified is not None and (why := self.class_stores_twice(origin.qualified)):
+            return "twice class", why
         return "unknown", None
+
+    def class_stores_twice(self, qualified: str, depth: int = 0) -> str | None:
+        """Why an instance of the project class ``qualified`` (import-resolved, also through
+        re-exports) may hold one array twice: its ``__init__`` stores one value twice."""
+        qualified = qualified.lstrip(".")
+        if qualified in self.twice_classes or depth >= 3:
+            return self.twice_classes.get(qualified)
+        return next((why for _, target in self.reexported.get(qualified, ())
+                     if (why := self.class_stores_twice(target, depth + 1))), None)
 
 
 def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall]:
@@ -607,13 +621,19 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
             if DECORATOR_HELD in summary.returned:
                 return (f"its buffers are not proved to be its own: `{origin.text}` calls a decorated function "
                         f"whose decorator may keep and hand out its result again (a cache) ({where})"), None
-            reasons = [summary.twice] if summary.twice else []
+            twice = summary.twice or next((f"`{origin.text}` makes a `{made.rsplit('.', 1)[-1]}`: {why}"
+                                           for made in summary.made if (why := project.class_stores_twice(made))),
+                                          None)
+            reasons = [twice] if twice else []
             reasons += [why for slot, why in origin.arg_reasons
                         if slot == "*" or _slot_param(slot, signature) in summary.returned]
             if not reasons:
                 return None, None  # its result holds nothing still held elsewhere
-            return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not summary.twice \
+            return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not twice \
                 else f"{'; '.join(reasons)} ({where})", None
+        if kind == "twice class":
+            return (f"its buffers are not proved to be its own: `{origin.text}` makes a "
+                    f"`{origin.callee[-1]}`: {found} ({where})"), None
         if not origin.callee[-1][:1].isupper():
             # a project function jaxmem cannot find (not a class: those hold what they are given)
             return (f"its buffers are not proved to be its own: `{origin.text}` calls a function jaxmem cannot "

@@ -239,6 +239,9 @@ class FileFacts:
     # Top-level classes deriving from an nnx class (``class CNN(nnx.Module)``): what they make is an
     # nnx graph node, which nnx.jit writes back (lint.values.nnx_ownership.nnx_classes).
     nnx_classes: frozenset[str] = frozenset()
+    # Top-level classes whose ``__init__`` stores one value in two attributes, with why: an
+    # instance may hold one array twice (lint.values.provenance.stores_one_value_twice).
+    twice_classes: dict[str, str] = field(default_factory=dict)
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
@@ -590,14 +593,15 @@ class _Summaries:
         if name not in self.done:
             self.done[name] = FunctionSummary()  # while in progress
             self.in_progress.add(name)
-            twice, returned = None, ()
+            twice, returned, made = None, (), ()
             for function in self.functions[name]:  # a name defined twice: either may run
                 summary = summarize_function(function, self.imports, summary_of=self.of,
                                              module_names=self.module_names, signature_of=self.signature)
                 twice = twice or summary.twice
                 returned = tuple(dict.fromkeys(returned + summary.returned))
+                made = tuple(dict.fromkeys(made + summary.made))
             self.in_progress.discard(name)
-            self.done[name] = FunctionSummary(twice, returned)
+            self.done[name] = FunctionSummary(twice, returned, made=made)
         return self.done[name]
 
     def signature(self, name: str) -> Signature | None:
@@ -1518,6 +1522,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
         facts.nnx_classes = ctx.nnx_classes()
+        facts.twice_classes = {name: why for name in sorted(classes) if (why := ctx.class_stores_twice(name))}
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

@@ -62,7 +62,8 @@ RULE = Rule(
     container, not a value a library call made from something still read,
     not `LookaheadParams.init_synced`, which holds one tree twice, nor the
     result of a function jaxmem does not know, which may, nor an instance of
-    a class whose `__init__` stores one value in two attributes; values
+    a project class (in any file) whose `__init__` stores one value in two
+    attributes; values
     that hold no arrays, such as configs, flags, paths and devices, never
     count as sharing);
     and the body has an output built from it. An nnx Module, Optimizer or

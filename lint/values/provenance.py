@@ -1085,11 +1085,15 @@ class FunctionSummary:
     A result that holds neither is new memory, as far as its body shows.
     ``keeps``: whether passing it a value may keep that value alive after
     the call (:func:`keeps_arguments`).
+    ``made``: the classes of other project files (import-resolved names) whose
+    instances the result may hold; the join knows which of them store one value
+    twice (``FileFacts.twice_classes``), which this file cannot see.
     """
 
     twice: str | None = None
     returned: tuple[str, ...] = ()
     keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
+    made: tuple[str, ...] = ()
 
 
 def annotated_array_free(function: cst.FunctionDef, imports) -> frozenset[str]:
@@ -1130,6 +1134,7 @@ DECORATOR_HELD = "<decorator>"  # in FunctionSummary.returned: a decorator (a ca
 _HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
 _UNKNOWN_RESULT = ("<unknown call>",)  # held twice by the result of a call jaxmem does not know
 _TWICE_RESULT = ("<held twice>",)  # held twice by the result of a helper or class that holds one value twice
+_CLASS_MADE = "<instance of>"  # (_CLASS_MADE, class, call): an instance of another project file's class
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -1178,7 +1183,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     twice = None
     roots: list[str] = []
     for held in returned:
-        key = _first_overlap([key for key, sure in held if sure])
+        key = _first_overlap([key for key, sure in held if sure and key[0] != _CLASS_MADE])
         if twice is None and key is not None:
             twice = (f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
                      if key[0] == _UNKNOWN_RESULT[0] else
@@ -1190,7 +1195,8 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     if not certain_only and may_keep_results(function, imports) and DECORATOR_HELD not in roots:
         roots.append(DECORATOR_HELD)
     held_elsewhere = tuple(marker for marker in _HELD_ELSEWHERE if marker in roots)
-    return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_elsewhere)
+    made = tuple(dict.fromkeys(key[1] for held in returned for key, _ in held if key[0] == _CLASS_MADE))
+    return FunctionSummary(twice, tuple(p for p in params if p in roots) + held_elsewhere, made=made)
 
 
 _STORING_METHODS = ("__init__", "__post_init__")
@@ -1213,7 +1219,8 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
         own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
         holder = _Holdings(imports, params, function=method)
         _, stored = _walk_bindings(holder, method, imports, own=own)
-        key = _first_overlap([key for key, sure in stored if sure and key[0] != _UNKNOWN_RESULT[0]])  # as callers
+        key = _first_overlap([key for key, sure in stored
+                              if sure and key[0] not in (_UNKNOWN_RESULT[0], _CLASS_MADE)])  # as callers
         if key is not None:
             return (f"`{cls.name.value}.{method.name.value}` stores `{'.'.join(key)}` in two attributes: "
                     f"an instance may hold one array twice")
@@ -1339,7 +1346,8 @@ class _Holdings:
             return ()
         if isinstance(expr, cst.Name):
             if expr.value in self.params:
-                return (((expr.value,), True),)
+                # the caller's value, or what the body binds the parameter to (``state = make()``)
+                return (((expr.value,), True),) + self.names.get(expr.value, ())
             if expr.value in self.names:
                 # the local's own value (returned twice is twice), and what it holds
                 return (((expr.value,), True),) + self.names[expr.value]
@@ -1418,10 +1426,11 @@ class _Holdings:
             # a helper (or a class) returning one value twice: given ours, or one of its own
             return parts + parts + ((_TWICE_RESULT, True),) * 2
         if effect in (HOLDS, PARTITION, READS) or is_constructor_like(call):
-            return parts
+            return parts + self._instances(call, qualified, helper)
         # a helper returning a module-level value or a cached result passes that on
         held_elsewhere = tuple(((marker,), True) for marker in _HELD_ELSEWHERE
                                if helper is not None and marker in helper.returned)
+        held_elsewhere += self._instances(call, qualified, helper)
         if helper is not None and (bound := self._returned_arguments(call, helper)) is not None:
             parts = bound
         maybe = tuple((key, False) for key, _ in parts) + held_elsewhere
@@ -1430,6 +1439,16 @@ class _Holdings:
             # (as :meth:`Provenance._of_call` says of its direct use)
             return maybe + ((_UNKNOWN_RESULT, True),) * 2
         return maybe
+
+    def _instances(self, call: cst.Call, qualified: str | None, helper: FunctionSummary | None) -> _Held:
+        """The instances of other project files' classes that ``call``'s result holds: its own
+        (``State(p)``, ``State`` imported from the project), and a helper's (``helper.made``);
+        keyed by the call, so two calls make two instances."""
+        classes = list(helper.made) if helper is not None else []
+        if qualified is not None and _is_class_call(call) and self.imports is not None \
+                and self.imports.is_project(qualified):
+            classes.append(qualified.lstrip("."))
+        return tuple(((_CLASS_MADE, name, str(id(call))), True) for name in classes)
 
     def _returned_arguments(self, call: cst.Call, helper: FunctionSummary) -> _Held | None:
         """What the arguments of a file helper's call that bind the parameters its

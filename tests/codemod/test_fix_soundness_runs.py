@@ -129,6 +129,58 @@ NAMES_BACK = """
     main()
     """
 
+# A pytree class whose ``__init__`` stores its parameters twice (an EMA copy that starts as
+# the parameters): every instance holds each parameter buffer twice.
+CLASS_TWICE = """
+    import jax
+
+
+    @jax.tree_util.register_pytree_node_class
+    class State:
+        def __init__(self, params):
+            self.params = params
+            self.ema = params
+
+        def tree_flatten(self):
+            return (self.params, self.ema), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            obj = object.__new__(cls)
+            obj.params, obj.ema = children
+            return obj
+    """
+
+# The step and a run whose state is MAKE (with ``State`` or ``build`` imported by IMPORT).
+CLASS_TWICE_RUN = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    IMPORT
+
+
+    @jax.jit  # the step
+    def train_step(state, batch):
+        return jax.tree_util.tree_map(lambda x: x * 0.5 + batch.mean(), state)
+
+
+    def main():
+        state = MAKE
+        for _ in range(3):
+            state = train_step(state, jnp.ones((2, 4)))
+        print(float(state.params["w"].sum()))
+
+
+    main()
+    """
+
+
+def _class_twice_run(imports: str, make: str = 'State({"w": jnp.ones((4, 4))})') -> str:
+    return CLASS_TWICE_RUN.replace("IMPORT", imports).replace("MAKE", make)
+
+
 PROGRAMS = {
     # The EMA copy built by a helper: every parameter buffer is held twice.
     "ema-helper": {"train.py": EMA_STATE + """
@@ -155,6 +207,18 @@ PROGRAMS = {
     from states import make_state
 
     """ + EMA_STEP},
+    # A class of another module whose __init__ stores its parameters twice, made here,
+    # through a helper here, through a helper of a third module, and through a package's re-export.
+    "class-twice-other-module": {"states.py": CLASS_TWICE, "train.py": _class_twice_run("from states import State")},
+    "class-twice-helper-here": {"states.py": CLASS_TWICE, "train.py": _class_twice_run(
+        "from states import State\n\n\n    def build(params):\n        return State(params)",
+        'build({"w": jnp.ones((4, 4))})')},
+    "class-twice-helper-other-module": {
+        "states.py": CLASS_TWICE,
+        "helpers.py": "from states import State\n\n\ndef build(params):\n    state = State(params)\n    return state\n",
+        "train.py": _class_twice_run("from helpers import build", 'build({"w": jnp.ones((4, 4))})')},
+    "class-twice-reexported": {"models/states.py": CLASS_TWICE, "models/__init__.py": "from .states import State\n",
+                               "train.py": _class_twice_run("from models import State")},
     # optax's lookahead recipe: the same tree as fast and slow parameters.
     "lookahead": {"train.py": """
     import functools
@@ -601,6 +665,7 @@ PROGRAMS = {
 
 def _write(folder: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(textwrap.dedent(text))
     return folder / "train.py"
 

@@ -7,8 +7,10 @@ never proposed at high confidence.  A call known to build distinct arrays
 (``nnx.Rngs``, a flax.nnx layer, ``flax.jax_utils.replicate``, jax.numpy) keeps
 the proposal high, and its fix runs."""
 
+import json
+
 import pytest
-from fix_runs import crashes_when_forced, fix_and_rerun
+from fix_runs import crashes_when_forced, fix_and_rerun, run, tool
 
 from jaxmem.findings import Confidence
 from jaxmem.lint.engine import facts_for_file, project_hints, report
@@ -53,6 +55,11 @@ if __name__ == "__main__":
 THROUGH_A_HELPER = PROGRAM.replace("    state = make_state(4)\n", "    state = build(4)\n").replace(
     "\n\ndef train(", "\n\ndef build(n):\n    return make_state(n)\n\n\ndef train(")
 
+# A helper that rebinds its parameter to the unknown call's result (its summary used to
+# say only "returns its parameter").
+THROUGH_A_REBOUND_PARAMETER = PROGRAM.replace("    state = make_state(4)\n", "    state = build(None)\n").replace(
+    "\n\ndef train(", "\n\ndef build(state):\n    state = make_state(4)\n    return state\n\n\ndef train(")
+
 
 def _proposals(source: str) -> dict[str, tuple[str, str]]:
     """``parameter -> (confidence, message)`` of the JXM001 findings on ``source``."""
@@ -61,7 +68,8 @@ def _proposals(source: str) -> dict[str, tuple[str, str]]:
     return {f.parameter_name: (f.confidence.value, f.message) for f in result.findings if f.code == "JXM001"}
 
 
-@pytest.mark.parametrize("program", [PROGRAM, THROUGH_A_HELPER], ids=["direct", "helper"])
+@pytest.mark.parametrize("program", [PROGRAM, THROUGH_A_HELPER, THROUGH_A_REBOUND_PARAMETER],
+                         ids=["direct", "helper", "helper-rebinding-its-parameter"])
 def test_a_state_an_unknown_call_made_is_not_proposed_high(tmp_path, program):
     (tmp_path / "maker.py").write_text(MAKER)
     confidence, message = _proposals(program)["state"]
@@ -186,3 +194,31 @@ def test_a_class_whose_init_stores_distinct_arrays_is_proposed_and_runs(tmp_path
     program = CLASS.replace("        self.momentum = zero\n", "        self.momentum = jnp.zeros((n,))\n")
     assert _proposals(program)["state"][0] == "high"
     fix_and_rerun(tmp_path, program)
+
+
+# The same class in another module of the project, made here (``from states import State``).
+STATES = CLASS[:CLASS.index("@jax.jit\n")]
+IMPORTED = CLASS.replace(STATES, "import jax\nimport jax.numpy as jnp\nfrom states import State\n\n\n")
+
+
+def _project_proposals(folder, states: str, program: str) -> dict[str, str]:
+    """``parameter -> confidence`` of ``jaxmem check`` on ``states.py`` and ``train.py`` at ``folder``."""
+    (folder / "pyproject.toml").write_text("")
+    (folder / "states.py").write_text(states)
+    (folder / "train.py").write_text(program)
+    result = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", "--min-confidence", "low", ".",
+                 cwd=folder)
+    return {f["parameter"]["name"]: f["confidence"] for f in json.loads(result.stdout)["findings"]
+            if f["code"] == "JXM001"}
+
+
+def test_a_class_of_another_module_whose_init_stores_one_array_twice_is_not_proposed_high(tmp_path):
+    assert _project_proposals(tmp_path, STATES, IMPORTED) == {"state": "medium"}
+    crashes_when_forced(tmp_path, IMPORTED, "@jax.jit\n", "@jax.jit(donate_argnums=0)\n",
+                        error="donate the same buffer twice")
+
+
+def test_a_class_of_another_module_that_stores_distinct_arrays_is_proposed_and_runs(tmp_path):
+    states = STATES.replace("        self.momentum = zero\n", "        self.momentum = jnp.zeros((n,))\n")
+    assert _project_proposals(tmp_path, states, IMPORTED) == {"state": "high"}
+    fix_and_rerun(tmp_path, IMPORTED)
