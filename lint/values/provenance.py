@@ -1234,10 +1234,13 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
     ``return`` holds and, with ``own`` (``self``), what is stored in ``own``'s attributes
     instead of bound.  With ``own``, augmented assignments are left out (``self.n += 1``
     makes a new value)."""
-    from jaxmem.lint.syntax.walk import small_statements, suite_statements
+    from jaxmem.lint.syntax.walk import small_statements, statements, suite_statements
 
     kinds = (cst.Assign, cst.AnnAssign) if own is not None else (cst.Assign, cst.AnnAssign, cst.AugAssign)
     smalls = list(small_statements(suite_statements(function.body), into_scopes=False))
+    in_loops = {id(small) for loop in statements(suite_statements(function.body), into_scopes=False)
+                if isinstance(loop, (cst.For, cst.While))
+                for small in small_statements(suite_statements(loop.body), into_scopes=False)}
     returned: list[_Held] = []
     stored: list = []
     for _ in range(2):
@@ -1245,6 +1248,8 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
         for small in smalls:
             if isinstance(small, cst.Return) and small.value is not None and own is None:
                 returned.append(holder.held(small.value))
+            elif own is None and isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                holder.mutate(small.value, id(small) in in_loops)
             elif isinstance(small, kinds) and small.value is not None:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                 held = holder.held(small.value)
@@ -1254,9 +1259,22 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
                     if own is not None and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
                             and target.value.value == own:
                         stored.extend(held)
+                    elif isinstance(target, (cst.Subscript, cst.Attribute)):
+                        holder.store(target, held, id(small) in in_loops)
                     else:
                         holder.bind(target, held, prng)
     return returned, stored
+
+
+_CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
+                                 "setdefault", "__setitem__"})
+
+
+def _base_name(expr) -> str | None:
+    """The name under attribute and subscript layers (``d`` of ``d["a"].b``), if any."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _first_overlap(keys: list[RefKey]) -> RefKey | None:
@@ -1311,6 +1329,7 @@ class _Holdings:
         self._only_called: dict[str, bool] = {}
         self.names: dict[str, _Held] = {}
         self.prng: dict[str, bool] = {}  # name -> every binding is a PRNG key (jax.random.split(...))
+        self.stored_into: dict[str, dict[int, _Held]] = {}  # name -> what each store into it put there
         self.overflow = False
 
     def bind(self, target, held: _Held, prng: bool = False) -> None:
@@ -1333,6 +1352,27 @@ class _Holdings:
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, tuple((key, False) for key, _ in held), prng)
 
+    def store(self, target, held: _Held, in_loop: bool) -> None:
+        """``d["w"] = w``, ``box.w = w``: the local or parameter under ``target`` now holds
+        ``held`` as well, beside what other stores put in it (each statement counted once,
+        however many passes; in a loop, twice: one value may land under several keys)."""
+        base = _base_name(target)
+        if base is not None and (base in self.params or base in self.names):
+            self.stored_into.setdefault(base, {})[id(target)] = held + held if in_loop else held
+            self.prng[base] = False
+
+    def mutate(self, call: cst.Call, in_loop: bool) -> None:
+        """A method call for its effect (``out.append(w)``, ``d.update(w=w)``, ``obj.register(w)``)
+        on a local or parameter: the receiver may now hold the arguments (certainly, for the
+        builtin containers' mutators)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return
+        held = tuple(h for arg in call.args for h in self.held(arg.value))
+        if func.attr.value not in _CONTAINER_MUTATORS:
+            held = tuple((key, False) for key, _ in held)
+        self.store(func.value, held, in_loop)
+
     def held(self, expr) -> _Held:
         """What the value of ``expr`` holds as-is (a key listed twice: held twice)."""
         out = self._held(expr)
@@ -1345,12 +1385,13 @@ class _Holdings:
         if expr is None:
             return ()
         if isinstance(expr, cst.Name):
+            stored = tuple(h for part in self.stored_into.get(expr.value, {}).values() for h in part)
             if expr.value in self.params:
                 # the caller's value, or what the body binds the parameter to (``state = make()``)
-                return (((expr.value,), True),) + self.names.get(expr.value, ())
+                return (((expr.value,), True),) + self.names.get(expr.value, ()) + stored
             if expr.value in self.names:
                 # the local's own value (returned twice is twice), and what it holds
-                return (((expr.value,), True),) + self.names[expr.value]
+                return (((expr.value,), True),) + self.names[expr.value] + stored
             if expr.value in self.module_names:
                 return (((MODULE_HELD, expr.value), True),)  # a module-level value: not the caller's to donate
             return ()
