@@ -274,7 +274,37 @@ class Provenance:
             return [Origin(UNKNOWN, line, f"a loop variable taken from `{self.ctx.text(origin)}`, which still holds it")]
         if event.origin_kind in ("with", "except"):
             return [Origin(UNKNOWN, line, f"bound by `{self.ctx.text(origin)}`")]
-        return self.of_expr(origin, after, depth + 1)
+        origins = self.of_expr(origin, after, depth + 1)
+        if event.key is not None and len(event.key) == 1 and depth <= _MAX_DEPTH:
+            # state = {}; state["w"] = w: it holds what is stored into it too (w itself, two names back)
+            stored = self._stored_into(event.key[0], after, max(depth + 1, 2))
+            if stored and all(o.kind == NO_ARRAYS for o in origins):
+                origins = []  # no longer the Python values it was made as
+            origins = origins + stored
+        return origins
+
+    def _stored_into(self, name: str, after: Point, depth: int) -> list[Origin]:
+        """The origins of what the scope stores into the local ``name``: ``name["w"] = v``,
+        ``name[k] = v`` (an unknown value), ``name.append(v)``, ``name.update(w=v)``."""
+        out: list[Origin] = []
+        for _, event in self.flow.writes_under(name):
+            if len(event.key) > 1 and event.key[-1].startswith("["):
+                if event.origin_kind == "value" and isinstance(event.origin, cst.BaseExpression):
+                    out.extend(self.of_expr(event.origin, after, depth))
+                else:
+                    out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
+                                      f"`{self.ctx.text(event.node)}` is stored into it"))
+        for _, event in self.flow.events_about(name):
+            if event.kind == ALIAS and event.key == (name,) and isinstance(event.node, cst.Subscript):
+                out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
+                                  f"`{self.ctx.text(event.node)}` is stored into it"))
+        for call in self.flow.call_nodes:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
+                    and _base_name(func.value) == name:
+                for arg in call.args:
+                    out.extend(self.of_expr(arg.value, after, depth))
+        return out
 
     def of_expr(self, expr: cst.BaseExpression, after: Point, depth: int) -> list[Origin]:
         """Origins of the value ``expr`` evaluates to."""

@@ -795,3 +795,55 @@ def test_nnx_jit_writes_modules_back_but_deletes_a_donated_array(read, reported)
             _run(source)
     else:
         _run(source)
+
+
+
+FILLED = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    w = jnp.ones((4, 4))
+    state = MADE
+    FILL
+    for _ in range(3):
+        state = step(state)
+    return jax.tree.leaves(state), w.sum()
+"""
+
+CONTAINERS = [("{}", 'state["x"] = VALUE'), ("[]", "state.append(VALUE)"), ("dict()", "state.update(x=VALUE)")]
+
+
+@pytest.mark.parametrize("made,fill", CONTAINERS)
+def test_a_container_filled_with_new_arrays_is_proposed(made, fill):
+    # it was refused as "starts as Python values ... not worth donating" while it holds a 4x4 array
+    source = FILLED.replace("MADE", made).replace("FILL", fill.replace("VALUE", "jnp.zeros((4, 4))"))
+    (finding,) = _findings(source, "JXM001")
+    assert finding.parameter_name == "state" and finding.confidence is Confidence.HIGH
+    leaves, _ = _run(source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
+                     .replace("import jax\n", "from functools import partial\n\nimport jax\n", 1))
+    assert [leaf.shape for leaf in leaves] == [(4, 4)]
+
+
+@pytest.mark.parametrize("made,fill", [*CONTAINERS, ("{}", "state[str(0)] = VALUE")])
+def test_a_container_filled_with_an_array_read_later_is_not_high_and_donating_it_deletes_that_array(made, fill):
+    # proposed at high confidence before: the forced donation deletes `w`, read after the loop
+    source = FILLED.replace("MADE", made).replace("FILL", fill.replace("VALUE", "w"))
+    (finding,) = _findings(source, "JXM001")
+    assert finding.confidence is Confidence.MEDIUM
+    assert "`w` still holds its arrays" in finding.message or "is stored into it" in finding.message
+    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    with raises_deleted_read():
+        _run(donating)
+
+
+def test_a_container_of_python_values_is_still_not_worth_donating():
+    source = FILLED.replace("MADE", '{"lr": 0.1}').replace("    FILL\n", "").replace(", w.sum()", "")
+    assert _findings(source, "JXM001") == []
