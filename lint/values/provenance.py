@@ -160,6 +160,7 @@ class Provenance:
         self._contained: dict[tuple[str, int], set[RefKey]] = {}  # see _may_contain
         self._events_of: dict[RefKey, tuple] = {}  # see writes_of
         self._views_of: dict[str, tuple] = {}  # see view_writes_of
+        self._mutators: dict[str, list[cst.Call]] | None = None  # see _stored_into
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
@@ -298,12 +299,16 @@ class Provenance:
             if event.kind == ALIAS and event.key == (name,) and isinstance(event.node, cst.Subscript):
                 out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
                                   f"`{self.ctx.text(event.node)}` is stored into it"))
-        for call in self.flow.call_nodes:
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
-                    and _base_name(func.value) == name:
-                for arg in call.args:
-                    out.extend(self.of_expr(arg.value, after, depth))
+        if self._mutators is None:  # indexed once: a long scope asks for many names
+            self._mutators = {}
+            for call in self.flow.call_nodes:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
+                        and (base := _base_name(func.value)) is not None:
+                    self._mutators.setdefault(base, []).append(call)
+        for call in self._mutators.get(name, ()):
+            for arg in call.args:
+                out.extend(self.of_expr(arg.value, after, depth))
         return out
 
     def of_expr(self, expr: cst.BaseExpression, after: Point, depth: int) -> list[Origin]:
