@@ -272,6 +272,9 @@ class Provenance:
         if event.origin_kind == "aug":
             return [Origin(FRESH, line, self.ctx.text(origin))]
         if event.origin_kind == "iter":
+            if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) and origin.func.value == "range" \
+                    and self.ctx.imports.resolve(origin.func) is None:
+                return [Origin(NO_ARRAYS, line, self.ctx.text(origin))]  # for i in range(n): an int
             return [Origin(UNKNOWN, line, f"a loop variable taken from `{self.ctx.text(origin)}`, which still holds it")]
         if event.origin_kind in ("with", "except"):
             return [Origin(UNKNOWN, line, f"bound by `{self.ctx.text(origin)}`")]
@@ -291,7 +294,7 @@ class Provenance:
         for _, event in self.flow.writes_under(name):
             if len(event.key) > 1 and event.key[-1].startswith("["):
                 if event.origin_kind == "value" and isinstance(event.origin, cst.BaseExpression):
-                    out.extend(self.of_expr(event.origin, after, depth))
+                    out.extend(self._stored_value(event.origin, after, depth))
                 else:
                     out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
                                       f"`{self.ctx.text(event.node)}` is stored into it"))
@@ -308,8 +311,17 @@ class Provenance:
                     self._mutators.setdefault(base, []).append(call)
         for call in self._mutators.get(name, ()):
             for arg in call.args:
-                out.extend(self.of_expr(arg.value, after, depth))
+                out.extend(self._stored_value(arg.value, after, depth))
         return out
+
+    def _stored_value(self, value, after: Point, depth: int) -> list[Origin]:
+        """The origins of a value stored into a container; none for a local that holds
+        only Python values (``state.hyperparams["max_norm"] = i``, ``i`` from ``range``)."""
+        if isinstance(value, cst.Name) and self.owner_of((value.value,)) == "local":
+            made = self.of_key((value.value,), after, depth + 1)
+            if made and all(origin.kind == NO_ARRAYS for origin in made):
+                return []
+        return self.of_expr(value, after, depth)
 
     def of_expr(self, expr: cst.BaseExpression, after: Point, depth: int) -> list[Origin]:
         """Origins of the value ``expr`` evaluates to."""

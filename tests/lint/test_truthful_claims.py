@@ -847,3 +847,32 @@ def test_a_container_filled_with_an_array_read_later_is_not_high_and_donating_it
 def test_a_container_of_python_values_is_still_not_worth_donating():
     source = FILLED.replace("MADE", '{"lr": 0.1}').replace("    FILL\n", "").replace(", w.sum()", "")
     assert _findings(source, "JXM001") == []
+
+
+NUMBER_STORED = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    state = {"w": jnp.zeros((4, 4)), "n": 0.0}
+    for i in range(3):
+        state["n"] = i
+        state = step(state)
+    return state
+"""
+
+
+def test_a_python_number_stored_into_the_state_keeps_it_high():
+    # optax's inject_hyperparams test: ``state.hyperparams["max_norm"] = i``, ``i`` from ``range``
+    (finding,) = _findings(NUMBER_STORED, "JXM001")
+    assert finding.parameter_name == "state" and finding.confidence is Confidence.HIGH
+    state = _run(NUMBER_STORED.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n"))
+    assert state["w"].shape == (4, 4) and float(state["n"]) == 1.0
