@@ -124,6 +124,9 @@ class _Verdict:
     confidence: Confidence = Confidence.HIGH
     doubts: tuple[str, ...] = ()  # why the confidence is not high
     rebound: bool = False
+    # The value passed may be this callee's own result, rebound in a loop: from the second
+    # iteration on an output of the same call has its shapes and dtypes.
+    carried: bool = False
     evidence: str = ""
 
 
@@ -746,7 +749,9 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         text += f"; {released}"
     if reasons:
         text += "; " + "; ".join(reasons)
-    return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, evidence=text, doubts=tuple(reasons))
+    carried = arg.rebound_by_result and any(o.kind == CALL and o.callee == rc.call.callee for o in arg.origins)
+    return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, carried=carried, evidence=text,
+                    doubts=tuple(reasons))
 
 
 def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:
@@ -902,9 +907,14 @@ def _useless_param(definition: JitDefinition, name: str) -> str | None:
     return None
 
 
-def _output_doubt(definition: JitDefinition, name: str) -> str | None:
-    """Why it is not proved that an output can take ``name``'s buffers, if so."""
+def _output_doubt(definition: JitDefinition, name: str, carried: bool = False) -> str | None:
+    """Why it is not proved that an output can take ``name``'s buffers, if so.  ``carried``:
+    every call passes the callee's own result of the loop's previous iteration, so from
+    the second iteration an output of the same computation has the shapes and dtypes of
+    what is donated (an unread argument jit drops is left undonated, silently)."""
     verdict = definition.output_verdict(name)
+    if carried and verdict in (None, MAYBE, UNUSED_KEPT) and not definition.keeps_module_args:
+        return None
     if verdict is None:
         return f"the body of `{definition.function}` is not visible: no output is known to take `{name}`'s buffers"
     if verdict == MAYBE:
@@ -916,6 +926,12 @@ def _output_doubt(definition: JitDefinition, name: str) -> str | None:
         return (f"`{definition.wrapped}` never reads `{name}` (kept by keep_unused=True): its buffers are reused "
                 f"only if an output made otherwise has their shapes and dtypes")
     return None
+
+
+def _carried_evidence(definition: JitDefinition, name: str) -> str:
+    """Why an output can take ``name``'s buffers when only the loop proves it."""
+    return (f"every call passes `{name}` as `{definition.function}`'s own result of the loop's previous "
+            f"iteration: from the second iteration an output has its shapes and dtypes")
 
 
 def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: int | None, name: str,
@@ -939,11 +955,12 @@ def _call_verdicts(definition: JitDefinition, calls: list[ResolvedCall], index: 
 
 def _definition_doubts(definition: JitDefinition, def_path: str, name: str, project: Index,
                        partial_view: bool, siblings: tuple[JitDefinition, ...] = (),
-                       calls: list[ResolvedCall] = ()) -> list[str]:
+                       calls: list[ResolvedCall] = (), carried: bool = False) -> list[str]:
     """What keeps any proposal for parameter ``name`` at medium, whatever the ``calls`` say
-    (of ``definition`` or of any other name bound to its jit node, ``siblings``)."""
+    (of ``definition`` or of any other name bound to its jit node, ``siblings``);
+    ``carried`` as for :func:`_output_doubt`."""
     doubts = _reach_doubts(definition, def_path, project, partial_view, siblings, calls)
-    output = _output_doubt(definition, name)
+    output = _output_doubt(definition, name, carried)
     if output is not None:
         doubts.append(output)
     return doubts
@@ -1047,10 +1064,13 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
         if not verdicts:
             continue
         confidence = Confidence.lowest(v.confidence for _, v in verdicts)
-        extra = _definition_doubts(definition, def_path, name, project, partial_view, siblings, calls)
+        carried = all(v.carried for _, v in verdicts)
+        extra = _definition_doubts(definition, def_path, name, project, partial_view, siblings, calls, carried)
         if extra:
             confidence = Confidence.lowest([confidence, Confidence.MEDIUM])
         evidence = [Evidence(v.evidence, rc.path, rc.call.line) for rc, v in verdicts]
+        if carried and _output_doubt(definition, name) is not None:
+            evidence.append(Evidence(_carried_evidence(definition, name), def_path, definition.line))
         evidence += [Evidence(text, def_path, definition.line) for text in extra]
         doubts = [d for _, v in verdicts for d in v.doubts] + extra
         why = f": {doubts[0]}" if doubts and confidence is not Confidence.HIGH else ""
