@@ -494,6 +494,7 @@ class Flow:
         self._candidates: dict[int, tuple] = {}  # id(candidates) -> (candidates, their ids, ids by node)
         self._under: dict[str, list] | None = None  # see writes_under
         self._reaching: dict[int, set[int]] = {}
+        self._bits: list[int] | None = None  # see _ancestor_bits
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
 
@@ -518,11 +519,12 @@ class Flow:
     def point_after(self, call: cst.Call) -> Point | None:
         return self.calls.get(id(call))
 
-    def nodes_reaching(self, call: cst.Call) -> set[int] | None:
+    def nodes_reaching(self, call: cst.Call) -> set[int] | _NodeBits | None:
         """The nodes from which some path (whatever it kills) leads to the node
-        of ``call``, that node included; ``None`` for a call not in this graph.
-        A search from any other node cannot reach the call: asking this first
-        keeps a scope of many calls and aliases from searching every pair."""
+        of ``call``, that node included (``index in result``); ``None`` for a call
+        not in this graph.  A search from any other node cannot reach the call:
+        asking this first keeps a scope of many calls and aliases from searching
+        every pair."""
         point = self.calls.get(id(call))
         if point is None:
             return None
@@ -532,6 +534,8 @@ class Flow:
                 for index, node in enumerate(self.nodes):
                     for target in (*node.succ, *node.exc):
                         self._preds[target].append(index)
+            if len(self.nodes) <= _ANCESTOR_BITS_MAX_NODES:
+                return _NodeBits(self._ancestor_bits()[point.node])
             found = {point.node}
             work = [point.node]
             while work:
@@ -541,6 +545,28 @@ class Flow:
                         work.append(source)
             self._reaching[point.node] = found
         return self._reaching[point.node]
+
+    def _ancestor_bits(self) -> list[int]:
+        """Per node, the nodes with a path to it (itself included), as bits of an int:
+        the least fixed point of ``bits[v] = v | bits of v's predecessors``, reached by
+        sweeps in node order (edges mostly run forward: a sweep per loop level).  One
+        pass for the whole graph, where a search per call costs a scope of many calls
+        quadratic time."""
+        if self._bits is None:
+            preds = self._preds
+            bits = [1 << index for index in range(len(self.nodes))]
+            changed = True
+            while changed:
+                changed = False
+                for index, sources in enumerate(preds):
+                    acc = bits[index]
+                    for source in sources:
+                        acc |= bits[source]
+                    if acc != bits[index]:
+                        bits[index] = acc
+                        changed = True
+            self._bits = bits
+        return self._bits
 
     def writes_under(self, name: str) -> list[tuple[Point, Event]]:
         """Every WRITE event to ``name`` or into it (``name.x = ...``), bar the parameter's own
@@ -721,6 +747,24 @@ class Flow:
                     index.setdefault(root, []).append((point, event))
             self._by_name = index
         return self._by_name.get(name, [])
+
+
+# Above this many nodes, a graph's ancestor bits (nodes squared over 8 bytes) would
+# cost more memory than a search per call: 12,000 nodes is 18 MiB.
+_ANCESTOR_BITS_MAX_NODES = 12_000
+
+
+class _NodeBits:
+    """A set of node indices held as the bits of an int (``index in nodes``)."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+
+    def __contains__(self, index: int) -> bool:
+        return (self.bits >> index) & 1 == 1
+
 
 
 def _hands_on_value(event: Event) -> bool:

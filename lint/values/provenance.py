@@ -80,6 +80,7 @@ from jaxmem.lint.values.flow import (
     ALIAS,
     CALL as CALL_EVENT,
     WRITE,
+    Event,
     Flow,
     Point,
     joined_operands,
@@ -160,7 +161,7 @@ class Provenance:
         self._contained: dict[tuple[str, int], set[RefKey]] = {}  # see _may_contain
         self._events_of: dict[RefKey, tuple] = {}  # see writes_of
         self._views_of: dict[str, tuple] = {}  # see view_writes_of
-        self._mutators: dict[str, list[cst.Call]] | None = None  # see _stored_into
+        self._stores = None  # see _stores_by_name
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
@@ -291,28 +292,47 @@ class Provenance:
         """The origins of what the scope stores into the local ``name``: ``name["w"] = v``,
         ``name[k] = v`` (an unknown value), ``name.append(v)``, ``name.update(w=v)``."""
         out: list[Origin] = []
-        for _, event in self.flow.writes_under(name):
-            if len(event.key) > 1 and event.key[-1].startswith("["):
-                if event.origin_kind == "value" and isinstance(event.origin, cst.BaseExpression):
-                    out.extend(self._stored_value(event.origin, after, depth))
-                else:
-                    out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
-                                      f"`{self.ctx.text(event.node)}` is stored into it"))
-        for _, event in self.flow.events_about(name):
-            if event.kind == ALIAS and event.key == (name,) and isinstance(event.node, cst.Subscript):
+        stores, mutators = self._stores_by_name()
+        subscript_writes, subscript_aliases = stores.get(name, ((), ()))
+        for event in subscript_writes:
+            if event.origin_kind == "value" and isinstance(event.origin, cst.BaseExpression):
+                out.extend(self._stored_value(event.origin, after, depth))
+            else:
                 out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
                                   f"`{self.ctx.text(event.node)}` is stored into it"))
-        if self._mutators is None:  # indexed once: a long scope asks for many names
-            self._mutators = {}
+        for event in subscript_aliases:
+            out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
+                              f"`{self.ctx.text(event.node)}` is stored into it"))
+        for call in mutators.get(name, ()):
+            for arg in call.args:
+                out.extend(self._stored_value(arg.value, after, depth))
+        return out
+
+    def _stores_by_name(self) -> tuple[dict[str, tuple[list[Event], list[Event]]], dict[str, list[cst.Call]]]:
+        """Per local name, what :meth:`_stored_into` reads, found in one pass over the scope
+        (a long scope asks for many names): the writes under a subscript of it
+        (``name["w"] = v``) and the ``ALIAS`` events that store a subscript of another
+        value into it, each in event order; and the mutating calls on it (``name.append(v)``)."""
+        if self._stores is None:
+            stores: dict[str, tuple[list[Event], list[Event]]] = {}
+            for _, event in self.flow.events():
+                key = event.key
+                if key is None:
+                    continue
+                if event.kind == WRITE and len(key) > 1 and key[-1].startswith("[") \
+                        and not isinstance(event.node, cst.Param):
+                    stores.setdefault(key[0], ([], []))[0].append(event)
+                elif event.kind == ALIAS and len(key) == 1 and isinstance(event.node, cst.Subscript) \
+                        and (event.sources or event.parts):
+                    stores.setdefault(key[0], ([], []))[1].append(event)
+            mutators: dict[str, list[cst.Call]] = {}
             for call in self.flow.call_nodes:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
                         and (base := _base_name(func.value)) is not None:
-                    self._mutators.setdefault(base, []).append(call)
-        for call in self._mutators.get(name, ()):
-            for arg in call.args:
-                out.extend(self._stored_value(arg.value, after, depth))
-        return out
+                    mutators.setdefault(base, []).append(call)
+            self._stores = stores, mutators
+        return self._stores
 
     def _stored_value(self, value, after: Point, depth: int) -> list[Origin]:
         """The origins of a value stored into a container; none for a local that holds

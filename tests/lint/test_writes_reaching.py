@@ -3,7 +3,8 @@ writes from which ``Flow.search`` (one walk forward per write) reaches the call:
 compared on every call and every written name of every scope of the tests'
 cases, the examples, jaxmem's own analysis and fixer code, the generated worst cases and
 programs written to exercise loops, exceptions, ``finally``, ``match``,
-augmented assignments and ``del``."""
+augmented assignments and ``del``.  ``Flow.nodes_reaching`` (ancestor bits of the
+whole graph) gives the nodes a search backward from each call gives, on the same code."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from jaxmem.lint.values import flow as flow_module
 from jaxmem.lint.values.flow import CALL, WRITE, FlowBuilder, Point
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,4 +134,28 @@ def test_one_walk_backward_finds_what_a_forward_search_per_write_finds(name, sou
                                            until_call=call_event.node).reached}
                 assert flow.writes_reaching(key, call_point, candidates) == expected, (name, key, call_point)
                 compared += 1
+    assert compared or len(source) < 2000, name
+
+
+@pytest.mark.parametrize("name, source", _sources(), ids=lambda value: value if isinstance(value, str) and
+                         len(value) < 80 else None)
+def test_ancestor_bits_give_the_nodes_a_search_backward_from_each_call_gives(name, source, monkeypatch):
+    # ``Flow.nodes_reaching`` answers from one fixed point of ancestor bits per graph; above
+    # ``_ANCESTOR_BITS_MAX_NODES`` nodes it searches backward from each call instead.
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        pytest.skip("not Python the parser accepts")
+    compared = 0
+    for flow in _scopes(module):
+        calls = [event.node for _, event in flow.events() if event.kind == CALL and event.key is None
+                 and isinstance(event.node, cst.Call)]
+        by_bits = [flow.nodes_reaching(call) for call in calls]
+        monkeypatch.setattr(flow_module, "_ANCESTOR_BITS_MAX_NODES", -1)
+        for call, bits in zip(calls, by_bits):
+            searched = flow.nodes_reaching(call)
+            assert isinstance(searched, set)
+            assert {index for index in range(len(flow.nodes)) if index in bits} == searched, (name, call)
+            compared += 1
+        monkeypatch.undo()
     assert compared or len(source) < 2000, name
