@@ -162,7 +162,7 @@ def _norm(path: str) -> str:
 # What jaxmem's evidence says before the doubts: the call site and what it does with the argument.
 _EVIDENCE_LEAD = re.compile(
     r"is rebound by the call's result at|is not read after the call at|^call at \S+ passes a temporary|"
-    r"is updated in place and written back by nnx"
+    r"is updated in place and written back by nnx|own result of the loop's previous iteration"
 )
 _MESSAGE_WHY = re.compile(r"\((?:medium|low) confidence: (.*)\)\s*$", re.DOTALL)
 

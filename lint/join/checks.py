@@ -930,7 +930,7 @@ def _output_doubt(definition: JitDefinition, name: str, carried: bool = False) -
 
 def _carried_evidence(definition: JitDefinition, name: str) -> str:
     """Why an output can take ``name``'s buffers when only the loop proves it."""
-    return (f"every call passes `{name}` as `{definition.function}`'s own result of the loop's previous "
+    return (f"`{name}` comes back to every call as `{definition.function}`'s own result of the loop's previous "
             f"iteration: from the second iteration an output has its shapes and dtypes")
 
 

@@ -44,7 +44,13 @@ RULE = Rule(
     `.apply_gradients`); one that is reduced, reshaped or concatenated away,
     a Python scalar, a PRNG key or host NumPy data is not proposed at all
     (`jaxmem check --show-skipped` lists it with the reason, as does
-    `--format json` under `skipped`).
+    `--format json` under `skipped`). Where the body is not visible (an
+    optimizer's `update_fn`, a factory's result) or reaches its outputs only
+    through unknown calls, a loop proves it instead: when every call passes
+    a local that the call's own result rebinds and that comes back to it
+    around the loop (`updates, state = step(grads, state, params)`), from
+    the second iteration the donated value is an output of the same
+    computation, so an output has its shapes and dtypes.
 
     equinox's `eqx.filter_jit` has no per-argument donation: the advice is
     `donate="all"` or `donate="all-except-first"`, given only when every
@@ -66,7 +72,8 @@ RULE = Rule(
     attributes; values
     that hold no arrays, such as configs, flags, paths and devices, never
     count as sharing);
-    and the body has an output built from it. An nnx Module, Optimizer or
+    and the body has an output built from it (or the loop above proves
+    one has its shapes). An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made
     with new arrays and nothing takes an array out of it (only nnx.jit calls,
     `train()`/`eval()`/`update()`/`reset()`, views that do the same). So is
