@@ -321,6 +321,14 @@ def test_doubts_fall_back_to_the_message_and_high_findings_have_none():
                               "still hold it", "`s` is not read after the call at a.py:9; the caller of the "
                               "enclosing function may still hold it"))
     assert confidence_doubts(twice) == ["the caller of the enclosing function may still hold it"]
+    # why an output can take the buffers (a loop carries the call's own result back) is evidence, not a doubt
+    carried = Finding(code="JXM001", path="m.py", line=3, col=1, message="m", confidence="medium", definition_line=3,
+                      parameter_index=0, parameter_name="state",
+                      evidence=("`s` is rebound by the call's result at a.py:4 (line 4) and not read before; "
+                                "`s` is owned outside this function",
+                                "`s` comes back to every call as `step`'s own result of the loop's previous "
+                                "iteration: from the second iteration an output has its shapes and dtypes"))
+    assert confidence_doubts(carried) == ["`s` is owned outside this function"]
 
 
 @pytest.mark.parametrize("text, category", [
