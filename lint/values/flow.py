@@ -16,6 +16,7 @@ value is called dead only when no path reads it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -491,6 +492,7 @@ class Flow:
         self._succ_preds: list[list[int]] | None = None  # see writes_reaching
         self._exc_preds: list[list[int]] | None = None
         self._write_roots: list[set[str]] = []  # per node, the root names its WRITE events write
+        self._chains: _Chains | None = None  # see writes_reaching
         self._candidates: dict[int, tuple] = {}  # id(candidates) -> (candidates, their ids, ids by node)
         self._under: dict[str, list] | None = None  # see writes_under
         self._reaching: dict[int, set[int]] = {}
@@ -598,6 +600,7 @@ class Flow:
                 for event in node.events:
                     if event.kind == WRITE and event.key is not None:
                         self._write_roots[index].add(event.key[0])
+            self._chains = _Chains(self.nodes, self._succ_preds, self._exc_preds, self._write_roots)
         indexed = self._candidates.get(id(candidates))
         if indexed is None or indexed[0] is not candidates:  # the same list is asked about at every call
             in_node_of: dict[int, list[int]] = {}
@@ -627,6 +630,12 @@ class Flow:
             if stopped or node in entered:
                 continue
             entered.add(node)  # paths arrive at this node's first event: from the end of a
+            writer = self._chains.writer_before(node, key[0])
+            if writer is not None:  # inside a chain: the nodes between write no such name
+                if writer not in scanned:
+                    scanned.add(writer)
+                    work.append((writer, len(self.nodes[writer].events)))
+                continue
             for source in self._succ_preds[node]:  # successor edge's source, or from anywhere
                 if source not in scanned:  # in an exception edge's source
                     scanned.add(source)
@@ -747,6 +756,58 @@ class Flow:
                     index.setdefault(root, []).append((point, event))
             self._by_name = index
         return self._by_name.get(name, [])
+
+
+class _Chains:
+    """The straight runs of a flow graph: a node whose only way in is the end of one
+    node (its one predecessor, which has no other successor, and no exception edge
+    into it) continues that node's chain.  Walking backward inside a chain, only the
+    nodes that write a name matter to a search about it; :meth:`writer_before` finds
+    the nearest by bisection, so a long straight scope is not walked node by node
+    for every call."""
+
+    __slots__ = ("chain_of", "position", "members", "writers")
+
+    def __init__(self, nodes, succ_preds, exc_preds, write_roots) -> None:
+        count = len(nodes)
+        following = [-1] * count  # the node a chain continues with, if any
+        continues = [False] * count
+        for index in range(count):
+            sources = set(succ_preds[index])
+            if len(sources) == 1 and not exc_preds[index]:
+                (source,) = sources
+                if source != index and set(nodes[source].succ) == {index}:
+                    following[source] = index
+                    continues[index] = True
+        self.chain_of = [-1] * count
+        self.position = [0] * count  # 0 for a chain's head, and for a node in no chain
+        self.members: list[list[int]] = []
+        self.writers: list[dict[str, list[int]]] = []  # per chain: root name -> positions writing it
+        for head in range(count):
+            if continues[head]:
+                continue  # a cycle of such nodes has no head: its nodes stay in no chain
+            chain, members, writers = len(self.members), [], {}
+            node = head
+            while node >= 0:
+                self.chain_of[node], self.position[node] = chain, len(members)
+                for root in write_roots[node]:
+                    writers.setdefault(root, []).append(len(members))
+                members.append(node)
+                node = following[node]
+            self.members.append(members)
+            self.writers.append(writers)
+
+    def writer_before(self, node: int, root: str) -> int | None:
+        """For a node inside a chain (not its head), the nearest node before it in the
+        chain whose events write ``root``, or the chain's head when none does; None
+        for a head or a node in no chain."""
+        position = self.position[node]
+        if position == 0:
+            return None
+        chain = self.chain_of[node]
+        positions = self.writers[chain].get(root, ())
+        before = bisect_left(positions, position) - 1
+        return self.members[chain][positions[before] if before >= 0 else 0]
 
 
 # Above this many nodes, a graph's ancestor bits (nodes squared over 8 bytes) would

@@ -1,4 +1,5 @@
-"""``Flow.writes_reaching`` (one walk backward from a call) finds exactly the
+"""``Flow.writes_reaching`` (one walk backward from a call, jumping inside a straight
+run of nodes to the nearest one that writes the name) finds exactly the
 writes from which ``Flow.search`` (one walk forward per write) reaches the call:
 compared on every call and every written name of every scope of the tests'
 cases, the examples, jaxmem's own analysis and fixer code, the generated worst cases and
