@@ -42,15 +42,27 @@ def scopes(module: cst.Module):
         stack.extend(node.children)
 
 
-def compare(flow) -> tuple[int, list[str]]:
-    """(queries compared, mismatches) for one flow graph."""
+def call_events(flow) -> list:
+    """The ``(point, event)`` of every call of the graph."""
+    return [(point, event) for point, event in flow.events()
+            if event.kind == CALL and event.key is None and isinstance(event.node, cst.Call)]
+
+
+def write_queries(flow) -> list:
+    """``(key, candidates)`` for ``writes_reaching``: the writes of each key
+    (``Provenance.reaching_writes``), and the writes of each name or into it
+    (``facts._holds_entry_value``: ``state.x = ...`` does not rebind ``state``)."""
     writes: dict[tuple, list] = {}
     for point, event in flow.events():
         if event.kind == WRITE and event.key is not None and event.detail != "del":
             writes.setdefault(event.key, []).append((point, event))
-    calls = [(point, event) for point, event in flow.events()
-             if event.kind == CALL and event.key is None and isinstance(event.node, cst.Call)]
-    queries = list(writes.items()) + [((root,), flow.writes_under(root)) for root in {k[0] for k in writes}]
+    return list(writes.items()) + [((root,), flow.writes_under(root)) for root in {k[0] for k in writes}]
+
+
+def compare(flow) -> tuple[int, list[str]]:
+    """(queries compared, mismatches) for one flow graph."""
+    calls = call_events(flow)
+    queries = write_queries(flow)
     if len(queries) * len(calls) > MAX_QUERIES_PER_SCOPE:
         return 0, []
     compared, wrong = 0, []

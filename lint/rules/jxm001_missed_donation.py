@@ -180,6 +180,55 @@ RULE = Rule(
             import jax
             import jax.numpy as jnp
 
+            def make_optimizer(rate):
+                def update_fn(grads, state):
+                    m = jax.tree.map(lambda a, g: rate * a + g, state["m"], grads)
+                    return m, {"m": m}
+
+                return update_fn
+
+            step = jax.jit(make_optimizer(0.9))  # JXM001
+
+            def train(steps):
+                grads = {"w": jnp.full((4, 4), 0.5)}
+                state = {"m": {"w": jnp.zeros((4, 4))}}
+                for _ in range(steps):
+                    updates, state = step(grads, state)
+                return float(updates["w"].sum())
+
+            print(train(3))
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            note="the body is not visible; the loop brings the call's own result back as the state",
+            fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            def make_optimizer(rate):
+                def update_fn(grads, state):
+                    m = jax.tree.map(lambda a, g: rate * a + g, state["m"], grads)
+                    return m, {"m": m}
+
+                return update_fn
+
+            step = jax.jit(make_optimizer(0.9), donate_argnums=1)  # JXM001
+
+            def train(steps):
+                grads = {"w": jnp.full((4, 4), 0.5)}
+                state = {"m": {"w": jnp.zeros((4, 4))}}
+                for _ in range(steps):
+                    updates, state = step(grads, state)
+                return float(updates["w"].sum())
+
+            print(train(3))
+            """,
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
             def update(params, opt_state, grads):
                 return params - 0.1 * grads, opt_state + 1
 

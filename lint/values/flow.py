@@ -827,7 +827,6 @@ class _NodeBits:
         return (self.bits >> index) & 1 == 1
 
 
-
 def _hands_on_value(event: Event) -> bool:
     return (event.kind == ESCAPE and event.key is not None) or \
         (event.kind in (WRITE, ALIAS) and bool(event.sources or event.parts))

@@ -291,6 +291,10 @@ class Provenance:
     def _stored_into(self, name: str, after: Point, depth: int) -> list[Origin]:
         """The origins of what the scope stores into the local ``name``: ``name["w"] = v``,
         ``name[k] = v`` (an unknown value), ``name.append(v)``, ``name.update(w=v)``."""
+        def unknown(event: Event) -> Origin:
+            return Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
+                          f"`{self.ctx.text(event.node)}` is stored into it")
+
         out: list[Origin] = []
         stores, mutators = self._stores_by_name()
         subscript_writes, subscript_aliases = stores.get(name, ((), ()))
@@ -298,11 +302,8 @@ class Provenance:
             if event.origin_kind == "value" and isinstance(event.origin, cst.BaseExpression):
                 out.extend(self._stored_value(event.origin, after, depth))
             else:
-                out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
-                                  f"`{self.ctx.text(event.node)}` is stored into it"))
-        for event in subscript_aliases:
-            out.append(Origin(UNKNOWN, self.ctx.positions[event.node].start.line,
-                              f"`{self.ctx.text(event.node)}` is stored into it"))
+                out.append(unknown(event))
+        out.extend(unknown(event) for event in subscript_aliases)
         for call in mutators.get(name, ()):
             for arg in call.args:
                 out.extend(self._stored_value(arg.value, after, depth))

@@ -16,7 +16,7 @@ import libcst as cst
 import pytest
 
 from jaxmem.lint.values import flow as flow_module
-from jaxmem.lint.values.flow import CALL, WRITE, FlowBuilder, Point
+from jaxmem.lint.values.flow import Point
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,50 +85,41 @@ def shapes(f, g, value):
 '''
 
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+try:
+    import worst_cases
+    from flow_exactness import call_events, scopes, write_queries
+finally:
+    sys.path.pop(0)
+
+
 def _sources() -> list[tuple[str, str]]:
     paths = sorted((ROOT / "tests" / "lint" / "cases").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py")) \
         + sorted((ROOT / "lint").rglob("*.py")) + sorted((ROOT / "codemod").rglob("*.py"))
     out = [(str(path.relative_to(ROOT)), path.read_text()) for path in paths]
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import worst_cases
-    finally:
-        sys.path.pop(0)
     for case in ("elifs", "long_scope", "module_rebinds", "donated_calls"):
         out.append((f"worst_cases.{case}", getattr(worst_cases, case)(12)))
     out.append(("tricky", TRICKY))
     return out
 
 
-def _scopes(module: cst.Module):
-    yield FlowBuilder(lambda call: False).build_module(module)
-    stack = list(module.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            yield FlowBuilder(lambda call: False).build_function(node)
-        stack.extend(node.children)
+def _flows(source: str):
+    """The flow graph of the module ``source`` and of each function in it (the test is
+    skipped for code the parser rejects)."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        pytest.skip("not Python the parser accepts")
+    return scopes(module)
 
 
 @pytest.mark.parametrize("name, source", _sources(), ids=lambda value: value if isinstance(value, str) and
                          len(value) < 80 else None)
 def test_one_walk_backward_finds_what_a_forward_search_per_write_finds(name, source):
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        pytest.skip("not Python the parser accepts")
     compared = 0
-    for flow in _scopes(module):
-        writes: dict[tuple, list] = {}
-        for point, event in flow.events():
-            if event.kind == WRITE and event.key is not None and event.detail != "del":
-                writes.setdefault(event.key, []).append((point, event))
-        calls = [(point, event) for point, event in flow.events() if event.kind == CALL and event.key is None
-                 and isinstance(event.node, cst.Call)]
-        # Writes of a key (``Provenance.reaching_writes``), and writes of a name or into it
-        # (``facts._holds_entry_value``: ``state.x = ...`` does not rebind ``state``).
-        queries = list(writes.items()) + [((root,), flow.writes_under(root)) for root in {k[0] for k in writes}]
-        for key, candidates in queries:
+    for flow in _flows(source):
+        calls = call_events(flow)
+        for key, candidates in write_queries(flow):
             for call_point, call_event in calls:
                 expected = {id(event) for point, event in candidates
                             if flow.search(Point(point.node, point.index + 1), key,
@@ -143,14 +134,9 @@ def test_one_walk_backward_finds_what_a_forward_search_per_write_finds(name, sou
 def test_ancestor_bits_give_the_nodes_a_search_backward_from_each_call_gives(name, source, monkeypatch):
     # ``Flow.nodes_reaching`` answers from one fixed point of ancestor bits per graph; above
     # ``_ANCESTOR_BITS_MAX_NODES`` nodes it searches backward from each call instead.
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        pytest.skip("not Python the parser accepts")
     compared = 0
-    for flow in _scopes(module):
-        calls = [event.node for _, event in flow.events() if event.kind == CALL and event.key is None
-                 and isinstance(event.node, cst.Call)]
+    for flow in _flows(source):
+        calls = [event.node for _, event in call_events(flow)]
         by_bits = [flow.nodes_reaching(call) for call in calls]
         monkeypatch.setattr(flow_module, "_ANCESTOR_BITS_MAX_NODES", -1)
         for call, bits in zip(calls, by_bits):
