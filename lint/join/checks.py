@@ -749,7 +749,7 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
         text += f"; {released}"
     if reasons:
         text += "; " + "; ".join(reasons)
-    carried = arg.rebound_by_result and any(o.kind == CALL and o.callee == rc.call.callee for o in arg.origins)
+    carried = arg.rebound_by_result and rc.call.callee in arg.made_by
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, carried=carried, evidence=text,
                     doubts=tuple(reasons))
 

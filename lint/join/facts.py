@@ -131,6 +131,9 @@ class ArgFacts:
     escapes: tuple[Use, ...] = ()
     alias_reads: tuple[Use, ...] = ()
     origins: tuple[Origin, ...] = ()  # how the value was made (local names and temporaries)
+    # The callees whose results the local is bound to by the writes that reach the call
+    # (``state = step(state)`` in a loop: ``step`` itself), not through other values.
+    made_by: tuple[RefKey, ...] = ()
     # An nnx object (a local bound only to calls): whether it owns its arrays (lint.values.nnx_ownership).
     nnx_own: Ownership | None = None
     # A parameter of a nested def: every call of that def (None when not all are seen as plain calls).
@@ -412,6 +415,25 @@ class _Context:
             self._rebound_functions = frozenset(name for name in self.module_functions if name in other)
         return self._rebound_functions
 
+    def module_jitted(self) -> frozenset[str]:
+        """Top-level names bound once, at module level, to a jitted callable whose results
+        are new buffers (``@jax.jit def update``, ``step = jax.jit(update_fn)``; not nnx.jit,
+        which hands back the Modules it was given)."""
+        names = set()
+        for site in self.sites:
+            definition = site.definition
+            if definition.scope != MODULE_SCOPE or len(definition.callee) != 1 or definition.keeps_module_args:
+                continue
+            name = definition.callee[0]
+            if name in self.module_functions:
+                once = len(self.module_functions[name]) == 1 and name not in self.rebound_functions()
+            else:
+                values = self.module_values(name)
+                once = values is not None and len(values) == 1 and name not in self.imports.names
+            if once:
+                names.add(name)
+        return frozenset(names)
+
     def module_variables(self) -> frozenset[str]:
         """Names bound by module-level code (``CACHE = {...}``, ``for x in ...``), not defs or imports."""
         if self._module_variables is None:
@@ -577,8 +599,9 @@ class _Summaries:
 
     def __init__(self, functions: dict[str, list[cst.FunctionDef]], imports: ImportTable,
                  module_names: frozenset[str] = frozenset(), rebound: frozenset[str] = frozenset(),
-                 class_twice=None) -> None:
+                 class_twice=None, jitted: frozenset[str] = frozenset()) -> None:
         self.functions = functions
+        self.jitted = jitted  # module-level jitted callables: their results are new buffers
         self.class_twice = class_twice  # name -> why an instance of that class may hold an array twice
         self.imports = imports
         self.module_names = module_names  # module-level variables: a result holding one is not new
@@ -595,7 +618,7 @@ class _Summaries:
             self.in_progress.add(name)
             twice, returned, made = None, (), ()
             for function in self.functions[name]:  # a name defined twice: either may run
-                summary = summarize_function(function, self.imports, summary_of=self.of,
+                summary = summarize_function(function, self.imports, summary_of=self.of, new_memory=self.jitted,
                                              module_names=self.module_names, signature_of=self.signature)
                 twice = twice or summary.twice
                 returned = tuple(dict.fromkeys(returned + summary.returned))
@@ -968,6 +991,7 @@ class FactExtractor:
         if owner == PARAM and len(key) == 1 and not self.provenance.entry_value_reaches(key, point):
             owner = LOCAL  # rebound on every path before the call: what it holds was made here
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
+        made_by = tuple(self.provenance.made_by(key, point)) if origins else ()
         if origins and (beside := self.provenance.passed_beside(value, call, point)) is not None:
             origins += (beside,)
         callers = None
@@ -1013,7 +1037,8 @@ class FactExtractor:
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
-            alias_reads=tuple(alias_reads), origins=origins, callers=callers, nnx_own=nnx_own, **base,
+            alias_reads=tuple(alias_reads), origins=origins, made_by=made_by, callers=callers, nnx_own=nnx_own,
+            **base,
         )
 
     def nnx_own(self, name: str, point: Point) -> Ownership | None:
@@ -1527,7 +1552,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }
     summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables(), ctx.rebound_functions(),
-                           ctx.class_stores_twice)
+                           ctx.class_stores_twice, ctx.module_jitted())
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue

@@ -227,6 +227,18 @@ class Provenance:
         path from the entry rebinds the name first (``x = jnp.asarray([x] * n)``)."""
         return any(isinstance(event.node, cst.Param) for event in self.reaching_writes(key, after))
 
+    def made_by(self, key: RefKey, after: Point) -> list[RefKey]:
+        """The callees (as keys, ``cls.f`` read as ``self.f``) of the calls whose results the
+        writes of ``key`` that reach the call before ``after`` bind (``state = step(state)``:
+        ``step``)."""
+        found = []
+        for event in self.reaching_writes(key, after):
+            if event.origin_kind in ("value", "unpack") and isinstance(event.origin, cst.Call):
+                callee = ref_key(event.origin.func)
+                if callee is not None:
+                    found.append(("self",) + callee[1:] if callee[0] == "cls" else callee)
+        return found
+
     def _writes_into(self, key: RefKey, after: Point) -> list:
         """The writes whose value may be (part of) ``key``'s value at the call before
         ``after``: those reaching it, and, for each that reads ``key`` again
@@ -1203,6 +1215,7 @@ _HELD_ELSEWHERE = (MODULE_HELD, DECORATOR_HELD)
 _UNKNOWN_RESULT = ("<unknown call>",)  # held twice by the result of a call jaxmem does not know
 _TWICE_RESULT = ("<held twice>",)  # held twice by the result of a helper or class that holds one value twice
 _CLASS_MADE = "<instance of>"  # (_CLASS_MADE, class, call): an instance of another project file's class
+_REBOUND = "<rebound>"  # (_REBOUND, p): what parameter ``p`` holds once the body rebinds it, not the caller's value
 
 
 def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool = False,
@@ -1226,7 +1239,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     file's module-level variables and imported names: a result that may hold one
     (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
     ``returned``, so no caller takes it for new memory."""
-    from jaxmem.lint.syntax.walk import descendants, descendants_of_type
+    from jaxmem.lint.syntax.walk import bound_names, descendants, descendants_of_type
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -1236,6 +1249,9 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         params.append(function.params.star_kwarg.name.value)
     # a parameter annotated as holding no arrays (``obs_size: int``) is never held
     tracked = set(params) - annotated_array_free(function, imports)
+    # a jitted callable's name the body binds itself may be another value
+    new_memory = new_memory - set(params) - {name for node in descendants(function.body, into_scopes=False)
+                                             for name in bound_names(node)} if new_memory else new_memory
     holder = _Holdings(imports, tracked | set(free), summary_of, new_memory,
                        frozenset(module_names) - set(params) - set(free), signature_of, function)
     name = function.name.value
@@ -1256,7 +1272,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
             twice = (f"`{name}` returns the result of a call jaxmem does not know, which may hold one array twice"
                      if key[0] == _UNKNOWN_RESULT[0] else
                      f"`{name}` returns a value that holds one value in two places" if key[0] == _TWICE_RESULT[0]
-                     else f"`{name}` returns `{'.'.join(key)}` in two places")
+                     else f"`{name}` returns `{'.'.join(key[1:] if key[0] == _REBOUND else key)}` in two places")
         roots.extend(key[0] for key, sure in held
                      if (key[0] in holder.params or key[0] in _HELD_ELSEWHERE) and key[0] not in roots
                      and (sure or not certain_only))
@@ -1311,7 +1327,9 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
                 for small in small_statements(suite_statements(loop.body), into_scopes=False)}
     returned: list[_Held] = []
     stored: list = []
+    holder.straight = straight_line_names(function)
     for _ in range(2):
+        holder.restart()
         returned, stored = [], []
         for small in smalls:
             if isinstance(small, cst.Return) and small.value is not None and own is None:
@@ -1332,6 +1350,40 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
                     else:
                         holder.bind(target, held, prng)
     return returned, stored
+
+
+def straight_line_names(function: cst.FunctionDef) -> frozenset[str]:
+    """The names (parameters included) that ``function``'s own scope binds only by
+    plain assignments at the top level of its body, and that no nested def, class,
+    lambda or generator expression mentions.  The top level runs once, in order,
+    so at every point the latest such assignment before it (in source order) is
+    the only one that reaches: a new one replaces what the name held
+    (``state = strip(state); state = step(state); return state`` returns what
+    ``step`` made, not the caller's ``state``)."""
+    from jaxmem.lint.syntax.walk import bound_names, descendants, suite_statements, target_names
+
+    top: set[int] = set()
+    assigned: set[str] = set()
+    for stmt in suite_statements(function.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                top.update(id(target) for target in small.targets)
+                assigned.update(name for target in small.targets for name in target_names(target.target))
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                top.add(id(small))
+                assigned.update(target_names(small.target))
+    if not assigned:
+        return frozenset()
+    other: set[str] = set()
+    for node in descendants(function.body, into_scopes=False):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp)):
+            # a closure or a lazy generator reads the name when it runs, not here
+            other.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
+        if id(node) not in top:
+            other.update(bound_names(node))
+    return frozenset(assigned - other)
 
 
 _CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
@@ -1399,12 +1451,23 @@ class _Holdings:
         self.prng: dict[str, bool] = {}  # name -> every binding is a PRNG key (jax.random.split(...))
         self.stored_into: dict[str, dict[int, _Held]] = {}  # name -> what each store into it put there
         self.overflow = False
+        self.straight: frozenset[str] = frozenset()  # see straight_line_names: a binding replaces the last
+        self.rebound: set[str] = set()  # parameters in ``straight`` that the body has rebound by now
+
+    def restart(self) -> None:
+        """Start a pass over the body: the straight-line names hold again what they
+        held on entry (each of their bindings is met again, in order)."""
+        for name in self.straight:
+            self.names.pop(name, None)
+            self.prng.pop(name, None)
+        self.rebound.clear()
 
     def bind(self, target, held: _Held, prng: bool = False) -> None:
         if isinstance(target, cst.Name):
-            self.prng[target.value] = self.prng.get(target.value, True) and prng
+            straight = target.value in self.straight  # this binding replaces the last one
+            self.prng[target.value] = prng if straight else self.prng.get(target.value, True) and prng
             # the union with earlier bindings, keeping what one binding holds twice (at most twice)
-            merged = list(self.names.get(target.value, ()))
+            merged = [] if straight else list(self.names.get(target.value, ()))
             for h in dict.fromkeys(held):
                 need = min(held.count(h), 2)
                 merged.extend([h] * max(0, need - merged.count(h)))
@@ -1413,6 +1476,8 @@ class _Holdings:
                 self.overflow = True
                 merged = merged[:_MAX_HELD]
             self.names[target.value] = merged
+            if straight and target.value in self.params:
+                self.rebound.add(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             maybe = tuple((key, False) for key, _ in held)  # unpacking: each part may hold any of it
             for element in target.elements:
@@ -1454,6 +1519,9 @@ class _Holdings:
             return ()
         if isinstance(expr, cst.Name):
             stored = tuple(h for part in self.stored_into.get(expr.value, {}).values() for h in part)
+            if expr.value in self.rebound:
+                # rebound on the straight line: only what it was bound to, as a local's own value
+                return (((_REBOUND, expr.value), True),) + self.names[expr.value] + stored
             if expr.value in self.params:
                 # the caller's value, or what the body binds the parameter to (``state = make()``)
                 return (((expr.value,), True),) + self.names.get(expr.value, ()) + stored

@@ -140,3 +140,17 @@ def test_a_reset_that_never_reads_the_state_is_high_in_a_loop_and_really_reuses_
         fixed["reset"](state, key)
     assert state["obs"].is_deleted()
 
+
+
+def test_a_state_that_comes_back_through_another_call_proves_nothing():
+    # brax's ppo loop: ``env_state = training_epoch(..., env_state, ...)`` then
+    # ``env_state = reset_fn(env_state, key)``: what reaches the reset is the epoch's result,
+    # whose shapes only the epoch decides
+    steps = ("    for _ in range(rounds):\n"
+             "        state = advance(state)\n"
+             "        state = reset(state, key)")
+    program = RESET.replace("STEPS", steps).replace(
+        "def main(", "def advance(state):\n    return {\"obs\": state[\"obs\"][:2]}\n\n\ndef main(")
+    finding = _proposal(program, "state_donated")
+    assert finding.confidence is Confidence.MEDIUM, finding.message
+    assert "never reads `state_donated`" in finding.message
