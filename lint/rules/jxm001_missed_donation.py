@@ -50,7 +50,9 @@ RULE = Rule(
     a local that the call's own result rebinds and that comes back to it
     around the loop (`updates, state = step(grads, state, params)`), from
     the second iteration the donated value is an output of the same
-    computation, so an output has its shapes and dtypes.
+    computation, so an output has its shapes and dtypes (the call's own
+    result must reach it directly: one that comes back through another
+    call, `state = epoch(state); state = reset(state, key)`, proves nothing).
 
     equinox's `eqx.filter_jit` has no per-argument donation: the advice is
     `donate="all"` or `donate="all-except-first"`, given only when every
