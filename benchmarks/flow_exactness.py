@@ -1,10 +1,11 @@
 """Exactness of the flow graph's shortcut queries on real code.
 
-``Flow.writes_reaching`` (one walk backward from a call, jumping along straight
-runs of nodes) must find exactly the writes from which ``Flow.search`` (one
+``Flow.writes_reaching`` (one walk backward from a call, jumping up trees of
+single-predecessor nodes) must find exactly the writes from which ``Flow.search`` (one
 walk forward per write) reaches the call, and ``Flow.nodes_reaching`` (ancestor
 bits of the whole graph) exactly the nodes a search backward from the call
-finds.  This compares both on every call and every written name of every scope
+finds, and ``Flow.events_about_reaching`` (those bits intersected with the nodes
+of a name's events) exactly the events in those nodes.  This compares both on every call and every written name of every scope
 of the Python files under the given folders (the corpus's sources, say), as
 ``tests/lint/test_writes_reaching.py`` does on the project's own code::
 
@@ -73,6 +74,8 @@ def compare(flow) -> tuple[int, list[str]]:
             if flow.writes_reaching(key, call_point, candidates) != expected:
                 wrong.append(f"writes_reaching {key} at node {call_point.node}")
             compared += 1
+    wrong += about_reaching_mismatches(flow, calls)
+    compared += len(calls)
     by_bits = [(event.node, flow.nodes_reaching(event.node)) for _, event in calls]
     saved = flow_module._ANCESTOR_BITS_MAX_NODES
     flow_module._ANCESTOR_BITS_MAX_NODES = -1  # the search backward from each call
@@ -85,6 +88,26 @@ def compare(flow) -> tuple[int, list[str]]:
     finally:
         flow_module._ANCESTOR_BITS_MAX_NODES = saved
     return compared, wrong
+
+
+def about_reaching_mismatches(flow, calls) -> list[str]:
+    """Where ``Flow.events_about_reaching`` (bits intersected, forced on for every name)
+    differs from ``events_about`` filtered one event at a time by the nodes reaching a call."""
+    names = {root for _, event in flow.events() for root in
+             [*(key[0] for key in event.sources + event.parts), *([event.key[0]] if event.key else [])]}
+    saved = flow_module._MANY_EVENTS
+    flow_module._MANY_EVENTS = 0
+    wrong = []
+    try:
+        for _, call in calls:
+            reaching = flow.nodes_reaching(call.node)
+            for name in sorted(names):
+                naive = [(p, e) for p, e in flow.events_about(name) if p.node in reaching]
+                if flow.events_about_reaching(name, reaching) != naive:
+                    wrong.append(f"events_about_reaching {name} at {flow.calls[id(call.node)]}")
+    finally:
+        flow_module._MANY_EVENTS = saved
+    return wrong
 
 
 def main(argv: list[str] | None = None) -> int:

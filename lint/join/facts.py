@@ -1267,10 +1267,8 @@ class FactExtractor:
         """``made``: for an alias (``hops`` > 0), the point where ``key`` got the value;
         ``maybe``: it got it through a call that may return a new value instead."""
         ctx = self.ctx
-        reaching = flow.nodes_reaching(call)
-        for p, event in flow.events_about(key[0]):  # the others cannot overlap ``key``
-            if reaching is not None and p.node not in reaching:
-                continue  # no path leads from this event to the call
+        # the others cannot overlap ``key``, and from the others no path leads to the call
+        for p, event in flow.events_about_reaching(key[0], flow.nodes_reaching(call)):
             if made is not None and not flow.search(made, key, until_event=event).reached:
                 continue  # ``key`` holds another value by then (``R = state.x`` ... ``R = new``)
             if event.kind == ESCAPE and event.key is None:

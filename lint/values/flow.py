@@ -16,7 +16,6 @@ value is called dead only when no path reads it.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -488,11 +487,12 @@ class Flow:
         self._free: dict[int, set[str]] = {}
         self._captured: set[str] | None = None
         self._by_name: dict[str, list] | None = None
+        self._about_by_node: dict[str, tuple[int, dict[int, list]]] | None = None  # see events_about_reaching
         self._preds: list[list[int]] | None = None
         self._succ_preds: list[list[int]] | None = None  # see writes_reaching
         self._exc_preds: list[list[int]] | None = None
         self._write_roots: list[set[str]] = []  # per node, the root names its WRITE events write
-        self._chains: _Chains | None = None  # see writes_reaching
+        self._trees: _SinglePredecessors | None = None  # see writes_reaching
         self._candidates: dict[int, tuple] = {}  # id(candidates) -> (candidates, their ids, ids by node)
         self._under: dict[str, list] | None = None  # see writes_under
         self._reaching: dict[int, set[int]] = {}
@@ -600,7 +600,7 @@ class Flow:
                 for event in node.events:
                     if event.kind == WRITE and event.key is not None:
                         self._write_roots[index].add(event.key[0])
-            self._chains = _Chains(self.nodes, self._succ_preds, self._exc_preds, self._write_roots)
+            self._trees = _SinglePredecessors(self.nodes, self._succ_preds, self._exc_preds, self._write_roots)
         indexed = self._candidates.get(id(candidates))
         if indexed is None or indexed[0] is not candidates:  # the same list is asked about at every call
             in_node_of: dict[int, list[int]] = {}
@@ -630,8 +630,8 @@ class Flow:
             if stopped or node in entered:
                 continue
             entered.add(node)  # paths arrive at this node's first event: from the end of a
-            writer = self._chains.writer_before(node, key[0])
-            if writer is not None:  # inside a chain: the nodes between write no such name
+            writer = self._trees.writer_before(node, key[0])
+            if writer is not None:  # below another node: the nodes between write no such name
                 if writer not in scanned:
                     scanned.add(writer)
                     work.append((writer, len(self.nodes[writer].events)))
@@ -757,58 +757,89 @@ class Flow:
             self._by_name = index
         return self._by_name.get(name, [])
 
+    def events_about_reaching(self, name: str, reaching: set[int] | _NodeBits | None) -> list:
+        """:meth:`events_about` ``name``, only those in the nodes of ``reaching`` (all
+        when it is None), in the same order.  With ancestor bits, the nodes of many
+        events are picked by one intersection, not one test per event: a long
+        ``if``/``elif`` chain asks about every branch's events at every call."""
+        events = self.events_about(name)
+        if reaching is None:
+            return events
+        if type(reaching) is not _NodeBits or len(events) < _MANY_EVENTS:
+            return [(p, event) for p, event in events if p.node in reaching]
+        if self._about_by_node is None:
+            self._about_by_node = {}
+        grouped = self._about_by_node.get(name)
+        if grouped is None:
+            by_node: dict[int, list] = {}
+            for p, event in events:
+                by_node.setdefault(p.node, []).append((p, event))
+            grouped = self._about_by_node[name] = (sum(1 << node for node in by_node), by_node)
+        mask, by_node = grouped
+        hit = reaching.bits & mask
+        if hit == mask:
+            return events
+        out: list = []
+        digits = bin(hit)[:1:-1]  # least significant first: node order
+        node = digits.find("1")
+        while node >= 0:
+            out.extend(by_node[node])
+            node = digits.find("1", node + 1)
+        return out
 
-class _Chains:
-    """The straight runs of a flow graph: a node whose only way in is the end of one
-    node (its one predecessor, which has no other successor, and no exception edge
-    into it) continues that node's chain.  Walking backward inside a chain, only the
-    nodes that write a name matter to a search about it; :meth:`writer_before` finds
-    the nearest by bisection, so a long straight scope is not walked node by node
-    for every call."""
 
-    __slots__ = ("chain_of", "position", "members", "writers")
+class _SinglePredecessors:
+    """The single-predecessor trees of a flow graph: a node whose only way in is the
+    end of one node (its one predecessor, and no exception edge into it) hangs below
+    that node.  Walking backward from such a node, only the nodes above it that write
+    a name matter to a search about it; :meth:`writer_before` finds the nearest
+    (memoised per name along the tree), so neither a long straight scope nor a long
+    ``if``/``elif`` chain is walked node by node for every call."""
+
+    __slots__ = ("parent", "write_roots", "nearest")
 
     def __init__(self, nodes, succ_preds, exc_preds, write_roots) -> None:
-        count = len(nodes)
-        following = [-1] * count  # the node a chain continues with, if any
-        continues = [False] * count
-        for index in range(count):
+        self.parent = [-1] * len(nodes)  # the one predecessor, if the node hangs below it
+        for index in range(len(nodes)):
             sources = set(succ_preds[index])
             if len(sources) == 1 and not exc_preds[index]:
                 (source,) = sources
-                if source != index and set(nodes[source].succ) == {index}:
-                    following[source] = index
-                    continues[index] = True
-        self.chain_of = [-1] * count
-        self.position = [0] * count  # 0 for a chain's head, and for a node in no chain
-        self.members: list[list[int]] = []
-        self.writers: list[dict[str, list[int]]] = []  # per chain: root name -> positions writing it
-        for head in range(count):
-            if continues[head]:
-                continue  # a cycle of such nodes has no head: its nodes stay in no chain
-            chain, members, writers = len(self.members), [], {}
-            node = head
-            while node >= 0:
-                self.chain_of[node], self.position[node] = chain, len(members)
-                for root in write_roots[node]:
-                    writers.setdefault(root, []).append(len(members))
-                members.append(node)
-                node = following[node]
-            self.members.append(members)
-            self.writers.append(writers)
+                if source != index:
+                    self.parent[index] = source
+        self.write_roots = write_roots
+        self.nearest: dict[str, dict[int, int | None]] = {}  # root name -> node -> writer_before
 
     def writer_before(self, node: int, root: str) -> int | None:
-        """For a node inside a chain (not its head), the nearest node before it in the
-        chain whose events write ``root``, or the chain's head when none does; None
-        for a head or a node in no chain."""
-        position = self.position[node]
-        if position == 0:
+        """For a node below another, the nearest node above it whose events write ``root``,
+        or the top of its tree when none does; None for a node below none, and for the
+        nodes of a cycle of such nodes (unreachable code: walked node by node)."""
+        if self.parent[node] < 0:
             return None
-        chain = self.chain_of[node]
-        positions = self.writers[chain].get(root, ())
-        before = bisect_left(positions, position) - 1
-        return self.members[chain][positions[before] if before >= 0 else 0]
+        memo = self.nearest.setdefault(root, {})
+        path: list[int] = []
+        on_path: set[int] = set()
+        current = node
+        while True:
+            if current in memo:
+                answer = memo[current]
+                break
+            parent = self.parent[current]
+            if current in on_path:
+                answer = None  # a cycle of single-predecessor nodes
+                break
+            path.append(current)
+            on_path.add(current)
+            if root in self.write_roots[parent] or self.parent[parent] < 0:
+                answer = parent
+                break
+            current = parent
+        for below in path:
+            memo[below] = answer
+        return answer
 
+
+# From this many events about a name, events_about_reaching intersects bits.
+_MANY_EVENTS = 64
 
 # Above this many nodes, a graph's ancestor bits (nodes squared over 8 bytes) would
 # cost more memory than a search per call: 12,000 nodes is 18 MiB.

@@ -1,11 +1,12 @@
-"""``Flow.writes_reaching`` (one walk backward from a call, jumping inside a straight
-run of nodes to the nearest one that writes the name) finds exactly the
+"""``Flow.writes_reaching`` (one walk backward from a call, jumping up a tree of
+single-predecessor nodes to the nearest one that writes the name) finds exactly the
 writes from which ``Flow.search`` (one walk forward per write) reaches the call:
 compared on every call and every written name of every scope of the tests'
 cases, the examples, jaxmem's own analysis and fixer code, the generated worst cases and
 programs written to exercise loops, exceptions, ``finally``, ``match``,
 augmented assignments and ``del``.  ``Flow.nodes_reaching`` (ancestor bits of the
-whole graph) gives the nodes a search backward from each call gives, on the same code."""
+whole graph) gives the nodes a search backward from each call gives, and
+``Flow.events_about_reaching`` the events of those nodes, on the same code."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def shapes(f, g, value):
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
     import worst_cases
-    from flow_exactness import call_events, scopes, write_queries
+    from flow_exactness import about_reaching_mismatches, call_events, scopes, write_queries
 finally:
     sys.path.pop(0)
 
@@ -146,3 +147,10 @@ def test_ancestor_bits_give_the_nodes_a_search_backward_from_each_call_gives(nam
             compared += 1
         monkeypatch.undo()
     assert compared or len(source) < 2000, name
+
+
+@pytest.mark.parametrize("name, source", _sources(), ids=lambda value: value if isinstance(value, str) and
+                         len(value) < 80 else None)
+def test_events_about_reaching_are_the_events_of_the_nodes_reaching_the_call(name, source):
+    for flow in _flows(source):
+        assert about_reaching_mismatches(flow, call_events(flow)) == [], name
