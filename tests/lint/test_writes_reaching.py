@@ -83,6 +83,16 @@ def shapes(f, g, value):
     g(state.x)
     state = g(state)
     return g(state)
+
+
+def unreachable(f, g, k):
+    state = f(0)
+    return g(state)
+    while True:  # a cycle no path enters
+        g(state)
+        if k:
+            state = f(state)
+        g(state)
 '''
 
 
