@@ -131,8 +131,8 @@ class ArgFacts:
     escapes: tuple[Use, ...] = ()
     alias_reads: tuple[Use, ...] = ()
     origins: tuple[Origin, ...] = ()  # how the value was made (local names and temporaries)
-    # The callees whose results the local is bound to by the writes that reach the call
-    # (``state = step(state)`` in a loop: ``step`` itself), not through other values.
+    # For a local the call's result rebinds: the callees whose results the writes that reach
+    # the call bind it to (``state = step(state)`` in a loop: ``step`` itself), not through other values.
     made_by: tuple[RefKey, ...] = ()
     # An nnx object (a local bound only to calls): whether it owns its arrays (lint.values.nnx_ownership).
     nnx_own: Ownership | None = None
@@ -991,7 +991,6 @@ class FactExtractor:
         if owner == PARAM and len(key) == 1 and not self.provenance.entry_value_reaches(key, point):
             owner = LOCAL  # rebound on every path before the call: what it holds was made here
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
-        made_by = tuple(self.provenance.made_by(key, point)) if origins else ()
         if origins and (beside := self.provenance.passed_beside(value, call, point)) is not None:
             origins += (beside,)
         callers = None
@@ -1019,6 +1018,7 @@ class FactExtractor:
         if rebound_by_result and (result.reads or result.reached_exit):
             # Rebound on some paths only.
             rebound_by_result = not result.reads and not result.reached_exit
+        made_by = tuple(self.provenance.made_by(key, point)) if origins and rebound_by_result else ()
         escapes, alias_reads = self.escapes_before(key, call, flow, point, params, assigned, self_name, is_module)
         # A closure reads the variable when it runs, not the value it saw: it
         # can observe the donated buffer only if it runs (some call happens)

@@ -487,7 +487,7 @@ class Flow:
         self._free: dict[int, set[str]] = {}
         self._captured: set[str] | None = None
         self._by_name: dict[str, list] | None = None
-        self._about_by_node: dict[str, tuple[int, dict[int, list]]] | None = None  # see events_about_reaching
+        self._about_by_node: dict[str, tuple[int, dict[int, list]]] = {}  # see events_about_reaching
         self._preds: list[list[int]] | None = None
         self._succ_preds: list[list[int]] | None = None  # see writes_reaching
         self._exc_preds: list[list[int]] | None = None
@@ -767,8 +767,6 @@ class Flow:
             return events
         if type(reaching) is not _NodeBits or len(events) < _MANY_EVENTS:
             return [(p, event) for p, event in events if p.node in reaching]
-        if self._about_by_node is None:
-            self._about_by_node = {}
         grouped = self._about_by_node.get(name)
         if grouped is None:
             by_node: dict[int, list] = {}
@@ -823,10 +821,10 @@ class _SinglePredecessors:
             if current in memo:
                 answer = memo[current]
                 break
-            parent = self.parent[current]
             if current in on_path:
                 answer = None  # a cycle of single-predecessor nodes
                 break
+            parent = self.parent[current]
             path.append(current)
             on_path.add(current)
             if root in self.write_roots[parent] or self.parent[parent] < 0:

@@ -1239,7 +1239,7 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
     file's module-level variables and imported names: a result that may hold one
     (``return CACHE["w"]``, ``return HOLDER.get()``) lists :data:`MODULE_HELD` in
     ``returned``, so no caller takes it for new memory."""
-    from jaxmem.lint.syntax.walk import bound_names, descendants, descendants_of_type
+    from jaxmem.lint.syntax.walk import descendants, descendants_of_type
 
     params = [p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params]]
@@ -1249,13 +1249,13 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
         params.append(function.params.star_kwarg.name.value)
     # a parameter annotated as holding no arrays (``obs_size: int``) is never held
     tracked = set(params) - annotated_array_free(function, imports)
+    bound, straight = _scope_bindings(function)
     # a jitted callable's name the body binds itself may be another value
-    new_memory = new_memory - set(params) - {name for node in descendants(function.body, into_scopes=False)
-                                             for name in bound_names(node)} if new_memory else new_memory
+    new_memory = new_memory - set(params) - bound
     holder = _Holdings(imports, tracked | set(free), summary_of, new_memory,
                        frozenset(module_names) - set(params) - set(free), signature_of, function)
     name = function.name.value
-    returned, _ = _walk_bindings(holder, function, imports)
+    returned, _ = _walk_bindings(holder, function, imports, straight)
     if holder.overflow:
         # too many values flow together to follow: assume the worst, cheaply
         return FunctionSummary(f"`{name}` mixes too many values to summarise", tuple(params))
@@ -1302,7 +1302,7 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
             continue
         own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
         holder = _Holdings(imports, params, function=method)
-        _, stored = _walk_bindings(holder, method, imports, own=own)
+        _, stored = _walk_bindings(holder, method, imports, straight_line_names(method), own=own)
         key = _first_overlap([key for key, sure in stored
                               if sure and key[0] not in (_UNKNOWN_RESULT[0], _CLASS_MADE)])  # as callers
         if key is not None:
@@ -1311,13 +1311,14 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
     return None
 
 
-def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
+def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, straight: frozenset[str], *,
                    own: str | None = None) -> tuple[list[_Held], list]:
     """Bind every assignment of ``function``'s own body in ``holder``, twice over (a
     second pass lets loops' later assignments reach earlier uses); return what each
     ``return`` holds and, with ``own`` (``self``), what is stored in ``own``'s attributes
     instead of bound.  With ``own``, augmented assignments are left out (``self.n += 1``
-    makes a new value)."""
+    makes a new value).  A binding of a name in ``straight`` replaces what it held
+    (see :func:`straight_line_names`)."""
     from jaxmem.lint.syntax.walk import small_statements, statements, suite_statements
 
     kinds = (cst.Assign, cst.AnnAssign) if own is not None else (cst.Assign, cst.AnnAssign, cst.AugAssign)
@@ -1327,7 +1328,7 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, *,
                 for small in small_statements(suite_statements(loop.body), into_scopes=False)}
     returned: list[_Held] = []
     stored: list = []
-    holder.straight = straight_line_names(function)
+    holder.straight = straight
     for _ in range(2):
         holder.restart()
         returned, stored = [], []
@@ -1360,6 +1361,12 @@ def straight_line_names(function: cst.FunctionDef) -> frozenset[str]:
     the only one that reaches: a new one replaces what the name held
     (``state = strip(state); state = step(state); return state`` returns what
     ``step`` made, not the caller's ``state``)."""
+    return _scope_bindings(function)[1]
+
+
+def _scope_bindings(function: cst.FunctionDef) -> tuple[frozenset[str], frozenset[str]]:
+    """``(every name function's own scope binds, its straight-line names)`` from one walk
+    of the body (see :func:`straight_line_names`)."""
     from jaxmem.lint.syntax.walk import bound_names, descendants, suite_statements, target_names
 
     top: set[int] = set()
@@ -1374,16 +1381,14 @@ def straight_line_names(function: cst.FunctionDef) -> frozenset[str]:
             elif isinstance(small, cst.AnnAssign) and small.value is not None:
                 top.add(id(small))
                 assigned.update(target_names(small.target))
-    if not assigned:
-        return frozenset()
-    other: set[str] = set()
+    bound_elsewhere: set[str] = set()
+    mentioned_later: set[str] = set()  # read by a closure or a lazy generator when it runs, not here
     for node in descendants(function.body, into_scopes=False):
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp)):
-            # a closure or a lazy generator reads the name when it runs, not here
-            other.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
+            mentioned_later.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
         if id(node) not in top:
-            other.update(bound_names(node))
-    return frozenset(assigned - other)
+            bound_elsewhere.update(bound_names(node))
+    return frozenset(assigned | bound_elsewhere), frozenset(assigned - bound_elsewhere - mentioned_later)
 
 
 _CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
