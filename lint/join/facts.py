@@ -1506,16 +1506,49 @@ def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -
     ``lax.switch(i, [f, g], x)``), which traces it, so a donation in its body does nothing."""
     if source is None:
         return frozenset()
+    handed = _handed_to_staging(module, imports)
+    return frozenset(name for name, count in handed.items()
+                     if len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1 + count)
+
+
+def _handed_to_staging(node: cst.CSTNode, imports: ImportTable) -> dict[str, int]:
+    """How many times each name is handed to a ``STAGING_HIGHER_ORDER`` call inside ``node``
+    (an argument, or an element of a list or tuple argument: ``lax.switch(i, [f, g], x)``)."""
     handed: dict[str, int] = {}
-    for call in _calls_of(descendants_of_type(module, cst.Call), imports, STAGING_HIGHER_ORDER):
+    for call in _calls_of(descendants_of_type(node, cst.Call), imports, STAGING_HIGHER_ORDER):
         for arg in call.args:
             values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) \
                 else [arg.value]
             for value in values:
                 if isinstance(value, cst.Name):
                     handed[value.value] = handed.get(value.value, 0) + 1
-    return frozenset(name for name, count in handed.items()
-                     if len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1 + count)
+    return handed
+
+
+def _staged_in_parent(functions, imports: ImportTable, positions: Positions) -> set[int]:
+    """Ids of the nested defs that run only staged: every mention of the name in the text of
+    the enclosing function (comments and strings included) is its one ``def`` or an argument
+    of a ``STAGING_HIGHER_ORDER`` call there.  A nested def's name is local to its parent
+    (a ``global`` or ``nonlocal`` of it is a mention too), so the file-wide count of
+    :func:`_only_staged` is not needed; test files define a ``step_fn`` in every test."""
+    by_scope: dict[str, cst.FunctionDef | None] = {}
+    for function, scopes, _ in functions:
+        by_scope[scopes[0]] = None if scopes[0] in by_scope else function
+    handed_in: dict[int, dict[str, int]] = {}
+    found: set[int] = set()
+    for function, scopes, _ in functions:
+        if len(scopes) < 3 or scopes[0] != f"{scopes[1]}.{function.name.value}":
+            continue  # not nested in a function, or a method of a class inside one
+        parent = by_scope.get(scopes[1])
+        if parent is None:
+            continue
+        if id(parent) not in handed_in:
+            handed_in[id(parent)] = _handed_to_staging(parent, imports)
+        name = function.name.value
+        count = handed_in[id(parent)].get(name, 0)
+        if count and len(re.findall(rf"\b{re.escape(name)}\b", positions.code(parent))) == 1 + count:
+            found.add(id(function))
+    return found
 
 
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
@@ -1581,8 +1614,10 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
+    staged_in_parent = _staged_in_parent(functions, imports, positions)
     base = {id(function) for function, _, _ in functions
-            if id(function) in ctx.jitted_functions or _staged(function, imports) or function.name.value in only_staged}
+            if id(function) in ctx.jitted_functions or _staged(function, imports) or function.name.value in only_staged
+            or id(function) in staged_in_parent}
     traced_by = traced_functions(functions, base, imports, source, ctx.top_level_classes())
     for function, scopes, class_scope in functions:
         flow = _flow_builder(ctx, function).build_function(function)

@@ -186,3 +186,85 @@ def test_a_donating_jit_in_a_method_called_from_a_jitted_loop_deletes_nothing():
     eager = jnp.ones(3)
     algo.update_both(eager, jnp.ones(3))  # called eagerly, the same method does donate
     assert eager.is_deleted()
+
+
+# jax-md's tests: every test method defines its own `step_fn` and hands it to
+# `lax.fori_loop`; the jit called inside runs traced in each.  The name is local to
+# its test, so the file-wide count of its mentions does not decide.
+_TESTS = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+
+    def apply(state):
+        return state * 2.0
+
+
+    def test_one():
+        apply_fn = jax.jit(apply)
+        state = jnp.ones(3)
+
+        def step_fn(i, state_and_energy):
+            state, energy = state_and_energy
+            fresh = state + 1.0
+            state = apply_fn(fresh)
+            return state, energy.at[i].set(state.sum())
+
+        state, energies = lax.fori_loop(0, 4, step_fn, (state, jnp.zeros(4)))
+        return state
+
+
+    def test_two():
+        apply_fn = jax.jit(apply)
+        state = jnp.ones(3)
+
+        def step_fn(i, carry):
+            fresh = carry + 1.0
+            return apply_fn(fresh)
+
+        {second}
+    """
+)
+_SECOND = {
+    "staged": "return lax.fori_loop(0, 4, step_fn, state)",
+    "called eagerly too": "state = step_fn(0, state)\n    return lax.fori_loop(0, 4, step_fn, state)",
+    "escapes": "loops = [step_fn]\n    return lax.fori_loop(0, 4, loops[0], state)",
+}
+
+
+def _apply_fn_lines(source: str) -> list[int]:
+    compile(source, "m.py", "exec")
+    hints = project_hints({"m.py": source})
+    facts = facts_for_file("m.py", source, ALL, hints)
+    return sorted(f.span.line for f in report([facts], ALL)[0].findings if f.code in ("JXM001", "JXM002") and "`apply_fn`" in f.message)
+
+
+def test_a_nested_def_handed_only_to_a_staging_loop_in_its_parent_is_traced():
+    source = _TESTS.format(second=_SECOND["staged"])
+    namespace: dict = {}
+    exec(compile(source, "m.py", "exec"), namespace)
+    assert namespace["test_one"]().shape == namespace["test_two"]().shape == (3,)
+    assert _apply_fn_lines(source) == []
+
+
+@pytest.mark.parametrize("second", ["called eagerly too", "escapes"])
+def test_a_nested_def_used_otherwise_in_its_parent_is_not(second):
+    source = _TESTS.format(second=_SECOND[second])
+    namespace: dict = {}
+    exec(compile(source, "m.py", "exec"), namespace)
+    assert namespace["test_two"]().shape == (3,)
+    # test_one's step_fn is still traced: only test_two's jit is proposed
+    assert _apply_fn_lines(source) == [source.splitlines().index("def test_two():") + 2]
+
+
+def test_a_donating_jit_in_a_fori_loop_body_deletes_nothing():
+    apply_fn = jax.jit(lambda s: s * 2.0, donate_argnums=0)
+    state = jnp.ones(3)
+
+    def step_fn(i, carry):
+        return apply_fn(carry)
+
+    out = jax.lax.fori_loop(0, 4, step_fn, state)
+    assert not state.is_deleted() and out.shape == (3,)
