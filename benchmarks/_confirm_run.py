@@ -107,15 +107,31 @@ def _added_donations(before: Path, after: Path, files: list[str]) -> int:
     return added
 
 
+def confirmable(packages, venvs: Path = VENVS) -> tuple[list, list[str]]:
+    """``(ready, skipped)``: the ``packages`` confirm-then-fix can run (sdists whose run venv
+    fix-then-run made, so their tests run at all), and a line for each of the others saying why."""
+    ready, skipped = [], []
+    for name, version, kind in packages:
+        label = f"{name}-{version}"
+        if kind != "sdist":
+            skipped.append(f"{label}: a {kind}, which ships no tests to run")
+        elif not (venvs / label / "installed.txt").exists():
+            skipped.append(f"{label}: no run venv in {venvs}; run fix-then-run for it first (--fix-run-into)")
+        else:
+            ready.append((name, version, kind))
+    return ready, skipped
+
+
 def measure_confirm_then_fix(packages, *, timeout: float, budget_s: float, log, work: Path) -> dict:
     """Steps 1-4 over the sdists of ``packages`` that have a run venv; no run starts after ``budget_s``."""
     started = time.perf_counter()
+    packages, skipped = confirmable(packages)
+    for line in skipped:
+        log(f"not measured: {line}")
     site = install_jaxmem(work, log)
     projects, cases = [], []
     for name, version, kind in packages:
         label = f"{name}-{version}"
-        if kind != "sdist" or not (VENVS / label / "installed.txt").exists():
-            continue  # only projects whose venv fix-then-run made (their tests run at all)
         if budget_s > 0 and time.perf_counter() - started > budget_s:
             log(f"{label}: not measured, the run budget is spent")
             break

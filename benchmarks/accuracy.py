@@ -407,7 +407,14 @@ def fix_run_into(results: Path, args) -> int:
 def confirm_run_into(results: Path, args) -> int:
     """Run confirm-then-fix (section 4b) and put it into a finished ``accuracy-DATE.json`` (and its ``.md``);
     packages measured before and not now keep their rows."""
-    from _confirm_run import measure_confirm_then_fix, merged_section
+    from _confirm_run import confirmable, measure_confirm_then_fix, merged_section
+
+    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    ready, skipped = confirmable(packages)
+    if not ready:  # an empty section would read as "0 unsafe of 0": say why instead, and keep the file
+        print("accuracy.py: no package can be confirmed, so nothing was measured and "
+              f"{results} is unchanged:\n  " + "\n  ".join(skipped), file=sys.stderr)
+        return 2
 
     def measure(packages, report):
         fresh = measure_confirm_then_fix(packages, timeout=args.run_timeout, budget_s=args.run_budget, log=log,

@@ -451,3 +451,26 @@ def test_work_folder_under_a_project_root_is_refused(tmp_path):
     (tmp_path / ".git").mkdir()
     with pytest.raises(SystemExit, match=r"\.git marks .* as a project root above the work folder"):
         accuracy.check_work_folder(work)
+
+
+def test_confirm_runs_only_sdists_whose_run_venv_exists(tmp_path):
+    from _confirm_run import confirmable
+
+    (tmp_path / "optax-0.2.8").mkdir()
+    (tmp_path / "optax-0.2.8" / "installed.txt").write_text("ok\n")
+    ready, skipped = confirmable([("optax", "0.2.8", "sdist"), ("flax", "0.12.8", "sdist"),
+                                  ("paxml", "1.4.0", "wheel")], venvs=tmp_path)
+    assert ready == [("optax", "0.2.8", "sdist")]
+    assert skipped[0].startswith("flax-0.12.8: no run venv") and "--fix-run-into" in skipped[0]
+    assert skipped[1].startswith("paxml-1.4.0: a wheel")
+
+
+def test_confirm_into_a_file_with_nothing_to_run_fails_and_keeps_it(tmp_path):
+    results = tmp_path / "accuracy.json"
+    results.write_text('{"recall": []}\n')
+    done = subprocess.run(
+        [sys.executable, os.path.join(BENCHMARKS, "accuracy.py"), "--confirm-run-into", str(results),
+         "--package", "paxml==1.4.0:wheel"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "no package can be confirmed" in done.stderr and "paxml-1.4.0: a wheel" in done.stderr
+    assert results.read_text() == '{"recall": []}\n'
