@@ -351,7 +351,7 @@ def main(argv=None) -> int:
         return fix_run_into(Path(args.fix_run_into), args)
     if args.confirm_run_into:
         return confirm_run_into(Path(args.confirm_run_into), args)
-    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    packages = _packages(args)
     started = time.perf_counter()
     report = {"date": datetime.date.today().isoformat(), "packages": [], "exactness": {}, "recall": [],
               "injection": [], "precision_candidates": [], "unparsable": {}, "definitions": {},
@@ -393,6 +393,11 @@ def main(argv=None) -> int:
     return 0
 
 
+def _packages(args) -> list:
+    """The ``--package`` specs as ``(name, version, kind)``, or the default corpus."""
+    return [_package(spec) for spec in args.package] if args.package else PACKAGES
+
+
 def fix_run_into(results: Path, args) -> int:
     """Run section 4 alone and put it into a finished ``accuracy-DATE.json`` (and its ``.md``)."""
     from _fix_run import measure_fix_then_run
@@ -409,7 +414,7 @@ def confirm_run_into(results: Path, args) -> int:
     packages measured before and not now keep their rows."""
     from _confirm_run import confirmable, measure_confirm_then_fix, merged_section
 
-    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    packages = _packages(args)
     ready, skipped = confirmable(packages)
     if not ready:  # an empty section would read as "0 unsafe of 0": say why instead, and keep the file
         print("accuracy.py: no package can be confirmed, so nothing was measured and "
@@ -427,7 +432,7 @@ def confirm_run_into(results: Path, args) -> int:
 def _section_into(results: Path, key: str, measure, args) -> int:
     """Put ``measure(packages, report)`` into ``results`` under ``key``; rewrite it and its ``.md``."""
     report = json.loads(results.read_text())
-    packages = [_package(spec) for spec in args.package] if args.package else PACKAGES
+    packages = _packages(args)
     started = time.perf_counter()
     report[key] = measure(packages, report)
     report[key]["seconds"] = round(time.perf_counter() - started, 1)

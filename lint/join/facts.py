@@ -1525,15 +1525,14 @@ def _handed_to_staging(node: cst.CSTNode, imports: ImportTable) -> dict[str, int
     return handed
 
 
-def _staged_in_parent(functions, imports: ImportTable, positions: Positions) -> set[int]:
+def _staged_in_parent(functions, by_scope: dict[str, cst.FunctionDef | None], imports: ImportTable,
+                      positions: Positions) -> set[int]:
     """Ids of the nested defs that run only staged: every mention of the name in the text of
     the enclosing function (comments and strings included) is its one ``def`` or an argument
     of a ``STAGING_HIGHER_ORDER`` call there.  A nested def's name is local to its parent
     (a ``global`` or ``nonlocal`` of it is a mention too), so the file-wide count of
-    :func:`_only_staged` is not needed; test files define a ``step_fn`` in every test."""
-    by_scope: dict[str, cst.FunctionDef | None] = {}
-    for function, scopes, _ in functions:
-        by_scope[scopes[0]] = None if scopes[0] in by_scope else function
+    :func:`_only_staged` is not needed; test files define a ``step_fn`` in every test.
+    ``by_scope`` maps a scope name to its function (None when two defs share the name)."""
     handed_in: dict[int, dict[str, int]] = {}
     found: set[int] = set()
     for function, scopes, _ in functions:
@@ -1614,7 +1613,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         extractor.functions[scopes[0]] = None if scopes[0] in extractor.functions else function
         if len(scopes) > 2:
             extractor.children.setdefault(scopes[1], []).append(function)
-    staged_in_parent = _staged_in_parent(functions, imports, positions)
+    staged_in_parent = _staged_in_parent(functions, extractor.functions, imports, positions)
     base = {id(function) for function, _, _ in functions
             if id(function) in ctx.jitted_functions or _staged(function, imports) or function.name.value in only_staged
             or id(function) in staged_in_parent}
