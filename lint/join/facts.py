@@ -36,9 +36,9 @@ from jaxmem.lint.callables.signatures import (
     VAR_KEYWORD,
     VAR_POSITIONAL,
     Signature,
-    leading_positionals,
     map_arguments,
 )
+from jaxmem.lint.join.star_arguments import passed_arguments
 from jaxmem.lint.join.traced_scopes import traced_functions
 from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
@@ -925,15 +925,25 @@ class FactExtractor:
         positional: list[ArgFacts] = []
         keywords: list[tuple[str, ArgFacts]] = []
         starred: list[ArgFacts] = []
-        for arg in call.args:
+        leading = None  # plain positionals before the first ``*args`` that is not spread
+        owner_of = lambda k: _owner(k, flow, params, assigned, is_module, self_name)  # noqa: E731
+        arguments, spread = passed_arguments(
+            call, flow, point, is_local=lambda k: owner_of(k) == LOCAL, outlives_scope=is_module,
+            held_elsewhere=lambda k: self.escapes_before(k, call, flow, point, params, assigned, self_name, is_module),
+            imported=ctx.imported_names)
+        values = tuple(arg.value for arg in arguments) if spread else None
+        for arg in arguments:
             if arg.star:
+                if arg.star == "*" and leading is None:
+                    leading = len(positional)
                 starred.append(self.starred_facts(arg.value))
                 continue
-            facts = self.arg_facts(arg.value, call, flow, point, result_writes, params, assigned, self_name, is_module)
+            facts = self.arg_facts(arg.value, call, flow, point, result_writes, params, assigned, self_name, is_module,
+                                   values)
             if arg.keyword is None:
                 positional.append(facts)
             else:
-                keywords.append((ident(arg.keyword.value), facts))
+                keywords.append((arg.keyword, facts))
         pos = ctx.positions[call]
         if key[0] == "cls":
             key = ("self",) + key[1:]
@@ -941,7 +951,8 @@ class FactExtractor:
             line=pos.start.line, col=pos.start.column, end_line=pos.end.line, end_col=pos.end.column,
             callee=key, scope=scopes[0], scopes=tuple(scopes), class_scope=class_scope, qualified=qualified,
             positional=tuple(positional), keywords=tuple(keywords), has_star=bool(starred),
-            traced=traced, text=ctx.text(call), leading=leading_positionals(call) if starred else None,
+            traced=traced, text=ctx.text(call),
+            leading=(len(positional) if leading is None else leading) if starred else None,
             starred=tuple(starred),
             binding=self.reaching_binding(call, key, point) if is_module and len(key) == 1 else None,
         )
@@ -977,7 +988,10 @@ class FactExtractor:
                         end_col=pos.end.column, key=ref_key(value), refs=direct_refs(value, ctx.imported_names),
                         owner="")
 
-    def arg_facts(self, value, call, flow: Flow, point: Point, result_writes, params, assigned, self_name, is_module):
+    def arg_facts(self, value, call, flow: Flow, point: Point, result_writes, params, assigned, self_name, is_module,
+                  values=None):
+        """What the scope does with ``value``, an argument of ``call`` (``values``: every value
+        the call passes, when a spread ``*args``/``**kwargs`` makes them differ from its syntax)."""
         ctx = self.ctx
         pos = ctx.positions[value]
         key = ref_key(value)
@@ -991,7 +1005,7 @@ class FactExtractor:
         if owner == PARAM and len(key) == 1 and not self.provenance.entry_value_reaches(key, point):
             owner = LOCAL  # rebound on every path before the call: what it holds was made here
         origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
-        if origins and (beside := self.provenance.passed_beside(value, call, point)) is not None:
+        if origins and (beside := self.provenance.passed_beside(value, call, point, values)) is not None:
             origins += (beside,)
         callers = None
         if owner == PARAM and _holds_entry_value(flow, key[0], call):
@@ -1227,15 +1241,8 @@ class FactExtractor:
             out = []
             for call, caller in calls:
                 self.scope, self.provenance = caller, caller.provenance
-                names = tuple(ident(a.keyword.value) for a in call.args if a.keyword is not None)
-                positional = sum(1 for a in call.args if a.keyword is None and not a.star)  # as CallFacts numbers them
-                mapping = map_arguments(positional, names, signature, shift, any(a.star for a in call.args),
-                                        leading_positionals(call))
-                index = signature.index_of(param)
-                number = mapping.by_index.get(index) if index is not None else None
-                number = mapping.by_name.get(param, number)
                 point = caller.flow.point_after(call)
-                if not mapping.resolved or number is None or point is None:
+                if point is None:
                     return None
                 memo = (id(call), self.depth)  # one call's facts serve each of the def's parameters
                 if memo not in self._caller_calls:
@@ -1243,6 +1250,14 @@ class FactExtractor:
                         call, ref_key(call.func), None, caller.flow, point, caller.scopes, caller.class_scope,
                         caller.traced, caller.params, caller.assigned, caller.self_name, False)
                 facts = self._caller_calls[memo]
+                # mapped as the facts number the arguments (a spread ``*args`` passes its elements)
+                mapping = map_arguments(len(facts.positional), tuple(name for name, _ in facts.keywords), signature,
+                                        shift, facts.has_star, facts.leading)
+                index = signature.index_of(param)
+                number = mapping.by_index.get(index) if index is not None else None
+                number = mapping.by_name.get(param, number)
+                if not mapping.resolved or number is None:
+                    return None
                 passed = facts.args[number]
                 if any(ref[0] in caller.flow.captured for ref in passed.refs):
                     return None  # a closure of the caller (the def itself) may read it during the call

@@ -705,18 +705,21 @@ class Provenance:
         tx = tx or positional[1:2]
         return bool(tx) and self.is_new_state_optimizer(tx[0])
 
-    def passed_beside(self, value, call: cst.Call, at_call: Point) -> Origin | None:
+    def passed_beside(self, value, call: cst.Call, at_call: Point, values=None) -> Origin | None:
         """Why ``value`` (an argument of ``call``) may share arrays with another argument of the same
         call, if it may: jax rejects donating a buffer that the call also receives otherwise ("Attempt
         to donate a buffer which is also used by the same call"), so such a donation is never proved.
-        ``state = State(0, params); step(params, state)``: ``state`` holds ``params`` itself."""
+        ``state = State(0, params); step(params, state)``: ``state`` holds ``params`` itself.
+        ``values``: every value the call passes, when they differ from its arguments (a spread
+        ``*args``; the same for every question about one call)."""
         held = self._held_by_args.get(id(call))
         if held is None:
             # Once per call, for all its arguments.  This call's own earlier results (``a, b = step(a, b)``
             # in a loop) are left out: the outputs of a jitted call are new buffers, one per output.
             held = self._held_by_args[id(call)] = [
-                (arg.value, set() if self.array_free(arg.value) else
-                 self._may_contain(arg.value, skip_origin=call, at_call=at_call)) for arg in call.args]
+                (argument, set() if self.array_free(argument) else
+                 self._may_contain(argument, skip_origin=call, at_call=at_call))
+                for argument in (values if values is not None else [arg.value for arg in call.args])]
         mine = next(keys for argument, keys in held if argument is value)  # ``value`` is one of them
         for argument, theirs in held:
             if argument is value:
