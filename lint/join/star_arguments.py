@@ -21,8 +21,11 @@ and nothing else still reaches those values through the literal:
   literal and the call (the literal holds the values of that moment);
 * the literal's name is not read after the call (the next iteration's
   ``f(*args)`` reads it again), does not outlive the scope at module level,
-  is not captured by a closure, and no alias of it or container holding it
-  reaches the call;
+  and is not captured by a closure.  The literal is an alias of each named
+  element, so a call it was passed to before (``reference(*args)``) or a
+  container that stores it is that element's doubt, as for any alias; an
+  element with no name (``jnp.copy(x)``) is spread only when nothing at all
+  holds or reads the literal besides the call;
 * a ``**`` literal's keys are identifiers that the call does not also pass
   by keyword.
 
@@ -122,12 +125,20 @@ def _spread(arg: cst.Arg, call: cst.Call, flow: Flow, after_call: Point, is_loca
     later = flow.search(after_call, key)
     if later.reads or (outlives_scope and later.reached_exit):
         return None
+    if all(type(element.value) in _SELF_CHECKED for element in elements):
+        return elements
+    # A temporary (``jnp.copy(x)``) has no name whose aliases and escapes the analysis
+    # follows: the literal's own must be none.  A named element's are its own question
+    # (the literal is an alias of it, followed with its escapes and later reads).
     escapes, alias_reads = held_elsewhere(key)
     own = {element.value.value for element in elements if type(element.value) is cst.Name}
-    # a later read of an element's own name is that element's question, not the literal's
     if escapes or any(use.text not in own for use in alias_reads):
         return None
     return elements
+
+
+# Elements whose aliases the analysis follows itself (names), or that hold no array (constants).
+_SELF_CHECKED = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 
 
 def _elements(literal, star: str) -> list[Passed] | None:

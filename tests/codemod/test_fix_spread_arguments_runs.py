@@ -59,12 +59,36 @@ REBOUND_BETWEEN = """\
         cache = jnp.zeros(4)
         out, cache = attend(*args, 2.0)
         out = out + keep"""
+STORED_TEMPORARY = """\
+        args = (q, cache * 1.0)
+        seen = [args]
+        out, cache = attend(*args, 2.0)
+        out = out + seen[0][1]"""
 AUGMENTED = REBOUND_BETWEEN.replace("cache = jnp.zeros(4)", "cache += 1.0")
 STORED = """\
         args = (q, cache)
         seen = [args]
         out, cache = attend(*args, 2.0)
         out = out + seen[0][1]"""
+
+# the kernel tests' habit: the literal goes to a reference first (an alias of each element,
+# so what the reference does with it is each element's question)
+CHECKED = """\
+        args = (q, cache)
+        kwargs = {"scale": 2.0}
+        expected, _ = REFERENCE(*args, **kwargs)
+        out, cache = attend(*args, **kwargs)
+        out = out + expected[0]"""
+REFERENCES = """
+
+
+def reference(q, cache, scale):
+    return q * scale, cache.at[0].set(q[0])
+
+
+def keep(q, cache, scale):
+    return q, cache
+"""
 
 UNDONATED = "@jax.jit\ndef attend"
 DONATED = "@functools.partial(jax.jit, donate_argnums=1)\ndef attend"
@@ -88,8 +112,28 @@ def test_a_spread_literal_passes_its_elements(tmp_path):
     assert cache.is_deleted()
 
 
-@pytest.mark.parametrize("body", [READ_AFTER, REBOUND_BETWEEN, AUGMENTED, STORED],
-                         ids=["read after", "rebound", "augmented", "stored"])
+def _checked(reference: str) -> str:
+    return PROGRAM.replace("BODY", CHECKED.replace("REFERENCE", reference)).replace(
+        "\n\n\ndef main", REFERENCES + "\n\ndef main")
+
+
+def test_a_literal_handed_to_a_reference_that_returns_new_arrays_is_spread(tmp_path):
+    (finding,) = _findings(_checked("reference"))
+    assert "`cache`" in finding.message and finding.confidence is Confidence.HIGH, finding.message
+    fix_and_rerun(tmp_path, _checked("reference"))
+
+
+def test_a_literal_handed_to_a_function_that_keeps_it_is_medium(tmp_path):
+    program = _checked("keep")
+    (finding,) = _findings(program)
+    assert finding.confidence is Confidence.MEDIUM and "keep(*args, **kwargs)" in finding.message, finding.message
+    # what ``keep`` returned holds the round's cache, which the donation deletes
+    program = program.replace("expected, _ = keep", "expected = keep").replace("expected[0]", "expected[1]")
+    crashes_when_forced(tmp_path, program, UNDONATED, DONATED)
+
+
+@pytest.mark.parametrize("body", [READ_AFTER, REBOUND_BETWEEN, AUGMENTED, STORED, STORED_TEMPORARY],
+                         ids=["read after", "rebound", "augmented", "stored", "stored temporary"])
 def test_a_literal_still_holding_the_value_is_not_spread(tmp_path, body):
     program = PROGRAM.replace("BODY", body)
     assert not [f for f in _findings(program) if f.confidence is Confidence.HIGH]
