@@ -182,6 +182,49 @@ RULE = Rule(
             import jax
             import jax.numpy as jnp
 
+            @jax.jit  # JXM001
+            def attend(q, cache):
+                return q * 2.0, cache.at[0].set(q[0])
+
+            def decode(steps):
+                q = jnp.ones(4)
+                cache = jnp.zeros(4)
+                for _ in range(steps):
+                    args = (q, cache)
+                    out, cache = attend(*args)
+                return out, cache
+
+            print(decode(3))
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            note="a call that spreads a local tuple literal passes its elements (kernel tests' habit)",
+            fixed="""
+            from functools import partial
+
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.jit, donate_argnums=1)  # JXM001
+            def attend(q, cache):
+                return q * 2.0, cache.at[0].set(q[0])
+
+            def decode(steps):
+                q = jnp.ones(4)
+                cache = jnp.zeros(4)
+                for _ in range(steps):
+                    args = (q, cache)
+                    out, cache = attend(*args)
+                return out, cache
+
+            print(decode(3))
+            """,
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
             def make_optimizer(rate):
                 def update_fn(grads, state):
                     m = jax.tree.map(lambda a, g: rate * a + g, state["m"], grads)
