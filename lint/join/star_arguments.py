@@ -112,8 +112,7 @@ def _spread(arg: cst.Arg, call: cst.Call, flow: Flow, after_call: Point, is_loca
         return None
     (made, event), = writes
     literal = event.origin
-    if event.origin_kind != "value" or type(event.node) is not cst.Name \
-            or any(other.origin is literal and other is not event for _, other in flow.events()):
+    if event.origin_kind != "value" or type(event.node) is not cst.Name or flow.writes_from(literal) != 1:
         return None  # not ``args = (...)`` alone: ``a = args = (...)``, ``args, b = (...), c``
     elements = _elements(literal, arg.star)
     if elements is None:

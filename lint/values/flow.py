@@ -499,6 +499,7 @@ class Flow:
         self._bits: list[int] | None = None  # see _ancestor_bits
         self.call_nodes: list[cst.Call] = []  # every call in the scope's own code, in order
         self.passed: set[str] = set()  # names handed on as values: f(step), x = step, return step
+        self._bound_by: dict[int, int] | None = None  # see writes_from
 
     ENTRY = 0
     EXIT = 1
@@ -569,6 +570,16 @@ class Flow:
                         changed = True
             self._bits = bits
         return self._bits
+
+    def writes_from(self, origin: cst.CSTNode) -> int:
+        """How many WRITE events bind a name to the value of ``origin`` (``a = b = (x, y)``:
+        two), counted once per graph."""
+        if self._bound_by is None:
+            self._bound_by = {}
+            for _, event in self.events():
+                if event.kind == WRITE and event.origin is not None:
+                    self._bound_by[id(event.origin)] = self._bound_by.get(id(event.origin), 0) + 1
+        return self._bound_by.get(id(origin), 0)
 
     def writes_under(self, name: str) -> list[tuple[Point, Event]]:
         """Every WRITE event to ``name`` or into it (``name.x = ...``), bar the parameter's own
