@@ -38,7 +38,7 @@ from jaxmem.lint.callables.signatures import (
     Signature,
     map_arguments,
 )
-from jaxmem.lint.join.star_arguments import passed_arguments
+from jaxmem.lint.join.star_arguments import binds_anywhere, passed_arguments
 from jaxmem.lint.join.traced_scopes import traced_functions
 from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
@@ -836,6 +836,7 @@ class FactExtractor:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         self._arg_ids: dict[int, set[int]] = {}  # id(call) -> ids of its argument values, asked per argument
+        self._builtin: dict[str, bool] = {}  # see builtin
         # Functions with nested defs, by scope name (None: the name is used twice), for CallerFacts.
         self.parents: dict[str, _Scope | None] = {}
         self.functions: dict[str, cst.FunctionDef | None] = {}  # every def by scope name (None: twice)
@@ -930,6 +931,7 @@ class FactExtractor:
         arguments, spread = passed_arguments(
             call, flow, point, is_local=lambda k: owner_of(k) == LOCAL, outlives_scope=is_module,
             held_elsewhere=lambda k: self.escapes_before(k, call, flow, point, params, assigned, self_name, is_module),
+            builtin=self.builtin,
             imported=ctx.imported_names)
         values = tuple(arg.value for arg in arguments) if spread else None
         for arg in arguments:
@@ -978,6 +980,12 @@ class FactExtractor:
         decorators = getattr(node, "decorators", ())
         first = self.ctx.positions[decorators[0]].start.line if decorators else where.start.line
         return first, where.end.line
+
+    def builtin(self, name: str) -> bool:
+        """Whether ``name`` is Python's builtin throughout the file (nothing binds it)."""
+        if name not in self._builtin:
+            self._builtin[name] = name not in self.ctx.imported_names and not binds_anywhere(self.ctx.module, name)
+        return self._builtin[name]
 
     def starred_facts(self, value) -> ArgFacts:
         """A ``*``/``**`` argument: what it passes as-is, so that a donated argument the
@@ -1490,14 +1498,18 @@ def _debug_nans(ctx: _Context) -> list[tuple[int, int, str]]:
     return found
 
 
+# Calls that stage a function handed to them: the loops and branches, and ``jax.shard_map``
+# called on a function (``jax.shard_map(body, mesh=...)``, the decorator's other spelling).
+_STAGING_CALLS = STAGING_HIGHER_ORDER | STAGING_DECORATORS
+
+
 _LAST_PARTS = {table: frozenset(name.rsplit(".", 1)[-1] for name in table)
-               for table in (TRACING_HIGHER_ORDER, STAGING_HIGHER_ORDER)}
+               for table in (TRACING_HIGHER_ORDER, STAGING_HIGHER_ORDER, _STAGING_CALLS)}
 
 
 def _calls_of(calls, imports: ImportTable, table: frozenset[str]):
-    """The calls among ``calls`` of a function in ``table`` (``TRACING_HIGHER_ORDER`` or
-    ``STAGING_HIGHER_ORDER``); the name's last part is compared first, so most calls are
-    never resolved."""
+    """The calls among ``calls`` of a function in ``table`` (one of ``_LAST_PARTS``'s); the
+    name's last part is compared first, so most calls are never resolved."""
     last_parts = _LAST_PARTS[table]
     for call in calls:
         func = call.func
@@ -1516,9 +1528,10 @@ def _traced_callables(flow: Flow, imports: ImportTable) -> set[str]:
 
 def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -> frozenset[str]:
     """Names of functions that run only staged: every mention of the name in the file
-    (comments and strings included) is its one ``def`` or an argument of a
-    ``STAGING_HIGHER_ORDER`` call (``jax.lax.scan(one_step, state, keys)``,
-    ``lax.switch(i, [f, g], x)``), which traces it, so a donation in its body does nothing."""
+    (comments and strings included) is its one ``def`` or an argument of a staging
+    call (``jax.lax.scan(one_step, state, keys)``, ``lax.switch(i, [f, g], x)``,
+    ``jax.shard_map(body, mesh=mesh, ...)``), which traces it, so a donation in its body
+    does nothing."""
     if source is None:
         return frozenset()
     handed = _handed_to_staging(module, imports)
@@ -1527,10 +1540,10 @@ def _only_staged(module: cst.Module, imports: ImportTable, source: str | None) -
 
 
 def _handed_to_staging(node: cst.CSTNode, imports: ImportTable) -> dict[str, int]:
-    """How many times each name is handed to a ``STAGING_HIGHER_ORDER`` call inside ``node``
+    """How many times each name is handed to a staging call (``_STAGING_CALLS``) inside ``node``
     (an argument, or an element of a list or tuple argument: ``lax.switch(i, [f, g], x)``)."""
     handed: dict[str, int] = {}
-    for call in _calls_of(descendants_of_type(node, cst.Call), imports, STAGING_HIGHER_ORDER):
+    for call in _calls_of(descendants_of_type(node, cst.Call), imports, _STAGING_CALLS):
         for arg in call.args:
             values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) \
                 else [arg.value]
@@ -1544,7 +1557,7 @@ def _staged_in_parent(functions, by_scope: dict[str, cst.FunctionDef | None], im
                       positions: Positions) -> set[int]:
     """Ids of the nested defs that run only staged: every mention of the name in the text of
     the enclosing function (comments and strings included) is its one ``def`` or an argument
-    of a ``STAGING_HIGHER_ORDER`` call there.  A nested def's name is local to its parent
+    of a staging call there.  A nested def's name is local to its parent
     (a ``global`` or ``nonlocal`` of it is a mention too), so the file-wide count of
     :func:`_only_staged` is not needed; test files define a ``step_fn`` in every test.
     ``by_scope`` maps a scope name to its function (None when two defs share the name)."""

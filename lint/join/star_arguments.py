@@ -14,8 +14,9 @@ and nothing else still reaches those values through the literal:
 
 * the star argument is a local name (not a parameter, global or closure
   variable) that its scope binds once, by a plain assignment of a tuple
-  literal (``*``) or of a dict literal with string keys (``**``), with no
-  starred element;
+  literal (``*``) or of a dict with string keys (``**``: a display, or
+  ``dict(a=x)`` where nothing in the file binds ``dict``), with no starred
+  element;
 * each element is a name, or an expression that passes no value as-is
   (``jnp.copy(x)``, a literal); no name it reads is rebound between the
   literal and the call (the literal holds the values of that moment);
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import descendants_of_type
+from jaxmem.lint.syntax.walk import bound_names, descendants, descendants_of_type
 from jaxmem.lint.values.flow import Flow, Point, direct_refs
 from jaxmem.lint.values.refs import RefKey, ident, ref_key
 
@@ -62,6 +63,7 @@ def passed_arguments(
     is_local: Callable[[RefKey], bool],
     outlives_scope: bool,
     held_elsewhere: Callable[[RefKey], tuple[list, list]],
+    builtin: Callable[[str], bool],
     imported: frozenset[str] = frozenset(),
 ) -> tuple[list[Passed], bool]:
     """``call``'s arguments in order, each star argument that can be spread (see the
@@ -70,7 +72,8 @@ def passed_arguments(
     key names a local of the call's scope; ``outlives_scope``: the scope is a module,
     whose names live on after its last statement; ``held_elsewhere``: a key's escapes
     and the reads of its aliases after the call (``Use`` lists: containers, calls that
-    keep it, names bound to it or to what it holds)."""
+    keep it, names bound to it or to what it holds); ``builtin``: whether a name is
+    Python's own there (no statement of the file binds it)."""
     if not any(arg.star for arg in call.args):
         return [Passed(_keyword(arg), arg.value) for arg in call.args], False
     explicit = {ident(arg.keyword.value) for arg in call.args if arg.keyword is not None}
@@ -80,7 +83,7 @@ def passed_arguments(
         if not arg.star:
             out.append(Passed(_keyword(arg), arg.value))
             continue
-        spread = _spread(arg, call, flow, after_call, is_local, outlives_scope, held_elsewhere, imported)
+        spread = _spread(arg, call, flow, after_call, is_local, outlives_scope, held_elsewhere, builtin, imported)
         if spread is not None and arg.star == "**":
             keys = [passed.keyword for passed in spread]
             if len(set(keys)) != len(keys) or explicit & set(keys):
@@ -100,7 +103,7 @@ def _keyword(arg: cst.Arg) -> str | None:
 
 
 def _spread(arg: cst.Arg, call: cst.Call, flow: Flow, after_call: Point, is_local, outlives_scope: bool,
-            held_elsewhere, imported: frozenset[str]) -> list[Passed] | None:
+            held_elsewhere, builtin, imported: frozenset[str]) -> list[Passed] | None:
     if type(arg.value) is not cst.Name:
         return None
     key = (arg.value.value,)
@@ -114,7 +117,7 @@ def _spread(arg: cst.Arg, call: cst.Call, flow: Flow, after_call: Point, is_loca
     literal = event.origin
     if event.origin_kind != "value" or type(event.node) is not cst.Name or flow.writes_from(literal) != 1:
         return None  # not ``args = (...)`` alone: ``a = args = (...)``, ``args, b = (...), c``
-    elements = _elements(literal, arg.star)
+    elements = _elements(literal, arg.star, builtin)
     if elements is None:
         return None
     after_literal = Point(made.node, made.index + 1)
@@ -140,8 +143,14 @@ def _spread(arg: cst.Arg, call: cst.Call, flow: Flow, after_call: Point, is_loca
 _SELF_CHECKED = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 
 
-def _elements(literal, star: str) -> list[Passed] | None:
-    """The tuple's (``*``) or the string-keyed dict's (``**``) elements, if it is one."""
+def _elements(literal, star: str, builtin: Callable[[str], bool]) -> list[Passed] | None:
+    """The tuple's (``*``) or the string-keyed dict's (``**``, a display or a call of the
+    builtin ``dict`` with keywords only) elements, if it is one."""
+    if star == "**" and type(literal) is cst.Call and type(literal.func) is cst.Name \
+            and literal.func.value == "dict" and builtin("dict"):
+        if any(arg.star or arg.keyword is None for arg in literal.args):
+            return None
+        return [Passed(ident(arg.keyword.value), arg.value) for arg in literal.args]
     if star == "*" and type(literal) is cst.Tuple:
         if any(type(e) is not cst.Element for e in literal.elements):
             return None
@@ -181,3 +190,14 @@ def _passes_value_made_at_literal(value: cst.BaseExpression, call: cst.Call, flo
             if event.origin_kind == "aug" and flow.search(after_literal, (name,), until_event=event).reached:
                 return False
     return True
+
+
+def binds_anywhere(module: cst.Module, name: str) -> bool:
+    """Whether some statement of ``module`` binds ``name`` (a def, class, parameter,
+    assignment, loop target, import...), or a ``from m import *`` may."""
+    for node in descendants(module):
+        if type(node) is cst.ImportFrom and type(node.names) is cst.ImportStar:
+            return True
+        if name in bound_names(node):
+            return True
+    return False

@@ -152,6 +152,19 @@ def test_other_literals_leave_the_call_open(literal):
     assert not _findings(program)
 
 
+def test_a_dict_call_with_keywords_is_spread_unless_dict_is_rebound(tmp_path):
+    body = SPREAD.replace('kwargs = {"scale": 2.0}', "kwargs = dict(scale=2.0)")
+    program = PROGRAM.replace("BODY", body)
+    (finding,) = _findings(program)
+    assert "`cache`" in finding.message and finding.confidence is Confidence.HIGH, finding.message
+    fix_and_rerun(tmp_path, program)
+    by_keyword = PROGRAM.replace("BODY", "        kwargs = dict(cache=cache, scale=2.0)\n"
+                                         "        out, cache = attend(q, **kwargs)")
+    assert [f.fix.name for f in _findings(by_keyword)] == ["cache"]
+    shadowed = by_keyword.replace("\n\ndef main", "\n\ndef dict(**kwargs):\n    return kwargs\n\n\ndef main")
+    assert not _findings(shadowed)
+
+
 def test_a_keyword_given_twice_leaves_the_call_open():
     # Python raises on ``scale`` given twice: what ``cache`` receives is not decided statically
     body = '        kwargs = {"scale": 2.0, "cache": cache}\n        out, cache = attend(q, scale=1.0, **kwargs)'

@@ -268,3 +268,38 @@ def test_a_donating_jit_in_a_fori_loop_body_deletes_nothing():
 
     out = jax.lax.fori_loop(0, 4, step_fn, state)
     assert not state.is_deleted() and out.shape == (3,)
+
+
+_SHARDED = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+
+    def apply(state):
+        return state * 2.0
+
+
+    def attend(state):
+        apply_fn = jax.jit(apply)
+        mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+
+        def wrapper(s):
+            fresh = s + 1.0
+            return apply_fn(fresh)
+
+        {use}
+    """
+)
+
+
+def test_a_nested_def_handed_to_shard_map_in_its_parent_is_traced():
+    source = _SHARDED.format(use="return jax.jit(jax.shard_map(wrapper, mesh=mesh, in_specs=PS(), out_specs=PS()))(state)")
+    namespace: dict = {}
+    exec(compile(source, "m.py", "exec"), namespace)
+    assert namespace["attend"](jnp.ones(3)).shape == (3,)
+    assert _apply_fn_lines(source) == []
+    called_too = source.replace("return jax.jit(", "wrapper(state)\n    return jax.jit(")
+    assert _apply_fn_lines(called_too) == [source.splitlines().index("def attend(state):") + 2]

@@ -564,6 +564,20 @@ def test_calls_in_a_shard_map_body_are_traced_and_donate_nothing():
         _run(eager)
 
 
+def test_calls_in_a_function_handed_to_shard_map_are_traced_too():
+    # jax.shard_map(body, mesh=...) is the decorator's other spelling (tpu-inference's
+    # gpt_oss attention hands a nested wrapper to it)
+    staged = SHARD_MAP_LOOP.format(decorator="").replace("def body(q):", "def _body(q):").replace(
+        "\n\ndef main():", "\nbody = jax.shard_map(_body, mesh=mesh, in_specs=PS(), out_specs=PS())\n\n\ndef main():")
+    assert _findings(staged, "JXM105") == [] and _findings(staged, "JXM101") == []
+    _, closed = _run(staged)
+    assert not closed.is_deleted()
+    called_too = staged.replace("    return body(jnp.ones(4)), closed", "    _body(jnp.ones(4))\n    return closed, closed")
+    assert {f.message.split("`")[1] for f in _findings(called_too, "JXM105")} == {"cache", "closed"}
+    with pytest.raises(ValueError, match="Buffer has been deleted or donated"):
+        _run(called_too)
+
+
 COMPETING = """\
 from functools import partial
 
