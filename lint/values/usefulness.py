@@ -57,6 +57,7 @@ from jaxmem.lint.values.array_api import (
     TREE_MAPS,
     is_constructor_like,
 )
+from jaxmem.lint.values.flow import free_names
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
@@ -86,9 +87,11 @@ def _maybe(flow: _Flow) -> _Flow:
 class _Body:
     """The data flow of one function body, from parameters to names."""
 
-    def __init__(self, imports: ImportTable, params: list[str], preserving: frozenset[str] = frozenset()) -> None:
+    def __init__(self, imports: ImportTable, params: list[str], preserving: frozenset[str] = frozenset(),
+                 nested: dict[str, set[str]] | None = None) -> None:
         self.imports = imports
         self.preserving = preserving  # free names bound to shape-preserving functions (``opt_update``)
+        self.nested = nested or {}  # defs nested in the body -> the outer names they read
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
@@ -151,12 +154,37 @@ class _Body:
             receiver = self.expr(call.func.value)
             if method in SHAPE_PRESERVING_METHODS:
                 return _union(receiver, *arg_flows)
-            return _maybe(_union(receiver, *arg_flows))
+            return _maybe(_union(receiver, *arg_flows, *self.closures(args)))
         if is_constructor_like(call):
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         if isinstance(call.func, cst.Name) and call.func.value in self.preserving and call.func.value not in self.names:
             return _union(*arg_flows)  # opt_update(grads, opt_state): new updates and state, same structures
-        return _maybe(_union(self.expr(call.func), *arg_flows))
+        return _maybe(_union(self.expr(call.func), *arg_flows, *self.closures([call.func, *args])))
+
+    def closures(self, nodes) -> list[_Flow]:
+        """An unknown call may return what a function it calls or is given returns
+        (``lax.cond(p, branch, other, operand=None)`` with branches closing over the state)."""
+        return [self.closure(node) for node in nodes]
+
+    def closure(self, node) -> _Flow:
+        """What a function ``node`` (a def nested in the body, by name, or a lambda) may
+        return of the outer names it reads: maybe any of them."""
+        if isinstance(node, cst.Lambda):
+            read = {n.value for n in descendants_of_type(node.body, cst.Name)}
+        elif isinstance(node, cst.Name) and node.value in self.nested and node.value not in self.names:
+            read, pending, seen = set(), [node.value], set()
+            while pending:  # a nested def calling another one reads what that one reads
+                name = pending.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                for free in self.nested[name]:
+                    read.add(free)
+                    if free in self.nested and free not in self.names:
+                        pending.append(free)
+        else:
+            return _EMPTY
+        return _maybe(_union(*(self.names[name] for name in read if name in self.names)))
 
     def _is_scan_carry(self, node: cst.Subscript) -> bool:
         index = node.slice[0].slice if len(node.slice) == 1 else None
@@ -225,7 +253,11 @@ def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
     returned flow, the returned expressions)``.  ``preserving``: free names bound to
     functions whose result has their arguments' structure (an optax transform's update)."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body = _Body(imports, [p.name.value for p in params], preserving)
+    nested: dict[str, set[str]] = {}
+    if isinstance(function, cst.FunctionDef):
+        for inner in descendants_of_type(function.body, (cst.FunctionDef,)):
+            nested.setdefault(inner.name.value, set()).update(free_names(inner))
+    body = _Body(imports, [p.name.value for p in params], preserving, nested)
     if isinstance(function, cst.Lambda):
         return body, body.expr(function.body), [function.body]
     statements = list(small_statements(suite_statements(function.body), into_scopes=False))

@@ -894,3 +894,44 @@ def test_a_python_number_stored_into_the_state_keeps_it_high():
     assert finding.parameter_name == "state" and finding.confidence is Confidence.HIGH
     state = _run(NUMBER_STORED.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n"))
     assert state["w"].shape == (4, 4) and float(state["n"]) == 1.0
+
+
+COND_CLOSURE = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def update(cache, x):
+    def grow(_):
+        return cache.at[0].set(x[0])
+
+    def keep(_):
+        return cache
+
+    return jax.lax.cond(x[0] > 0, grow, {other}, operand=None)
+
+
+def main():
+    cache = jnp.zeros(4)
+    cache = update(cache, jnp.ones(4))
+    return cache
+"""
+
+
+@pytest.mark.parametrize("other", ["keep", "lambda _: cache * 2.0"], ids=["def", "lambda"])
+def test_a_branch_closing_over_a_parameter_may_return_it(other):
+    # tpu-inference's ragged_conv1d: lax.cond's branches close over the state (operand=None);
+    # "no output is built from `cache`" would be false: the donated buffer is really reused
+    source = COND_CLOSURE.format(other=other)
+    (finding,) = [f for f in _findings(source) if f.code in ("JXM001", "JXM002") and "`cache`" in f.message]
+    assert "only through calls jaxmem does not know" in finding.message, finding.message
+    namespace: dict = {}
+    exec(compile(source.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1), "prog.py", "exec"), namespace)
+    jnp = namespace["jnp"]
+    cache = jnp.zeros(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Some donated buffers were not usable" would fail here
+        namespace["update"](cache, jnp.ones(4))
+    assert cache.is_deleted()
