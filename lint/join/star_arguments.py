@@ -161,8 +161,8 @@ def _elements(literal, star: str, builtin: Callable[[str], bool]) -> list[Passed
             if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
                 return None
             name = element.key.evaluated_value
-            if not isinstance(name, str) or not name.isidentifier():
-                return None
+            if not isinstance(name, str) or not name.isidentifier() or ident(name) != name:
+                return None  # a key is not NFKC-normalised as a written keyword is: ``ﬁeld`` is not ``field``
             out.append(Passed(name, element.value))
         return out
     return None
