@@ -179,3 +179,11 @@ def test_a_written_donation_through_a_spread_literal_is_a_use_after_donation(tmp
     assert "`cache`" in finding.message, finding.message
     crashed = run(sys.executable, "-c", program, cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
+
+
+def test_a_key_nfkc_would_change_is_not_a_keyword():
+    # Python normalises a written keyword (``ｃache=`` is ``cache=``) but not a dict's key
+    display = '        kwargs = {"ｃache": cache}\n        out, cache = attend(q, scale=2.0, **kwargs)'
+    assert not _findings(PROGRAM.replace("BODY", display))
+    written = "        kwargs = dict(ｃache=cache)\n        out, cache = attend(q, scale=2.0, **kwargs)"
+    assert [f.fix.name for f in _findings(PROGRAM.replace("BODY", written))] == ["cache"]
