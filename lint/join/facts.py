@@ -1504,7 +1504,7 @@ _STAGING_CALLS = STAGING_HIGHER_ORDER | STAGING_DECORATORS
 
 
 _LAST_PARTS = {table: frozenset(name.rsplit(".", 1)[-1] for name in table)
-               for table in (TRACING_HIGHER_ORDER, STAGING_HIGHER_ORDER, _STAGING_CALLS)}
+               for table in (TRACING_HIGHER_ORDER, _STAGING_CALLS)}
 
 
 def _calls_of(calls, imports: ImportTable, table: frozenset[str]):

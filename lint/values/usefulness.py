@@ -88,10 +88,11 @@ class _Body:
     """The data flow of one function body, from parameters to names."""
 
     def __init__(self, imports: ImportTable, params: list[str], preserving: frozenset[str] = frozenset(),
-                 nested: dict[str, set[str]] | None = None) -> None:
+                 function: cst.FunctionDef | cst.Lambda | None = None) -> None:
         self.imports = imports
         self.preserving = preserving  # free names bound to shape-preserving functions (``opt_update``)
-        self.nested = nested or {}  # defs nested in the body -> the outer names they read
+        self.function = function
+        self._nested: dict[str, set[str]] | None = None  # see nested
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
@@ -166,12 +167,23 @@ class _Body:
         (``lax.cond(p, branch, other, operand=None)`` with branches closing over the state)."""
         return [self.closure(node) for node in nodes]
 
+    @property
+    def nested(self) -> dict[str, set[str]]:
+        """The defs nested in the body -> the outer names they read (found on first use:
+        only a name handed to an unknown call asks)."""
+        if self._nested is None:
+            self._nested = {}
+            if isinstance(self.function, cst.FunctionDef):
+                for inner in descendants_of_type(self.function.body, (cst.FunctionDef,)):
+                    self._nested.setdefault(inner.name.value, set()).update(free_names(inner))
+        return self._nested
+
     def closure(self, node) -> _Flow:
         """What a function ``node`` (a def nested in the body, by name, or a lambda) may
         return of the outer names it reads: maybe any of them."""
         if isinstance(node, cst.Lambda):
             read = {n.value for n in descendants_of_type(node.body, cst.Name)}
-        elif isinstance(node, cst.Name) and node.value in self.nested and node.value not in self.names:
+        elif isinstance(node, cst.Name) and node.value not in self.names and node.value in self.nested:
             read, pending, seen = set(), [node.value], set()
             while pending:  # a nested def calling another one reads what that one reads
                 name = pending.pop()
@@ -253,11 +265,7 @@ def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
     returned flow, the returned expressions)``.  ``preserving``: free names bound to
     functions whose result has their arguments' structure (an optax transform's update)."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    nested: dict[str, set[str]] = {}
-    if isinstance(function, cst.FunctionDef):
-        for inner in descendants_of_type(function.body, (cst.FunctionDef,)):
-            nested.setdefault(inner.name.value, set()).update(free_names(inner))
-    body = _Body(imports, [p.name.value for p in params], preserving, nested)
+    body = _Body(imports, [p.name.value for p in params], preserving, function)
     if isinstance(function, cst.Lambda):
         return body, body.expr(function.body), [function.body]
     statements = list(small_statements(suite_statements(function.body), into_scopes=False))
