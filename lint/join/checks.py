@@ -609,7 +609,7 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
     if origin.kind == PRNG_KEY:
         return None, None
     if origin.kind == HOST:
-        return None, f"`{subject}` is host data (`{origin.text}`, {where}): jit copies it and never deletes it"
+        return None, None  # useless only when every origin is (see _useless_origins)
     if origin.kind == UNKNOWN:
         return f"its buffers are not proved to be its own: {origin.text} ({where})", None
     if origin.kind == CALL:
@@ -648,12 +648,19 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
 
 def _useless_origins(arg: ArgFacts, subject: str, rc: ResolvedCall) -> str | None:
     """Why donating ``arg`` frees nothing, when every way it was made says so:
-    Python values with no device array, or PRNG keys (the call's own result,
-    rebound in a loop, has the shapes of what went in: it does not count)."""
+    Python values with no device array, host NumPy data, or PRNG keys (the call's
+    own result, rebound in a loop, has the shapes of what went in: it does not
+    count, except after host data, whose arrays it may replace with device ones)."""
     made = [o for o in arg.origins if not (o.kind == CALL and o.callee == rc.call.callee)]
     kinds = {origin.kind for origin in made}
-    if not kinds or not kinds <= {NO_ARRAYS, PRNG_KEY}:
-        return None
+    if not kinds or not kinds <= {NO_ARRAYS, PRNG_KEY, HOST}:
+        return None  # a device array on some path: host data on the others costs nothing
+    if HOST in kinds:
+        if len(made) < len(arg.origins):
+            return None  # ``params = np.load(f)``, then ``params = step(params)``: device arrays from round two
+        host = next(origin for origin in made if origin.kind == HOST)
+        where = f"line {host.line}" if host.line else "here"
+        return f"`{subject}` is host data (`{host.text}`, {where}): jit copies it and never deletes it"
     first = made[0]
     where = f"`{first.text}`, line {first.line}"
     if kinds == {PRNG_KEY}:

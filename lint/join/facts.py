@@ -1004,6 +1004,9 @@ class FactExtractor:
         pos = ctx.positions[value]
         key = ref_key(value)
         refs = direct_refs(value, ctx.imported_names)
+        if key is None and refs:
+            # jnp.asarray(np_batch): host NumPy data is copied in, donation cannot delete it
+            refs = tuple(ref for ref in refs if not self.provenance.key_holds_host_data(ref, point))
         base = dict(text=ctx.text(value), line=pos.start.line, col=pos.start.column,
                     end_line=pos.end.line, end_col=pos.end.column, key=key, refs=refs)
         if key is None:

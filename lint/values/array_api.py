@@ -45,6 +45,13 @@ FRESH_CONSTRUCTORS = frozenset(
 # Calls that return host (NumPy) data; everything under ``numpy.`` counts too.
 HOST_PRODUCERS = frozenset({"jax.device_get", "numpy.asarray", "numpy.array", "numpy.stack"})
 HOST_ROOTS = frozenset({"numpy", "np"})
+# Calls that put host data on the device: given NumPy data they return device
+# arrays nothing else holds.  On the CPU backend (jax 0.10.2) the result may
+# share the NumPy array's memory (``jnp.asarray(x, dtype=x.dtype)``, large
+# aligned arrays), but a donated such buffer is only deleted, never written
+# into: the NumPy array keeps its values (``tests/lint/test_host_data_args.py``).
+# By the name of the parameter that takes the data.
+DEVICE_COPIES = {"jax.numpy.asarray": "a", "jax.numpy.array": "object", "jax.device_put": "x"}
 
 # tree_map spellings: ``tree_map(f, tree, *rest)`` keeps the trees' structure.
 TREE_MAPS = frozenset({"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map", "optax.tree_utils.tree_map_params"})

@@ -229,9 +229,11 @@ def _method_receiver(call: cst.Call, imported: frozenset[str]):
     if method in _NEW_VALUE_METHODS:
         return None
     root = receiver
+    called = False  # np.random.default_rng(0).normal(...): a method of the value a call made
     while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        called = called or isinstance(root, cst.Call)
         root = root.func if isinstance(root, cst.Call) else root.value
-    if isinstance(root, cst.Name) and root.value in imported:
+    if isinstance(root, cst.Name) and root.value in imported and not called:
         return None  # jnp.zeros(3), optax.adam(lr), TrainState.create(...): not a method of a value
     return receiver, method in _VIEW_METHODS
 

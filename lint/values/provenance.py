@@ -49,6 +49,7 @@ from jaxmem.lint.values.array_api import (
     ARRAY_FREE_TYPES,
     BLACKJAX_ALGORITHMS,
     BLACKJAX_INITS,
+    DEVICE_COPIES,
     FLASHBAX_BUFFERS,
     HOLDS,
     INIT_APPLY_PAIRS,
@@ -483,7 +484,12 @@ class Provenance:
             return [Origin(HOST, line, text)]
         if qualified in TREE_MAPS and call.args and is_host_producer(ctx.imports.resolve(call.args[0].value)):
             return [Origin(HOST, line, text)]  # jax.tree.map(np.asarray, batch)
+        if qualified in DEVICE_COPIES and self.holds_host_data(
+                call_argument(call, 0, DEVICE_COPIES[qualified]), after, depth):
+            return [Origin(FRESH, line, text, qualified=qualified)]  # jnp.asarray(np_batch): a device copy
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if method is not None and qualified is None and self.holds_host_data(call.func.value, after, depth):
+            return [Origin(HOST, line, text)]  # rng.normal(size=n).astype(np.float32): NumPy's methods
         if method == "copy" and not call.args:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
         if _is_model_init(call, qualified, method):
@@ -730,6 +736,24 @@ class Provenance:
                                              "which the same call also receives (jax rejects donating a buffer "
                                              "another argument of the call holds)")
         return None
+
+    def holds_host_data(self, expr: cst.BaseExpression | None, after: Point, depth: int) -> bool:
+        """Whether ``expr`` evaluates to host NumPy data only (every origin is ``host``):
+        no device array a donation could delete."""
+        if expr is None or depth > _MAX_DEPTH:
+            return False
+        key = ref_key(expr)
+        if key is not None:
+            return self.key_holds_host_data(key, after, depth + 1)
+        origins = self.of_expr(expr, after, depth + 1)
+        return bool(origins) and all(origin.kind == HOST for origin in origins)
+
+    def key_holds_host_data(self, key: RefKey, after: Point, depth: int = 0) -> bool:
+        """Whether the local ``key`` holds host NumPy data only at the call before ``after``."""
+        if len(key) > 1 or self.owner_of(key) != "local" or key[0] in self.flow.captured:
+            return False  # a closure may rebind what it captures (``nonlocal x``)
+        origins = self.of_key(key, after, depth)
+        return bool(origins) and all(origin.kind == HOST for origin in origins)
 
     def _makes_new_memory(self, call: cst.Call) -> bool:
         """Whether ``call``'s result is known to be new buffers only."""
