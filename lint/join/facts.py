@@ -52,6 +52,7 @@ from jaxmem.lint.syntax.walk import (
     target_names,
 )
 from jaxmem.lint.values.array_api import (
+    CALLING_ASSERTIONS,
     NEW,
     READING_WRAPPERS,
     READS,
@@ -1139,7 +1140,7 @@ class FactExtractor:
                 or not isinstance(func.value, cst.Name) or func.value.value != scope.self_name:
             return False
         name = func.attr.value
-        if any(word in name for word in ("Raises", "Warns", "Logs")):
+        if any(word in name for word in CALLING_ASSERTIONS):
             return False
         if any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
                for d in scope.function.decorators):

@@ -385,13 +385,17 @@ READING_METHODS: dict[str, frozenset[str]] = {
 }
 
 # Test-case classes whose ``assert...`` methods compare their arguments and keep
-# none of them (checked on Python 3.11's unittest, absl-py 2.x, chex 0.1.92); the
-# ones that call a callable they are given (assertRaises, assertWarns, assertLogs)
-# are left out by name where this table is used.
+# none of them (checked on Python 3.11's unittest, absl-py 2.x, chex 0.1.92, and
+# jax 0.10.2's ``JaxTestCase``: ``assertAllClose``, ``assertArraysEqual``...); the
+# ones that call a callable they are given (assertRaises, assertWarns, assertLogs,
+# JaxTestCase's assertCacheMisses) are left out by name where this table is used.
 TEST_CASES = frozenset({
     "unittest.TestCase", "unittest.case.TestCase", "absl.testing.absltest.TestCase",
     "absl.testing.parameterized.TestCase", "chex.TestCase",
+    "jax._src.test_util.JaxTestCase", "jax._src.test_util.BufferDonationTestCase",
 })
+# Assertion names that call a callable they are given, whatever the class.
+CALLING_ASSERTIONS = ("Raises", "Warns", "Logs", "CacheMisses")
 
 # optax transforms whose state holds no array when every argument is a number
 # (``optax.sgd(0.02)`` without momentum: EmptyStates only), checked on optax 0.2.8;

@@ -81,3 +81,22 @@ def test_a_test_case_deriving_from_an_unseen_base_is_left_alone(tmp_path):
     path, result = fix(tmp_path, UNSEEN_BASE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert path.read_text() == UNSEEN_BASE
+
+
+# jax's own test case (``from jax._src import test_util as jtu``, the form of
+# tpu-inference's and jax-md's tests), checking the state with its array assertions.
+JAX_TEST_CASE = PROGRAM.replace(
+    "from absl.testing import absltest\n", "from absl.testing import absltest\nfrom jax._src import test_util as jtu\n"
+).replace("class StepTest(absltest.TestCase):", "class StepTest(jtu.JaxTestCase):").replace(
+    '            self.assertLen(state, 1)\n',
+    '            self.assertLen(state, 1)\n'
+    '            self.assertAllClose(state["w"], state["w"])\n'
+    '            self.assertArraysEqual(state["w"], state["w"])\n')
+
+
+def test_a_state_checked_by_jax_test_case_assertions_is_donated_and_the_test_passes(tmp_path):
+    path = fix_and_rerun(tmp_path, JAX_TEST_CASE)
+    assert "donate_argnums=0" in path.read_text()
+    state = {"w": jax.numpy.ones((2, 2))}
+    load(path)["step"](state, jax.numpy.ones(2))
+    assert state["w"].is_deleted()
