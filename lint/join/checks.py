@@ -419,9 +419,14 @@ def _holds_twice(arg: ArgFacts) -> bool:
 
 
 def _shared_with(arg: ArgFacts, rc: ResolvedCall) -> list[ArgFacts]:
-    """The call's other arguments that pass an array ``arg`` passes too."""
-    return [other for other in rc.args if other is not arg and any(
+    """The call's other arguments that pass an array ``arg`` passes too (not the pytree
+    written out in the call that ``arg`` is an element of)."""
+    return [other for other in rc.args if other is not arg and not _holds_part(other, arg) and any(
         overlaps(a, b) for a in arg.refs for b in other.refs)]
+
+
+def _holds_part(arg: ArgFacts, part: ArgFacts) -> bool:
+    return any(p is part or _holds_part(p, part) for p in arg.parts)
 
 
 def _param_label(index: int | None, name: str | None) -> str:
@@ -463,11 +468,16 @@ def check_declared(rc: ResolvedCall, out: Reporter) -> None:
         _check_donated_arg(rc, index, name, arg, out)
 
 
-def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Reporter) -> None:
+def _donation_context(rc: ResolvedCall, index, name):
+    """``(definition, label, evidence, finding fields)`` shared by the findings about one donated argument."""
     d = rc.definition
     label = _param_label(index, name)
     where = Evidence(f"donated to `{d.function}` ({label}) here", rc.path, rc.call.line)
-    common = dict(definition=d, definition_path=rc.definition_path, parameter=(index, name))
+    return d, label, where, dict(definition=d, definition_path=rc.definition_path, parameter=(index, name))
+
+
+def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Reporter) -> None:
+    d, label, where, common = _donation_context(rc, index, name)
     # JXM102: the same buffer twice in one call, even inside one pytree.
     if _holds_twice(arg):
         out.add(
@@ -485,8 +495,20 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
                 f"donating it",
                 evidence=[where], **common,
             )
-    if arg.key is None:
-        return
+    for leaf in _named_leaves(arg):
+        _check_reads_after(rc, index, name, leaf, out)
+
+
+def _named_leaves(arg: ArgFacts) -> list[ArgFacts]:
+    """``arg`` itself when it names a value; the elements of a pytree written out in the call."""
+    if arg.parts:
+        return [leaf for part in arg.parts for leaf in _named_leaves(part)]
+    return [arg] if arg.key is not None else []
+
+
+def _check_reads_after(rc: ResolvedCall, index, name, arg: ArgFacts, out: Reporter) -> None:
+    """JXM101/104/105 for ``arg``, a named value a call donates (or an element of one)."""
+    d, label, where, common = _donation_context(rc, index, name)
     if arg.origins and all(origin.kind == HOST for origin in arg.origins):
         return  # host NumPy data: jit copies it and never deletes it
     subject = render(arg.key)
@@ -704,6 +726,8 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
                 reasons.append(problem)
         text = f"call at {where} passes a temporary (`{arg.text}`)"
         return _Verdict(confidence=confidence, evidence="; ".join([text] + reasons), doubts=tuple(reasons))
+    if arg.parts:
+        return _parts_verdict(rc, arg, project)
     if arg.key is None:
         return _Verdict(live=f"call at {where} passes `{arg.text}`, whose parts may be read later")
     subject = render(arg.key)
@@ -759,6 +783,32 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     carried = arg.rebound_by_result and rc.call.callee in arg.made_by
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, carried=carried, evidence=text,
                     doubts=tuple(reasons))
+
+
+def _parts_verdict(rc: ResolvedCall, arg: ArgFacts, project: Index) -> _Verdict | None:
+    """A pytree written out in the call (``step((params, opt_state), batch)``): donating it
+    donates every element, so it is as safe as its least safe element, and worth it unless
+    none is."""
+    where = f"{rc.path}:{rc.call.line}"
+    if _holds_twice(arg) or _shared_with(arg, rc):
+        return _Verdict(live=f"`{arg.text}` passes an array twice in the call at {where}")
+    judged = [(part, verdict) for part in arg.parts if (verdict := _verdict(rc, part, project)) is not None]
+    if not judged:
+        return None
+    live = next((verdict.live for _, verdict in judged if verdict.live), None)
+    if live is not None:
+        return _Verdict(live=live)
+    useful = [(part, verdict) for part, verdict in judged if not verdict.useless]
+    if not useful:
+        return _Verdict(useless=judged[0][1].useless)
+    named = [verdict for part, verdict in useful if not part.is_temporary]
+    return _Verdict(
+        confidence=Confidence.lowest(verdict.confidence for _, verdict in useful),
+        doubts=tuple(doubt for _, verdict in useful for doubt in verdict.doubts),
+        rebound=bool(named) and all(verdict.rebound for verdict in named),
+        carried=bool(named) and all(verdict.carried for verdict in named),
+        evidence=f"the call at {where} passes `{arg.text}`: " + "; ".join(verdict.evidence for _, verdict in useful),
+    )
 
 
 def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> tuple[str | None, str | None]:

@@ -38,7 +38,7 @@ from jaxmem.lint.callables.signatures import (
     Signature,
     map_arguments,
 )
-from jaxmem.lint.join.star_arguments import binds_anywhere, passed_arguments
+from jaxmem.lint.join.star_arguments import binds_anywhere, literal_elements, literal_leaves, passed_arguments
 from jaxmem.lint.join.traced_scopes import traced_functions
 from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
@@ -139,6 +139,9 @@ class ArgFacts:
     nnx_own: Ownership | None = None
     # A parameter of a nested def: every call of that def (None when not all are seen as plain calls).
     callers: CallerFacts | None = None
+    # A pytree written out in the call (``step((params, opt_state), batch)``): each element's own
+    # facts, so that donating it is judged element by element.
+    parts: tuple[ArgFacts, ...] = ()
 
     @property
     def is_temporary(self) -> bool:
@@ -934,7 +937,11 @@ class FactExtractor:
             held_elsewhere=lambda k: self.escapes_before(k, call, flow, point, params, assigned, self_name, is_module),
             builtin=self.builtin,
             imported=ctx.imported_names)
-        values = tuple(arg.value for arg in arguments) if spread else None
+        if spread or any(not arg.star and literal_elements(arg.value) is not None for arg in arguments):
+            # what each argument passes, a pytree written out as its elements
+            values = tuple(leaf for arg in arguments for leaf in ([arg.value] if arg.star else literal_leaves(arg.value)))
+        else:
+            values = None
         for arg in arguments:
             if arg.star:
                 if arg.star == "*" and leading is None:
@@ -1010,6 +1017,10 @@ class FactExtractor:
             refs = tuple(ref for ref in refs if not self.provenance.key_holds_host_data(ref, point))
         base = dict(text=ctx.text(value), line=pos.start.line, col=pos.start.column,
                     end_line=pos.end.line, end_col=pos.end.column, key=key, refs=refs)
+        if key is None and refs and (elements := literal_elements(value)) is not None:
+            parts = tuple(self.arg_facts(element, call, flow, point, result_writes, params, assigned, self_name,
+                                         is_module, values) for element in elements)
+            return ArgFacts(owner="", parts=parts, **base)
         if key is None:
             origins = () if refs else tuple(self.provenance.of_expr(value, point, 0))
             return ArgFacts(owner="", origins=origins, **base)

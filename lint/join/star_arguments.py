@@ -192,6 +192,25 @@ def _passes_value_made_at_literal(value: cst.BaseExpression, call: cst.Call, flo
     return True
 
 
+def literal_elements(value: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of a pytree written out in a call (``(params, opt_state)``,
+    ``[w, b]``, ``{"w": w}``), or None for anything else (also a display with a
+    starred element or a ``**`` spread, whose elements are not written out)."""
+    if isinstance(value, (cst.Tuple, cst.List)) and all(isinstance(e, cst.Element) for e in value.elements):
+        return [element.value for element in value.elements]
+    if isinstance(value, cst.Dict) and all(isinstance(e, cst.DictElement) for e in value.elements):
+        return [element.value for element in value.elements]
+    return None
+
+
+def literal_leaves(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``value``'s elements, and theirs, down to what is not written out as a display."""
+    elements = literal_elements(value)
+    if elements is None:
+        return [value]
+    return [leaf for element in elements for leaf in literal_leaves(element)]
+
+
 def binds_anywhere(module: cst.Module, name: str) -> bool:
     """Whether some statement of ``module`` binds ``name`` (a def, class, parameter,
     assignment, loop target, import...), or a ``from m import *`` may."""
