@@ -225,6 +225,49 @@ RULE = Rule(
             import jax
             import jax.numpy as jnp
 
+            @jax.jit  # JXM001
+            def update(weights_and_slots, batch):
+                weights, slots = weights_and_slots
+                return (weights - batch, slots + batch), batch.sum()
+
+            def train(steps):
+                w = jnp.ones(4)
+                s = jnp.zeros(4)
+                for _ in range(steps):
+                    (w, s), loss = update((w, s), jnp.ones(4))
+                return w, s
+
+            print(train(3))
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            note="a pytree written out in the call is judged element by element",
+            fixed="""
+            from functools import partial
+
+            import jax
+            import jax.numpy as jnp
+
+            @partial(jax.jit, donate_argnums=0)  # JXM001
+            def update(weights_and_slots, batch):
+                weights, slots = weights_and_slots
+                return (weights - batch, slots + batch), batch.sum()
+
+            def train(steps):
+                w = jnp.ones(4)
+                s = jnp.zeros(4)
+                for _ in range(steps):
+                    (w, s), loss = update((w, s), jnp.ones(4))
+                return w, s
+
+            print(train(3))
+            """,
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
             def make_optimizer(rate):
                 def update_fn(grads, state):
                     m = jax.tree.map(lambda a, g: rate * a + g, state["m"], grads)

@@ -99,6 +99,26 @@ RULE = Rule(
             import jax.numpy as jnp
             from functools import partial
 
+            @partial(jax.jit, donate_argnums=0)
+            def update(params_and_state, grads):
+                params, state = params_and_state
+                return params - 0.1 * grads, state + 1.0
+
+            params = jnp.ones(4)
+            state = jnp.zeros(4)
+            new_params, state = update((params, state), jnp.ones(4))
+            print(params.sum())  # JXM101
+            """,
+            runnable=True,
+            raises="Array has been deleted",
+            note="an element of a pytree written out in the call",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from functools import partial
+
             @partial(jax.jit, donate_argnums=(0,))
             def update(params, grads):
                 return params - 0.1 * grads
