@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 
 DONATION_KEYWORDS = ("donate_argnums", "donate_argnames")
 _JIT_LAST_NAMES = {"jit", "pmap", "pjit", "filter_jit", "filter_pmap", "named_jit"}
+# Other transforms whose function runs on tracers when the decorated function is called: a
+# donating jit called inside deletes nothing, so a read after it is no use-after-donation
+# (jaxmem's tests run the shard_map case eagerly on jax 0.10.2).
+_TRACING_LAST_NAMES = {"shard_map", "vmap", "grad", "value_and_grad", "checkpoint", "remat"}
 _PARTIAL_LAST_NAMES = {"partial"}
 # Statements after which a read on the next line runs (not after return/raise).
 _SIMPLE_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)
@@ -92,6 +96,16 @@ def jit_callee(call: ast.Call) -> tuple[str, ast.AST | None] | None:
         if _last(inner) in _JIT_LAST_NAMES:
             return f"{name}({inner})", (positional[1] if len(positional) > 1 else None)
     return None
+
+
+def _tracing_call(call: ast.Call) -> bool:
+    """``jax.shard_map(mesh=...)``, ``partial(jax.shard_map, ...)``: a decorator that traces its function."""
+    name = dotted_name(call.func)
+    if _last(name) in _TRACING_LAST_NAMES:
+        return True
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return _last(name) in _PARTIAL_LAST_NAMES and bool(positional) \
+        and _last(dotted_name(positional[0])) in _TRACING_LAST_NAMES
 
 
 def donation_keywords(call: ast.Call) -> list[ast.keyword]:
@@ -198,9 +212,10 @@ class _Module:
         while current is not None:
             if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for decorator in current.decorator_list:
-                    if isinstance(decorator, ast.Call) and jit_callee(decorator) is not None:
+                    if isinstance(decorator, ast.Call) and (jit_callee(decorator) is not None
+                                                            or _tracing_call(decorator)):
                         return True
-                    if _last(dotted_name(decorator)) in _JIT_LAST_NAMES:
+                    if _last(dotted_name(decorator)) in _JIT_LAST_NAMES | _TRACING_LAST_NAMES:
                         return True
             current = self.parents.get(current)
         return False

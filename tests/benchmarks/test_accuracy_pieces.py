@@ -229,6 +229,29 @@ def test_calls_traced_inside_a_jitted_function_get_no_injected_read():
     assert [site.line for site, _ in injection_sites([donation], True)] == [13]
 
 
+@pytest.mark.parametrize("decorator", ["@partial(jax.shard_map, mesh=mesh)", "@jax.vmap", "@jax.shard_map(mesh=mesh)"])
+def test_calls_inside_a_function_another_transform_traces_get_no_injected_read(decorator):
+    # easydel's inference_gdn: a donating jit called in a shard_map body receives tracers
+    source = textwrap.dedent(f"""\
+        from functools import partial
+        import jax
+
+        @jax.jit(donate_argnames=("cache",))
+        def update(new, cache):
+            return cache + new
+
+        def run(new, cache, mesh):
+            {decorator}
+            def body(new, cache):
+                out = update(new, cache)
+                return out
+            return body(new, cache)
+    """)
+    (donation,) = find_donations(source)
+    assert [site.line for site in donation.calls] == [11]
+    assert injection_sites([donation], True) == injection_sites([donation], False) == []
+
+
 def test_fix_then_run_selects_the_test_functions_the_fix_changed():
     from _fix_run import changed_tests
 
