@@ -95,7 +95,16 @@ def donated_calls(n: int) -> str:
     return HEADER + "\n".join(lines)
 
 
-CASES = {f.__name__: f for f in (elifs, long_scope, module_rebinds, many_args, operator_chain, donated_calls)}
+def method_rebinds(n: int) -> str:
+    # each write reads the name it rebinds: host-data and provenance questions must not revisit them
+    lines = ["def train(g):", "    x = np.ones(3)"]
+    lines += ["    x = x.reshape(3) if g else x.astype(np.float32)" for _ in range(n)]
+    lines += ["    state = step(jnp.asarray(x), g)", "    return state\n"]
+    return HEADER.replace("import jax\n", "import jax\nimport numpy as np\n", 1) + "\n".join(lines)
+
+
+CASES = {f.__name__: f for f in (elifs, long_scope, module_rebinds, many_args, operator_chain, donated_calls,
+                                 method_rebinds)}
 
 
 def time_check(text: str, folder: str, repeat: int) -> tuple[float, float, int]:

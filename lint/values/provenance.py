@@ -166,6 +166,7 @@ class Provenance:
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
+        self._host_names: frozenset[str] | None = None  # see host_names
         self.nnx_made: dict[str, tuple[bool, bool]] = {}  # lint.join.facts: (any, all) writes make an nnx object
 
     def writes_of(self, key: RefKey) -> tuple:
@@ -484,11 +485,10 @@ class Provenance:
             return [Origin(HOST, line, text)]
         if qualified in TREE_MAPS and call.args and is_host_producer(ctx.imports.resolve(call.args[0].value)):
             return [Origin(HOST, line, text)]  # jax.tree.map(np.asarray, batch)
-        if qualified in DEVICE_COPIES and self.holds_host_data(
-                call_argument(call, 0, DEVICE_COPIES[qualified]), after, depth):
+        if qualified in DEVICE_COPIES and self.holds_host_data(call_argument(call, 0, DEVICE_COPIES[qualified])):
             return [Origin(FRESH, line, text, qualified=qualified)]  # jnp.asarray(np_batch): a device copy
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if method is not None and qualified is None and self.holds_host_data(call.func.value, after, depth):
+        if method is not None and qualified is None and self.holds_host_data(call.func.value):
             return [Origin(HOST, line, text)]  # rng.normal(size=n).astype(np.float32): NumPy's methods
         if method == "copy" and not call.args:
             return [Origin(FRESH, line, text)]  # x.copy(): a new buffer
@@ -737,22 +737,48 @@ class Provenance:
                                              "another argument of the call holds)")
         return None
 
-    def holds_host_data(self, expr: cst.BaseExpression | None, after: Point, depth: int) -> bool:
-        """Whether ``expr`` evaluates to host NumPy data only (every origin is ``host``):
-        no device array a donation could delete."""
-        if expr is None or depth > _MAX_DEPTH:
-            return False
-        key = ref_key(expr)
+    def holds_host_data(self, expr: cst.BaseExpression | None) -> bool:
+        """Whether ``expr`` evaluates to host NumPy data only, no device array a donation
+        could delete: a call of a NumPy function (or ``jax.device_get``), a method of what
+        one returns (``rng.normal(size=n).astype(np.float32)``), or a local every write
+        of which is one of these (:attr:`host_names`)."""
+        key = ref_key(expr) if expr is not None else None
         if key is not None:
-            return self.key_holds_host_data(key, after, depth + 1)
-        origins = self.of_expr(expr, after, depth + 1)
-        return bool(origins) and all(origin.kind == HOST for origin in origins)
+            return len(key) == 1 and key[0] in self.host_names
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.ctx.imports.resolve(expr.func)
+        if is_host_producer(qualified):
+            return True
+        if qualified in TREE_MAPS and expr.args and is_host_producer(self.ctx.imports.resolve(expr.args[0].value)):
+            return True  # jax.tree.map(np.asarray, batch)
+        return qualified is None and isinstance(expr.func, cst.Attribute) and self.holds_host_data(expr.func.value)
 
-    def key_holds_host_data(self, key: RefKey, after: Point, depth: int = 0) -> bool:
-        """Whether the local ``key`` holds host NumPy data only at the call before ``after``."""
+    @property
+    def host_names(self) -> frozenset[str]:
+        """The locals of the scope whose every write binds host data (flow-insensitive: every
+        write counts).  The largest such set: ``x = np.ones(n); x = x.astype(np.float32)``
+        keeps ``x``, whose writes hold host data if the others do."""
+        if self._host_names is None:
+            self._write_points(("",))  # fills self._writes
+            writes = {key[0]: self.writes_of(key) for key in self._writes
+                      if len(key) == 1 and self.owner_of(key) == "local" and key[0] not in self.flow.captured}
+            self._host_names = frozenset(name for name, events in writes.items() if all(
+                event.origin is not None and event.origin_kind in ("value", "unpack") for event in events))
+            while True:  # drop a name one of whose writes is not host data, until none is
+                kept = frozenset(name for name in self._host_names
+                                 if all(self.holds_host_data(event.origin) for event in writes[name]))
+                if kept == self._host_names:
+                    break
+                self._host_names = kept
+        return self._host_names
+
+    def key_holds_host_data(self, key: RefKey, after: Point) -> bool:
+        """Whether the local ``key`` holds host NumPy data only at the call before ``after``:
+        only the writes that reach the call count (after ``x = jnp.ones(n); x = np.ones(n)`` it does)."""
         if len(key) > 1 or self.owner_of(key) != "local" or key[0] in self.flow.captured:
             return False  # a closure may rebind what it captures (``nonlocal x``)
-        origins = self.of_key(key, after, depth)
+        origins = self.of_key(key, after, 0)
         return bool(origins) and all(origin.kind == HOST for origin in origins)
 
     def _makes_new_memory(self, call: cst.Call) -> bool:

@@ -49,6 +49,8 @@ HOST = """\
     out = rotate(jnp.asarray(x), 2.0)"""
 HOST_COPIED = HOST.replace("jnp.asarray(x)", "jnp.array(x)")
 HOST_PUT = HOST.replace("jnp.asarray(x)", "jax.device_put(x)")
+# a write that reads the name it rebinds keeps host data host
+HOST_REBOUND = HOST.replace(".astype(np.float32)\n", "\n    x = x.astype(np.float32)\n")
 # jnp.asarray of a device array is that array: donating it deletes ``x``, read below
 DEVICE = """\
     x = jnp.ones((n,), jnp.float32)
@@ -79,7 +81,8 @@ def _findings(program: str):
     return result
 
 
-@pytest.mark.parametrize("body", [HOST, HOST_COPIED, HOST_PUT], ids=["asarray", "array", "device_put"])
+@pytest.mark.parametrize("body", [HOST, HOST_COPIED, HOST_PUT, HOST_REBOUND],
+                         ids=["asarray", "array", "device_put", "rebound"])
 def test_a_device_copy_of_host_data_is_proposed_and_runs_donated(tmp_path, body):
     program = PROGRAM.replace("BODY", body)
     (finding,) = _about_x(_findings(program).findings)
