@@ -509,7 +509,7 @@ def _named_leaves(arg: ArgFacts) -> list[ArgFacts]:
 def _check_reads_after(rc: ResolvedCall, index, name, arg: ArgFacts, out: Reporter) -> None:
     """JXM101/104/105 for ``arg``, a named value a call donates (or an element of one)."""
     d, label, where, common = _donation_context(rc, index, name)
-    if arg.origins and all(origin.kind == HOST for origin in arg.origins):
+    if _host_only(arg):
         return  # host NumPy data: jit copies it and never deletes it
     subject = render(arg.key)
     raises, unsure = _crash_claim(d, name)
@@ -785,6 +785,15 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
                     doubts=tuple(reasons))
 
 
+def _host_only(arg: ArgFacts) -> bool:
+    """Whether ``arg`` holds host NumPy data only: jit copies it in and never deletes it."""
+    return bool(arg.origins) and all(origin.kind == HOST for origin in arg.origins)
+
+
+# A host element of a pytree: read later or not, donating the pytree leaves it as it was.
+_HOST_PART = _Verdict(useless="it is host data: jit copies it and never deletes it")
+
+
 def _parts_verdict(rc: ResolvedCall, arg: ArgFacts, project: Index) -> _Verdict | None:
     """A pytree written out in the call (``step((params, opt_state), batch)``): donating it
     donates every element, so it is as safe as its least safe element, and worth it unless
@@ -792,7 +801,8 @@ def _parts_verdict(rc: ResolvedCall, arg: ArgFacts, project: Index) -> _Verdict 
     where = f"{rc.path}:{rc.call.line}"
     if _holds_twice(arg) or _shared_with(arg, rc):
         return _Verdict(live=f"`{arg.text}` passes an array twice in the call at {where}")
-    judged = [(part, verdict) for part in arg.parts if (verdict := _verdict(rc, part, project)) is not None]
+    judged = [(part, verdict) for part in arg.parts
+              if (verdict := _HOST_PART if _host_only(part) else _verdict(rc, part, project)) is not None]
     if not judged:
         return None
     live = next((verdict.live for _, verdict in judged if verdict.live), None)

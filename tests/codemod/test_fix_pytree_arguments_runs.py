@@ -104,3 +104,12 @@ def test_a_read_after_a_written_donation_of_a_pytree_is_a_use_after_donation(tmp
     assert "`w`" in finding.message, finding.message
     crashed = run(sys.executable, "-c", program, cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
+
+
+def test_a_numpy_element_read_later_does_not_keep_the_pytree_open(tmp_path):
+    # jit copies host data in: the donation deletes ``w`` and leaves ``host`` as it was
+    body = "        host = np.full(4, float(i))\n        (w, s), loss = update((w, host), batch)\n        s = s + host"
+    program = PROGRAM.replace("BODY", body).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nimport numpy as np\n")
+    (finding,) = _about(_result(program).findings)
+    assert finding.code == "JXM001" and finding.confidence is Confidence.HIGH, finding.message
+    fix_and_rerun(tmp_path, program)
