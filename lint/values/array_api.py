@@ -49,7 +49,7 @@ HOST_ROOTS = frozenset({"numpy", "np"})
 # arrays nothing else holds.  On the CPU backend (jax 0.10.2) the result may
 # share the NumPy array's memory (``jnp.asarray(x, dtype=x.dtype)``, large
 # aligned arrays), but a donated such buffer is only deleted, never written
-# into: the NumPy array keeps its values (``tests/lint/test_host_data_args.py``).
+# into: the NumPy array keeps its values (``tests/codemod/test_host_data_arguments_runs.py``).
 # By the name of the parameter that takes the data.
 DEVICE_COPIES = {"jax.numpy.asarray": "a", "jax.numpy.array": "object", "jax.device_put": "x"}
 

@@ -88,3 +88,14 @@ def notebook_code(path: Path) -> str:
     """The code cells of the notebook at ``path``, as one script."""
     cells = json.loads(path.read_text())["cells"]
     return "\n\n\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code") + "\n"
+
+
+def report_of(program: str, name: str = "train.py"):
+    """jaxmem's report on ``program`` as a one-file project, at every confidence."""
+    from jaxmem.findings import Confidence
+    from jaxmem.lint.engine import facts_for_file, project_hints, report
+    from jaxmem.settings import Settings
+
+    every = Settings(min_confidence=Confidence.LOW)
+    (result,) = report([facts_for_file(name, program, every, project_hints({name: program}))], every)
+    return result

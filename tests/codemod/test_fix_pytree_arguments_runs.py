@@ -7,16 +7,12 @@ import sys
 import warnings
 
 import pytest
-from fix_runs import crashes_when_forced, fix_and_rerun, load, run
+from fix_runs import crashes_when_forced, fix_and_rerun, load, report_of, run
 
 from jaxmem.findings import Confidence
-from jaxmem.lint.engine import facts_for_file, project_hints, report
-from jaxmem.settings import Settings
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
-
-ALL = Settings(min_confidence=Confidence.LOW)
 
 PROGRAM = """
 import functools
@@ -58,9 +54,7 @@ DONATED = "@functools.partial(jax.jit, donate_argnums=0)\ndef update"
 
 
 def _result(program: str):
-    facts = facts_for_file("train.py", program, ALL, project_hints({"train.py": program}))
-    (result,) = report([facts], ALL)
-    return result
+    return report_of(program)
 
 
 def _about(findings, name="weights_and_slots"):

@@ -9,15 +9,11 @@ import sys
 import warnings
 
 import pytest
-from fix_runs import crashes_when_forced, fix_and_rerun, load, run
+from fix_runs import crashes_when_forced, fix_and_rerun, load, report_of, run
 
 from jaxmem.findings import Confidence
-from jaxmem.lint.engine import facts_for_file, project_hints, report
-from jaxmem.settings import Settings
 
 jax = pytest.importorskip("jax")
-
-ALL = Settings(min_confidence=Confidence.LOW)
 
 PROGRAM = """
 import functools
@@ -95,9 +91,7 @@ DONATED = "@functools.partial(jax.jit, donate_argnums=1)\ndef attend"
 
 
 def _findings(program: str, code: str = "JXM001"):
-    facts = facts_for_file("train.py", program, ALL, project_hints({"train.py": program}))
-    (result,) = report([facts], ALL)
-    return [f for f in result.findings if f.code == code]
+    return [f for f in report_of(program).findings if f.code == code]
 
 
 def test_a_spread_literal_passes_its_elements(tmp_path):

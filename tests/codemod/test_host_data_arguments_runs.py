@@ -10,16 +10,12 @@ import warnings
 
 import numpy as np
 import pytest
-from fix_runs import crashes_when_forced, fix_and_rerun, load, run
+from fix_runs import crashes_when_forced, fix_and_rerun, load, report_of, run
 
 from jaxmem.findings import Confidence
-from jaxmem.lint.engine import facts_for_file, project_hints, report
-from jaxmem.settings import Settings
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
-
-ALL = Settings(min_confidence=Confidence.LOW)
 
 PROGRAM = """
 import functools
@@ -76,9 +72,7 @@ def _about_x(findings):
 
 
 def _findings(program: str):
-    facts = facts_for_file("train.py", program, ALL, project_hints({"train.py": program}))
-    (result,) = report([facts], ALL)
-    return result
+    return report_of(program)
 
 
 @pytest.mark.parametrize("body", [HOST, HOST_COPIED, HOST_PUT, HOST_REBOUND],
