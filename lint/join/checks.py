@@ -500,9 +500,10 @@ def _check_donated_arg(rc: ResolvedCall, index, name, arg: ArgFacts, out: Report
 
 
 def _named_leaves(arg: ArgFacts) -> list[ArgFacts]:
-    """``arg`` itself when it names a value; the elements of a pytree written out in the call."""
+    """``arg`` itself when it names a value; the elements of a pytree written out in the call
+    (not the operand of ``jnp.asarray(x)``, which may pass a copy: reading ``x`` may be fine)."""
     if arg.parts:
-        return [leaf for part in arg.parts for leaf in _named_leaves(part)]
+        return [] if arg.through_view else [leaf for part in arg.parts for leaf in _named_leaves(part)]
     return [arg] if arg.key is not None else []
 
 

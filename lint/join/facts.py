@@ -38,7 +38,7 @@ from jaxmem.lint.callables.signatures import (
     Signature,
     map_arguments,
 )
-from jaxmem.lint.join.star_arguments import binds_anywhere, literal_elements, literal_leaves, passed_arguments
+from jaxmem.lint.join.star_arguments import binds_anywhere, literal_elements, passed_arguments, passed_leaves
 from jaxmem.lint.join.traced_scopes import traced_functions
 from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
@@ -74,6 +74,7 @@ from jaxmem.lint.values.flow import (
     Point,
     direct_refs,
     free_names,
+    view_operands,
 )
 from jaxmem.lint.values.key_reads import (
     Bindings,
@@ -142,6 +143,9 @@ class ArgFacts:
     # A pytree written out in the call (``step((params, opt_state), batch)``): each element's own
     # facts, so that donating it is judged element by element.
     parts: tuple[ArgFacts, ...] = ()
+    # The parts are what a call may return as they are (``jnp.asarray(x)``, ``x.reshape(n)``):
+    # the argument is each part itself, or a copy of it.
+    through_view: bool = False
 
     @property
     def is_temporary(self) -> bool:
@@ -937,9 +941,11 @@ class FactExtractor:
             held_elsewhere=lambda k: self.escapes_before(k, call, flow, point, params, assigned, self_name, is_module),
             builtin=self.builtin,
             imported=ctx.imported_names)
-        if spread or any(not arg.star and literal_elements(arg.value) is not None for arg in arguments):
-            # what each argument passes, a pytree written out as its elements
-            values = tuple(leaf for arg in arguments for leaf in ([arg.value] if arg.star else literal_leaves(arg.value)))
+        leaves = [[arg.value] if arg.star else passed_leaves(arg.value, ctx.imported_names) for arg in arguments]
+        if spread or any(found != [arg.value] for found, arg in zip(leaves, arguments)):
+            # what each argument passes as it is: a pytree written out as its elements,
+            # ``jnp.asarray(x)`` as ``x`` (see arg_facts)
+            values = tuple(leaf for found in leaves for leaf in found)
         else:
             values = None
         for arg in arguments:
@@ -1021,6 +1027,11 @@ class FactExtractor:
             parts = tuple(self.arg_facts(element, call, flow, point, result_writes, params, assigned, self_name,
                                          is_module, values) for element in elements)
             return ArgFacts(owner="", parts=parts, **base)
+        if key is None and refs and isinstance(value, cst.Call) \
+                and (operands := view_operands(value, ctx.imported_names)):
+            parts = tuple(self.arg_facts(operand, call, flow, point, result_writes, params, assigned, self_name,
+                                         is_module, values) for operand in operands)
+            return ArgFacts(owner="", parts=parts, through_view=True, **base)
         if key is None:
             origins = () if refs else tuple(self.provenance.of_expr(value, point, 0))
             return ArgFacts(owner="", origins=origins, **base)

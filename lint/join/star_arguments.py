@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import bound_names, descendants, descendants_of_type
-from jaxmem.lint.values.flow import Flow, Point, direct_refs
+from jaxmem.lint.values.flow import Flow, Point, direct_refs, view_operands
 from jaxmem.lint.values.refs import RefKey, ident, ref_key
 
 
@@ -203,12 +203,15 @@ def literal_elements(value: cst.BaseExpression) -> list[cst.BaseExpression] | No
     return None
 
 
-def literal_leaves(value: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``value``'s elements, and theirs, down to what is not written out as a display."""
+def passed_leaves(value: cst.BaseExpression, imported: frozenset[str]) -> list[cst.BaseExpression]:
+    """What ``value`` passes as it is, down to what is neither a display nor a call that
+    may return its operands (``(w, jnp.asarray(s))``: ``w`` and ``s``)."""
     elements = literal_elements(value)
+    if elements is None and isinstance(value, cst.Call):
+        elements = view_operands(value, imported) or None
     if elements is None:
         return [value]
-    return [leaf for element in elements for leaf in literal_leaves(element)]
+    return [leaf for element in elements for leaf in passed_leaves(element, imported)]
 
 
 def binds_anywhere(module: cst.Module, name: str) -> bool:

@@ -349,6 +349,17 @@ def _makes_new_arrays(function) -> bool:
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 
 
+def view_operands(call: cst.Call, imported: frozenset[str] = frozenset()) -> list[cst.BaseExpression]:
+    """What ``call``'s result may be as it is, or hold as it is: the arguments of a
+    function that may return them (``jnp.asarray(x)``), the receiver of a view method
+    (``x.reshape(n)``) and what such a method stores (``d.get(k, default)``)."""
+    found = _method_receiver(call, imported)
+    if found is None:
+        return _function_view_arguments(call)
+    receiver, known = found
+    return ([receiver] if known else []) + _method_view_arguments(call)
+
+
 def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = frozenset()) -> tuple[RefKey, ...]:
     """Keys whose values ``expr`` evaluates to as-is (itself, inside a literal
     container, or returned by a call that may hand back its argument's arrays:
@@ -360,13 +371,7 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
         return () if len(key) > 1 and (key[-1] in BENIGN_ATTRIBUTES or is_metadata_key(key)) else (key,)
     kind = type(expr)  # not isinstance: libcst's node classes have no subclasses, and this is hot
     if kind is cst.Call:
-        found = _method_receiver(expr, imported)
-        if found is None:
-            viewed = _function_view_arguments(expr)
-        else:
-            receiver, known = found
-            viewed = ([receiver] if known else []) + _method_view_arguments(expr)
-        return tuple(k for value in viewed for k in direct_refs(value, imported))
+        return tuple(k for value in view_operands(expr, imported) for k in direct_refs(value, imported))
     if kind is cst.Attribute:
         if expr.attr.value in BENIGN_ATTRIBUTES:
             return ()

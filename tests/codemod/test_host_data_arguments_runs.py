@@ -181,3 +181,24 @@ def test_a_value_that_is_host_data_on_one_path_only_is_judged_by_the_other(tmp_p
     for n in (4096, 4):
         forced = run(sys.executable, "-W", "error", "-c", donated.replace("main(4096)", f"main({n})"), cwd=tmp_path)
         assert forced.returncode == 0, forced.stderr
+
+
+def test_a_dead_device_array_passed_through_asarray_is_judged_as_itself(tmp_path):
+    # jnp.asarray(x) of a device array is x: donating it deletes x, which nothing reads again
+    body = "    x = jnp.ones((n,), jnp.float32)\n    out = rotate(jnp.asarray(x), 2.0)"
+    program = PROGRAM.replace("BODY", body).replace("float(x.sum())", "0.0")
+    (finding,) = _about_x(_findings(program).findings)
+    assert finding.code == "JXM002", finding.message
+    forced = run(sys.executable, "-W", "error", "-c", program.replace(UNDONATED, DONATED), cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    x = jnp.ones(8)
+    jax.jit(lambda v, s: v * s, donate_argnums=0)(jnp.asarray(x), 2.0)
+    assert x.is_deleted()  # the very array: what the parameter's verdict has to be about
+
+
+def test_a_device_array_rebound_through_asarray_is_fixed_and_runs(tmp_path):
+    body = "    x = jnp.ones((n,), jnp.float32)\n    for _ in range(3):\n        x = rotate(jnp.asarray(x), 2.0)\n    out = x"
+    program = PROGRAM.replace("BODY", body)
+    (finding,) = _about_x(_findings(program).findings)
+    assert finding.code == "JXM001" and finding.confidence is Confidence.HIGH, finding.message
+    fix_and_rerun(tmp_path, program)
