@@ -24,8 +24,10 @@ optax 0.2.8):
 * every use takes no array out of it: an argument of a call the join finds
   to be an ``nnx.jit`` call, ``.train()``, ``.eval()``, ``.update(...)``,
   ``.reset()``, ``nnx.display``, ``print``, the model of such an
-  Optimizer, the source of a view (whose own uses follow these rules), and a
-  metric's ``.compute()`` (new arrays for those classes); calling it once
+  Optimizer, the source of a view (whose own uses follow these rules), a
+  metric's ``.compute()`` (new arrays for those classes), metadata of its
+  Variables (``m.kernel.sharding``) and comparisons (``m.left is m.right``,
+  ``m.rngs.count[...] == 0``: a bool or a new array); calling it once
   outside the loop and showing the result before the first such call
   (``y = model(x)``, then ``y``), or calling it after the last such call,
   outside loops and defs; any use after the last such call, outside
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import children
+from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
 _VIEW = "flax.nnx.view"
 _MODEL_AND_OPTIMIZER = "flax.nnx.ModelAndOptimizer"
@@ -287,6 +290,8 @@ class _Finder:
             if parent.attr.value in allowed:
                 return None
             return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
+        if _takes_nothing(node, parents):
+            return None
         return f"`{name}` is used as `{_code(_outermost(node, parents))[:60]}`, which may take its arrays"
 
     def _argument_use(self, name: str, call: cst.Call, arg: cst.Arg, parents: tuple) -> str | None:
@@ -563,6 +568,30 @@ def _shown(node: cst.Name, parents: tuple) -> bool:
         return True
     return isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
         and isinstance(parents[-2].func, cst.Name) and parents[-2].func.value == "print"
+
+
+def _takes_nothing(node: cst.Name, parents: tuple) -> bool:
+    """Whether a use of the object reads attributes or items of it only to get a value
+    that holds none of its arrays: metadata below its first attribute
+    (``m.kernel.sharding``, ``m.kernel[...].shape``), or an operand of a comparison
+    (``m.left is m.right``, ``m.rngs.count[...] == 0``, ``m is not None``: a bool, or a
+    new array).  Not
+    ``m.shape``: a Module's own attribute of that name may hold anything."""
+    chain, index, depth = node, len(parents) - 1, 0
+    while index >= 0:
+        parent = parents[index]
+        if type(parent) is cst.Attribute and parent.value is chain:
+            if depth and parent.attr.value in METADATA_ATTRIBUTES:
+                return True
+            depth += 1
+        elif not (type(parent) is cst.Subscript and parent.value is chain):
+            break
+        chain, index = parent, index - 1
+    if index < 0:
+        return False
+    parent = parents[index]
+    return (type(parent) is cst.Comparison and parent.left is chain) or (
+        type(parent) is cst.ComparisonTarget and parent.comparator is chain)
 
 
 def _is_number(expr) -> bool:

@@ -247,3 +247,27 @@ def test_a_model_whose_arrays_are_held_elsewhere_is_left_alone(tmp_path):
     fixed = _run(tmp_path, "held.py")
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout == original.stdout
+
+
+def test_reading_metadata_or_comparing_keeps_no_array_and_the_model_is_still_donated(tmp_path):
+    # a Variable's sharding and shape, ``is`` and ``==`` give bools or new arrays: nothing of them
+    # holds the model's arrays, so the tutorial stays donated and trains the same
+    checks = ("    assert model.lin.kernel.sharding is not None and model.lin.kernel[...].shape == (4, 4)\n"
+              "    assert model.lin is not model.bn and model.bn.scale[...].dtype == jnp.float32\n")
+    program = TUTORIAL.replace("    print(y.shape)\n", "    print(y.shape)\n" + checks)
+    program = program.replace('    final = ', '    print(model.lin.kernel.sharding is not None, model.lin.kernel[...].sum() != 0)\n'
+                              '    final = ')
+    assert program.count("sharding") == 2
+    (tmp_path / "train.py").write_text(program)
+    (tmp_path / "runner.py").write_text(RUNNER)
+    original = _run(tmp_path, "runner.py")
+    assert original.returncode == 0, original.stderr
+    assert "True True" in original.stdout and original.stdout.count("now deleted: False") == 3, original.stdout
+
+    done = _fix(tmp_path, "train.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    fixed_source = (tmp_path / "train.py").read_text()
+    assert "@partial(nnx.jit, donate_argnums=(0, 1, 2))\ndef train_step" in fixed_source, fixed_source
+    fixed = _run(tmp_path, "runner.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
