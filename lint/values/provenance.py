@@ -726,7 +726,9 @@ class Provenance:
                 (argument, set() if self.array_free(argument) else
                  self._may_contain(argument, skip_origin=call, at_call=at_call))
                 for argument in (values if values is not None else [arg.value for arg in call.args])]
-        mine = next(keys for argument, keys in held if argument is value)  # ``value`` is one of them
+        mine = next((keys for argument, keys in held if argument is value), None)
+        if mine is None:  # not one of them as written (none is known to reach here): asked directly
+            mine = set() if self.array_free(value) else self._may_contain(value, skip_origin=call, at_call=at_call)
         for argument, theirs in held:
             if argument is value:
                 continue
