@@ -237,6 +237,11 @@ CALL_EFFECTS: dict[str, tuple[str, str]] = {
     "flax.core.frozen_dict.freeze": (HOLDS, FLAX),
     "flax.core.frozen_dict.unfreeze": (HOLDS, FLAX),
     "equinox.partition": (PARTITION, EQX),  # (arrays, the rest): disjoint
+    # pop(variables, "params"): (the rest, variables["params"]), the leaves as they are: disjoint
+    "flax.core.pop": (PARTITION, FLAX),
+    "flax.core.frozen_dict.pop": (PARTITION, FLAX),
+    "flax.traverse_util.flatten_dict": (HOLDS, FLAX),  # each leaf once, as it is
+    "flax.traverse_util.unflatten_dict": (HOLDS, FLAX),
     "equinox.combine": (HOLDS, EQX),
     "jax.tree_util.tree_leaves": (HOLDS, JAX),
     "jax.tree.leaves": (HOLDS, JAX),

@@ -192,6 +192,29 @@ def test_flax_freeze_and_unfreeze_hold_the_leaves():
     assert unfreeze(freeze(params))["w"] is params["w"]
 
 
+@pytest.mark.parametrize("frozen", [False, True])
+def test_flax_pop_splits_the_variables_into_disjoint_parts_held_as_they_are(frozen):
+    from flax.core import freeze, pop
+
+    variables = {"params": _params(), "batch_stats": {"mean": jnp.zeros(4)}}
+    rest, params = pop(freeze(variables) if frozen else variables, "params")
+    assert call_effect("flax.core.pop") == call_effect("flax.core.frozen_dict.pop") == array_api.PARTITION
+    assert params["w"] is variables["params"]["w"] and rest["batch_stats"]["mean"] is variables["batch_stats"]["mean"]
+    assert not _shares(rest, params)
+
+
+def test_flax_flatten_and_unflatten_dict_hold_each_leaf_once():
+    from flax import traverse_util
+
+    variables = {"params": _params()}
+    flat = traverse_util.flatten_dict(variables)
+    assert call_effect("flax.traverse_util.flatten_dict") == call_effect("flax.traverse_util.unflatten_dict") == HOLDS
+    assert flat[("params", "w")] is variables["params"]["w"]
+    assert sorted(_pointers(flat)) == sorted(_pointers(variables))
+    back = traverse_util.unflatten_dict(flat)
+    assert back["params"]["b"] is variables["params"]["b"] and sorted(_pointers(back)) == sorted(_pointers(variables))
+
+
 def test_reading_calls_return_or_keep_nothing_new():
     x = jnp.ones(3)
     assert call_effect("jax.block_until_ready") == call_effect("print") == READS
