@@ -354,16 +354,18 @@ STAGING_HIGHER_ORDER = frozenset(
 # vmap or grad: they bind a call with no traced input on the eager trace, which donates.
 STAGING_DECORATORS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
 # optax transforms whose ``init(params)`` returns new buffers only (moments
-# made by ``zeros_like``, counters, empty states), checked on optax 0.2.8.
-# Not lookahead, schedule-free, MultiSteps or inject_hyperparams: they keep
-# ``params`` (or a given array) in their state.
+# made by ``zeros_like``, counters, empty states), none held twice, checked on
+# optax 0.2.8.  Not lookahead, schedule-free, MultiSteps or inject_hyperparams:
+# they keep ``params`` (or a given array) in their state; not lbfgs: its state
+# holds one new array in two places.
 OPTAX_NEW_STATE = frozenset(
     "optax." + name for name in (
         "adam", "adamw", "sgd", "rmsprop", "adagrad", "lamb", "lion", "adafactor", "nadam", "adabelief",
         "adamax", "novograd", "radam", "yogi", "fromage", "noisy_sgd",
         "clip_by_global_norm", "clip", "add_decayed_weights", "scale", "scale_by_adam",
         "scale_by_learning_rate", "scale_by_schedule", "scale_by_rms", "zero_nans", "trace", "ema",
-        "identity", "chain",
+        "identity", "chain", "adadelta", "amsgrad", "adan", "lars", "sm3", "rprop", "polyak_sgd",
+        "optimistic_gradient_descent", "adamaxw", "nadamw", "sign_sgd",
     )
 )
 

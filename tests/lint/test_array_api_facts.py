@@ -55,7 +55,15 @@ def test_standard_optax_init_shares_no_buffer_with_params(name):
     short = name.removeprefix("optax.")
     tx = getattr(optax, short)(*_OPTAX_ARGS.get(short, (1e-3,)))
     params = _params()
-    assert not _shares(tx.init(params), params)
+    state = tx.init(params)
+    assert not _shares(state, params)
+    assert len(set(_pointers(state))) == len(_pointers(state))  # no array twice: donatable as a whole
+
+
+def test_lbfgs_state_holds_one_array_twice_and_is_not_listed():
+    state = optax.lbfgs(1e-3).init(_params())
+    assert len(set(_pointers(state))) < len(_pointers(state))
+    assert "optax.lbfgs" not in array_api.OPTAX_NEW_STATE
 
 
 def test_chain_of_standard_transforms_shares_no_buffer():
