@@ -16,7 +16,9 @@ optax 0.2.8):
   arguments that hold no array (``CNN(rngs=nnx.Rngs(0))``),
   ``nnx.Optimizer(model, tx, wrt=...)`` of a standard optax transform (its
   state is new moments and it keeps no reference to ``model``), flax's
-  ``Average``/``Accuracy`` metrics or a ``MultiMetric`` of them, or
+  ``Average``/``Accuracy`` metrics or a ``MultiMetric`` of them,
+  ``nnx.EMA(model, decay)`` (a ``jnp.copy`` of each tracked Variable, no
+  reference to ``model`` kept: flax 0.12.8),
   ``nnx.view(other)`` of an object that is itself proved its own, or
   ``nnx.ModelAndOptimizer(other, tx)`` of such an object and a standard optax
   transform (it holds ``other``'s very Variables, like a view, and new
@@ -24,7 +26,8 @@ optax 0.2.8):
 * every use takes no array out of it: an argument of a call the join finds
   to be an ``nnx.jit`` call, ``.train()``, ``.eval()``, ``.update(...)``,
   ``.reset()``, ``nnx.display``, ``print``, the model of such an
-  Optimizer, the source of a view (whose own uses follow these rules), a
+  Optimizer, the model an ``nnx.EMA`` copies, the source of a view (whose
+  own uses follow these rules; ``ema.apply_to(model)`` is a view of both), a
   metric's ``.compute()`` (new arrays for those classes), metadata of its
   Variables (``m.kernel.sharding``) and comparisons (``m.left is m.right``,
   ``m.rngs.count[...] == 0``: a bool or a new array); calling it once
@@ -50,6 +53,7 @@ _VIEW = "flax.nnx.view"
 _MODEL_AND_OPTIMIZER = "flax.nnx.ModelAndOptimizer"
 _VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "BatchStat", "Cache", "Intermediate"))
 _OPTIMIZER = "flax.nnx.Optimizer"
+_EMA = frozenset({"flax.nnx.EMA", "flax.nnx.training.ema.EMA"})
 _RNGS = "flax.nnx.Rngs"
 _READERS = frozenset({"flax.nnx.display", "print"})
 _METRICS = frozenset({"flax.nnx.metrics.Average", "flax.nnx.metrics.Accuracy"})
@@ -203,7 +207,7 @@ class _Finder:
         if values is None or not values:
             return name, f"`{name}` is not bound only by plain assignments"
         if all(isinstance(v, cst.Call) and self._is_view(v) for v in values):
-            sources = {_first_name(v) for v in values}
+            sources = {source for v in values for source in self._view_sources(v)}
             if len(sources) != 1 or None in sources or depth > _MAX_VIEWS:
                 return name, f"`{name}` is a view of something jaxmem cannot name"
             return self._root(sources.pop(), occurrences, depth + 1)
@@ -224,6 +228,11 @@ class _Finder:
         qualified = self._resolve(value.func)
         if qualified in _VARIABLES and value.args and _is_number(value.args[0].value):
             return "scalar"
+        if qualified in _EMA:
+            # jnp.copy of every tracked Variable; the other arguments must hold no array
+            positional = [arg for arg in value.args if arg.keyword is None]
+            rest = [arg for arg in value.args if arg is not (positional[0] if positional else None)]
+            return "module" if positional and all(self.provenance.array_free(arg.value) for arg in rest) else None
         if qualified == _OPTIMIZER:
             return "optimizer" if self.provenance.new_state_nnx_optimizer(value) else None
         if qualified in _METRICS:
@@ -267,7 +276,7 @@ class _Finder:
                     continue
                 values = _bound_values(name, occurrences)
                 if values and all(isinstance(v, cst.Call) and self._is_view(v)
-                                  and _first_name(v) in family for v in values):
+                                  and set(self._view_sources(v)) & set(family) for v in values):
                     family.append(name)
                     changed = True
                     if len(family) > _MAX_VIEWS:
@@ -287,8 +296,8 @@ class _Finder:
         if isinstance(parent, cst.Attribute) and parent.value is node and len(parents) > 1 \
                 and isinstance(parents[-2], cst.Call) and parents[-2].func is parent:
             allowed = _METRIC_METHODS if metric else _METHODS
-            if parent.attr.value in allowed:
-                return None
+            if parent.attr.value in allowed or self._is_view(parents[-2]):
+                return None  # in place; or ``ema.apply_to(model)``, whose uses are the family's
             return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
         if _takes_nothing(node, parents):
             return None
@@ -302,6 +311,8 @@ class _Finder:
         first = bool(positional) and positional[0] is arg
         if first and self._is_view(call):
             return None  # the view's own uses are checked as the family's
+        if qualified in _EMA and (first or (arg.keyword is not None and arg.keyword.value == "params")):
+            return None  # nnx.EMA copies the Variables it tracks and keeps no reference to them
         if qualified == _OPTIMIZER and (first or (arg.keyword is not None and arg.keyword.value == "model")):
             if self.provenance.new_state_nnx_optimizer(call):
                 return None
@@ -313,10 +324,24 @@ class _Finder:
         self.calls_in_defs |= any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)
         return None
 
+    def _view_sources(self, call: cst.Call) -> tuple[str | None, ...]:
+        """The names of the objects a view call shares Variables with: ``model`` for
+        ``nnx.view(model)``; ``ema`` and ``model`` for ``ema.apply_to(model)``."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "apply_to":
+            return (call.func.value.value, _first_name(call))
+        return (_first_name(call),)
+
     def _is_view(self, call: cst.Call) -> bool:
-        """``nnx.view(model, ...)``, or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
+        """``nnx.view(model, ...)``, ``ema.apply_to(model)`` of an ``nnx.EMA`` (a model whose
+        Variables are the EMA's tracked ones and ``model``'s others, flax 0.12.8), or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
         transform: an object that holds ``model``'s very Variables (which nnx writes back) and,
         for the optimizer, new moments of its own (flax 0.12.8, optax 0.2.8)."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "apply_to":
+            receiver = call.func.value
+            values = _bound_values(receiver.value, self.occurrences) if isinstance(receiver, cst.Name) else None
+            return bool(values) and len(call.args) == 1 and call.args[0].keyword is None \
+                and not call.args[0].star and isinstance(call.args[0].value, cst.Name) \
+                and all(isinstance(v, cst.Call) and self._resolve(v.func) in _EMA for v in values)
         qualified = self._resolve(call.func)
         if qualified == _VIEW:
             return True
