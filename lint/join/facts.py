@@ -332,6 +332,9 @@ class _Context:
             if isinstance(stmt, cst.FunctionDef):
                 self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
+        # top-level function name -> whether it returns only standard optax transforms
+        # (filled by ``Provenance._optimizer_factory``)
+        self.optimizer_factories: dict[str, bool] = {}
         self.module_definitions = {stmt.name.value for stmt in module.body
                                    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
         # Names that are modules, classes or functions, never a value's arrays: a call

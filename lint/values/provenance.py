@@ -878,14 +878,27 @@ class Provenance:
 
     def is_new_state_optimizer(self, expr, depth: int = 0) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` makes new buffers only
-        (``optax.adam(1e-3)``, a chain of such, or a name bound only to one)."""
+        (``optax.adam(1e-3)``, a chain of such, a name bound only to one, or a call of a
+        top-level function of this file that returns only such: ``make_optimizer(config)``)."""
         def made_by(call: cst.Call, inner: int) -> bool:
             qualified = self.ctx.imports.resolve(call.func)
-            if qualified == "optax.chain":
-                return all(self.is_new_state_optimizer(a.value, inner) for a in call.args)
-            return qualified in OPTAX_NEW_STATE
+            if qualified is None and isinstance(call.func, cst.Name) \
+                    and self._names_top_level_function(call.func.value):
+                return self._optimizer_factory(call.func.value)
+            return _standard_optax_call(call, qualified, lambda arg: self.is_new_state_optimizer(arg, inner))
 
         return self.bound_only_to(expr, made_by, depth)
+
+    def _optimizer_factory(self, name: str) -> bool:
+        """Whether the file's top-level function ``name`` (one undecorated def) returns a
+        standard optax transform on every ``return`` (see :func:`returns_new_state_optimizer`)."""
+        memo = self.ctx.optimizer_factories
+        if name not in memo:
+            defs = self.ctx.module_functions.get(name, ())
+            memo[name] = False  # a factory calling itself: not proved
+            memo[name] = len(defs) == 1 and returns_new_state_optimizer(defs[0], self.ctx.imports.resolve,
+                                                                        self._optimizer_factory)
+        return memo[name]
 
     def inits_new_arrays(self, receiver, depth: int = 0) -> bool:
         """Whether ``receiver.init(x)`` returns new arrays only and keeps none of ``x``'s:
@@ -1229,6 +1242,52 @@ class FunctionSummary:
     returned: tuple[str, ...] = ()
     keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
     made: tuple[str, ...] = ()
+
+
+def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard) -> bool:
+    """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`), or ``optax.chain`` of arguments
+    ``is_standard`` accepts (no ``*transforms``)."""
+    if qualified == "optax.chain":
+        return all(not arg.star and arg.keyword is None and is_standard(arg.value) for arg in call.args)
+    return qualified in OPTAX_NEW_STATE
+
+
+def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> bool:
+    """Whether every ``return`` of ``function`` (undecorated, not a generator) gives a
+    standard optax transform: a call of :data:`OPTAX_NEW_STATE`, ``optax.chain`` of
+    such, ``factory(name)`` for a call of another top-level function, or a local that
+    only top-level assignments of such bind (``tx = optax.adamw(lr); return tx``)."""
+    from jaxmem.lint.syntax.walk import descendants
+
+    if function.decorators or function.asynchronous is not None:
+        return False  # a decorator may return something else (a cache is fine, but not proved)
+    own = list(descendants(function.body, into_scopes=False))
+    if any(isinstance(node, (cst.Yield, cst.Global, cst.Nonlocal)) for node in own):
+        return False
+    returns = [node for node in own if isinstance(node, cst.Return)]
+    _, straight = _scope_bindings(function)
+    params = {p.name.value for p in [*function.params.posonly_params, *function.params.params,
+                                      *function.params.kwonly_params]}
+    assigned: dict[str, list] = {}
+    for node in own:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            assigned.setdefault(node.targets[0].target.value, []).append(node.value)
+
+    def standard(expr, depth: int = 0) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Name):
+            return expr.value in straight and expr.value not in params and bool(assigned.get(expr.value)) \
+                and all(standard(value, depth + 1) for value in assigned[expr.value])
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = resolve(expr.func)
+        if qualified is None and isinstance(expr.func, cst.Name) and expr.func.value not in params \
+                and expr.func.value not in assigned:
+            return factory(expr.func.value)
+        return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1))
+
+    return bool(returns) and all(r.value is not None and standard(r.value) for r in returns)
 
 
 def annotated_array_free(function: cst.FunctionDef, imports) -> frozenset[str]:
