@@ -231,8 +231,10 @@ class _Finder:
         if qualified in _EMA:
             # jnp.copy of every tracked Variable; the other arguments must hold no array
             positional = [arg for arg in value.args if arg.keyword is None]
-            rest = [arg for arg in value.args if arg is not (positional[0] if positional else None)]
-            return "module" if positional and all(self.provenance.array_free(arg.value) for arg in rest) else None
+            if not positional:
+                return None
+            return "module" if all(self.provenance.array_free(arg.value) for arg in value.args
+                                   if arg is not positional[0]) else None
         if qualified == _OPTIMIZER:
             return "optimizer" if self.provenance.new_state_nnx_optimizer(value) else None
         if qualified in _METRICS:
@@ -332,10 +334,11 @@ class _Finder:
         return (_first_name(call),)
 
     def _is_view(self, call: cst.Call) -> bool:
-        """``nnx.view(model, ...)``, ``ema.apply_to(model)`` of an ``nnx.EMA`` (a model whose
-        Variables are the EMA's tracked ones and ``model``'s others, flax 0.12.8), or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
+        """``nnx.view(model, ...)``, or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
         transform: an object that holds ``model``'s very Variables (which nnx writes back) and,
-        for the optimizer, new moments of its own (flax 0.12.8, optax 0.2.8)."""
+        for the optimizer, new moments of its own (flax 0.12.8, optax 0.2.8); or
+        ``ema.apply_to(model)`` of an ``nnx.EMA``: a model whose Variables are the EMA's
+        tracked ones and ``model``'s others (flax 0.12.8)."""
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "apply_to":
             receiver = call.func.value
             values = _bound_values(receiver.value, self.occurrences) if isinstance(receiver, cst.Name) else None
@@ -600,8 +603,7 @@ def _takes_nothing(node: cst.Name, parents: tuple) -> bool:
     that holds none of its arrays: metadata below its first attribute
     (``m.kernel.sharding``, ``m.kernel[...].shape``), or an operand of a comparison
     (``m.left is m.right``, ``m.rngs.count[...] == 0``, ``m is not None``: a bool, or a
-    new array).  Not
-    ``m.shape``: a Module's own attribute of that name may hold anything."""
+    new array).  Not ``m.shape``: a Module's own attribute of that name may hold anything."""
     chain, index, depth = node, len(parents) - 1, 0
     while index >= 0:
         parent = parents[index]

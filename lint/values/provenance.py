@@ -896,8 +896,8 @@ class Provenance:
         if name not in memo:
             defs = self.ctx.module_functions.get(name, ())
             memo[name] = False  # a factory calling itself: not proved
-            memo[name] = len(defs) == 1 and returns_new_state_optimizer(defs[0], self.ctx.imports.resolve,
-                                                                        self._optimizer_factory)
+            memo[name] = len(defs) == 1 and name not in self.ctx.rebound_functions() \
+                and returns_new_state_optimizer(defs[0], self.ctx.imports.resolve, self._optimizer_factory)
         return memo[name]
 
     def inits_new_arrays(self, receiver, depth: int = 0) -> bool:
@@ -1257,7 +1257,7 @@ def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> 
     standard optax transform: a call of :data:`OPTAX_NEW_STATE`, ``optax.chain`` of
     such, ``factory(name)`` for a call of another top-level function, or a local that
     only top-level assignments of such bind (``tx = optax.adamw(lr); return tx``)."""
-    from jaxmem.lint.syntax.walk import descendants
+    from jaxmem.lint.syntax.walk import descendants, target_names
 
     if function.decorators or function.asynchronous is not None:
         return False  # a decorator may return something else (a cache is fine, but not proved)
@@ -1265,13 +1265,19 @@ def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> 
     if any(isinstance(node, (cst.Yield, cst.Global, cst.Nonlocal)) for node in own):
         return False
     returns = [node for node in own if isinstance(node, cst.Return)]
-    _, straight = _scope_bindings(function)
+    bound, straight = _scope_bindings(function)
     params = {p.name.value for p in [*function.params.posonly_params, *function.params.params,
                                       *function.params.kwonly_params]}
+    # every value a straight-line local is assigned; None for ``a, b = ...`` or ``a = b = ...``
     assigned: dict[str, list] = {}
     for node in own:
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            assigned.setdefault(node.targets[0].target.value, []).append(node.value)
+        if isinstance(node, cst.Assign):
+            single = len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+            for target in node.targets:
+                for name in target_names(target.target):
+                    assigned.setdefault(name, []).append(node.value if single else None)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
+            assigned.setdefault(node.target.value, []).append(node.value)
 
     def standard(expr, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -1283,8 +1289,8 @@ def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> 
             return False
         qualified = resolve(expr.func)
         if qualified is None and isinstance(expr.func, cst.Name) and expr.func.value not in params \
-                and expr.func.value not in assigned:
-            return factory(expr.func.value)
+                and expr.func.value not in bound:
+            return factory(expr.func.value)  # a top-level function (no local of that name)
         return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1))
 
     return bool(returns) and all(r.value is not None and standard(r.value) for r in returns)

@@ -99,3 +99,32 @@ def report_of(program: str, name: str = "train.py"):
     every = Settings(min_confidence=Confidence.LOW)
     (result,) = report([facts_for_file(name, program, every, project_hints({name: program}))], every)
     return result
+
+
+def nnx_recording_runner(classes: dict[str, str]) -> str:
+    """A script that wraps the ``__init__`` of each nnx class (``{"model": "Linear"}``) to record
+    the arrays its first instance was made with, imports ``train`` (which runs the training, unseen
+    by the analysis) and prints for each key whether all those arrays are now deleted."""
+    records = "".join(f"record(nnx.{cls}, {key!r})\n" for key, cls in classes.items())
+    return f"""\
+import jax
+from flax import nnx
+
+made = {{}}
+
+
+def record(cls, key):
+    original = cls.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.setdefault(key, jax.tree_util.tree_leaves(nnx.state(self)))
+
+    cls.__init__ = init
+
+
+{records}import train  # noqa: E402,F401  (runs the training)
+
+for key in {tuple(classes)!r}:
+    print(key, "made with arrays now deleted:", all(leaf.is_deleted() for leaf in made[key]))
+"""

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from fix_runs import nnx_recording_runner
+
 pytest.importorskip("flax")
 pytest.importorskip("optax")
 
@@ -83,31 +85,7 @@ main()
 """
 
 # Runs train.py after wrapping the constructors, to see the arrays each object was made with.
-RUNNER = """\
-import jax
-from flax import nnx
-
-made = {}
-
-
-def record(cls, key):
-    original = cls.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        made.setdefault(key, jax.tree_util.tree_leaves(nnx.state(self)))
-
-    cls.__init__ = init
-
-
-record(nnx.Linear, "model")
-record(nnx.Optimizer, "optimizer")
-record(nnx.MultiMetric, "metrics")
-import train  # noqa: E402,F401  (runs the training)
-
-for key in ("model", "optimizer", "metrics"):
-    print(key, "made with arrays now deleted:", all(leaf.is_deleted() for leaf in made[key]))
-"""
+RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer", "metrics": "MultiMetric"})
 
 HELD = """\
 import functools

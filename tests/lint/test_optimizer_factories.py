@@ -65,6 +65,11 @@ def test_a_helper_returning_standard_transforms_is_new_state(helper):
     "def make(lr):\n    return optax.chain(*[optax.adam(lr)])",         # spread: not followed
     "def make(lr):\n    return make(lr)",                                 # itself: not proved
     "def make(lr):\n    yield optax.adam(lr)",                            # a generator
+    "def make(lr):\n    tx = optax.adam(lr)\n    tx, n = optax.lookahead(tx, 5, 0.5), 1\n    return tx",
+    "def make(lr):\n    tx = optax.adam(lr)\n    tx: optax.GradientTransformation = optax.MultiSteps(tx, 2)\n"
+    "    return tx",
+    "def inner(lr):\n    return optax.adam(lr)\n\n\ndef make(lr):\n    def inner(lr):\n"
+    "        return optax.MultiSteps(optax.adam(lr), 2)\n    return inner(lr)",  # the local def, not the global
 ])
 def test_any_other_helper_leaves_the_state_medium(helper):
     assert _opt_state(helper) == "medium"
