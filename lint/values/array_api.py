@@ -354,10 +354,13 @@ STAGING_HIGHER_ORDER = frozenset(
 # vmap or grad: they bind a call with no traced input on the eager trace, which donates.
 STAGING_DECORATORS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
 # optax transforms whose ``init(params)`` returns new buffers only (moments
-# made by ``zeros_like``, counters, empty states), none held twice, checked on
-# optax 0.2.8.  Not lookahead, schedule-free, MultiSteps or inject_hyperparams:
-# they keep ``params`` (or a given array) in their state; not lbfgs: its state
-# holds one new array in two places.
+# made by ``zeros_like``, counters, empty states), none held twice, and none of
+# their hyperparameters either when given as arrays, checked on optax 0.2.8.
+# Not lookahead or inject_hyperparams: they keep ``params`` (or a given array)
+# in their state; not lbfgs: its state holds one new array in two places; not
+# prodigy, cocob, dog, dowg or scale_by_distance_over_gradients: they keep
+# ``params``; not schedule_free_* or dadapt_adamw: they keep ``b1`` or
+# ``estim_lr0`` when it is an array (wrappers: OPTAX_WRAPPERS).
 OPTAX_NEW_STATE = frozenset(
     "optax." + name for name in (
         "adam", "adamw", "sgd", "rmsprop", "adagrad", "lamb", "lion", "adafactor", "nadam", "adabelief",
@@ -366,8 +369,36 @@ OPTAX_NEW_STATE = frozenset(
         "scale_by_learning_rate", "scale_by_schedule", "scale_by_rms", "zero_nans", "trace", "ema",
         "identity", "chain", "adadelta", "amsgrad", "adan", "lars", "sm3", "rprop", "polyak_sgd",
         "optimistic_gradient_descent", "adamaxw", "nadamw", "sign_sgd",
+        "scale_by_amsgrad", "scale_by_adadelta", "scale_by_lion", "scale_by_radam", "scale_by_trust_ratio",
+        "scale_by_belief", "scale_by_novograd", "scale_by_optimistic_gradient", "scale_by_param_block_norm",
+        "scale_by_param_block_rms", "scale_by_stddev", "scale_by_sm3", "scale_by_yogi", "scale_by_factored_rms",
+        "scale_by_polyak", "scale_by_rprop", "scale_by_sign", "scale_by_adamax", "scale_by_adan",
+        "centralize", "keep_params_nonnegative", "normalize_by_update_norm", "clip_by_block_rms",
+        "contrib.muon", "contrib.sophia", "contrib.momo", "contrib.momo_adam", "contrib.ademamix",
+        "contrib.simplified_ademamix", "contrib.adopt", "contrib.acprop", "contrib.reduce_on_plateau",
+        "contrib.normalize",
     )
 )
+# optax wrappers whose ``init(params)`` state is their inner transforms' states
+# plus new counters (checked on optax 0.2.8 by buffer pointers): they make new
+# buffers only when every inner transform does.  Each maps to where its inner
+# transforms are given, ``(keyword, position, form)``, ``form`` one of "one" (a
+# transform), "mapping" (a dict literal of transforms) or "pairs" (``*args`` of
+# ``(name, transform)`` tuples), and to the arguments whose presence is refused:
+# MultiSteps' ``should_skip_update_fn`` makes a state of its own choosing.
+OPTAX_WRAPPERS: dict[str, tuple[tuple[str, int, str], tuple[str, ...]]] = {
+    "optax.apply_if_finite": (("inner", 0, "one"), ()),
+    "optax.masked": (("inner", 0, "one"), ()),
+    "optax.conditionally_mask": (("inner", 0, "one"), ()),
+    "optax.MultiSteps": (("opt", 0, "one"), ("should_skip_update_fn",)),
+    "optax.multi_transform": (("transforms", 0, "mapping"), ()),
+    "optax.partition": (("transforms", 0, "mapping"), ()),
+    "optax.named_chain": (("", 0, "pairs"), ()),
+}
+# ``optax.inject_hyperparams(factory)(**hyperparameters)``: standard when the
+# factory is (a name of OPTAX_NEW_STATE, not a call) and no hyperparameter is
+# an array (a strong-typed array is kept in the state as it is).
+OPTAX_INJECT = frozenset({"optax.inject_hyperparams", "optax.schedules.inject_hyperparams"})
 
 # flashbax replay-buffer factories, checked on flashbax 0.1.3 (each under
 # ``tests/lint/test_array_api_facts.py``): the buffer holds functions only; its
@@ -575,6 +606,12 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         "jax.sharding.SingleDeviceSharding", "jax.experimental.maps.Mesh",
         "jax.sharding.PositionalSharding",
         "functools.partial",  # of array-free parts
+        # optax schedules: functions of the step count, closing over their arguments (optax 0.2.8)
+        *(f"optax{module}.{name}" for module in ("", ".schedules") for name in (
+            "constant_schedule", "linear_schedule", "cosine_decay_schedule", "warmup_cosine_decay_schedule",
+            "exponential_decay", "polynomial_schedule", "piecewise_constant_schedule",
+            "piecewise_interpolate_schedule", "cosine_onecycle_schedule", "linear_onecycle_schedule",
+            "join_schedules", "warmup_exponential_decay_schedule", "sgdr_schedule", "warmup_constant_schedule")),
         *sorted(OPTAX_NEW_STATE),  # GradientTransformation: functions, no arrays
         *sorted(FLASHBAX_BUFFERS),  # a buffer: functions, no arrays
     )},

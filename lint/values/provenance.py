@@ -57,8 +57,10 @@ from jaxmem.lint.values.array_api import (
     JAX_MD_STEPPERS,
     METADATA_ATTRIBUTES,
     NEW,
+    OPTAX_INJECT,
     OPTAX_NEW_STATE,
     OPTAX_NO_STATE,
+    OPTAX_WRAPPERS,
     PARTITION,
     READING_METHODS,
     READS,
@@ -885,7 +887,8 @@ class Provenance:
             if qualified is None and isinstance(call.func, cst.Name) \
                     and self._names_top_level_function(call.func.value):
                 return self._optimizer_factory(call.func.value)
-            return _standard_optax_call(call, qualified, lambda arg: self.is_new_state_optimizer(arg, inner))
+            return _standard_optax_call(call, qualified, lambda arg: self.is_new_state_optimizer(arg, inner),
+                                        self.ctx.imports.resolve, lambda arg: self.array_free(arg, inner))
 
         return self.bound_only_to(expr, made_by, depth)
 
@@ -1244,12 +1247,42 @@ class FunctionSummary:
     made: tuple[str, ...] = ()
 
 
-def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard) -> bool:
-    """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`), or ``optax.chain`` of arguments
-    ``is_standard`` accepts (no ``*transforms``)."""
+def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free) -> bool:
+    """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`); ``optax.chain`` or a wrapper of
+    :data:`OPTAX_WRAPPERS` whose inner transforms ``is_standard`` accepts (no
+    ``*transforms``); ``optax.inject_hyperparams(optax.adamw)(...)`` with
+    hyperparameters ``array_free`` accepts."""
+    if any(arg.star for arg in call.args):
+        return False
     if qualified == "optax.chain":
-        return all(not arg.star and arg.keyword is None and is_standard(arg.value) for arg in call.args)
+        return all(arg.keyword is None and is_standard(arg.value) for arg in call.args)
+    if qualified in OPTAX_WRAPPERS:
+        return _standard_wrapper(call, OPTAX_WRAPPERS[qualified], is_standard)
+    if qualified is None and isinstance(call.func, cst.Call) and resolve(call.func.func) in OPTAX_INJECT:
+        factory = call_argument(call.func, 0, "inner_factory")
+        return factory is not None and not any(arg.star for arg in call.func.args) \
+            and resolve(factory) in OPTAX_NEW_STATE - {"optax.chain"} \
+            and all(array_free(arg.value) for arg in call.args)
     return qualified in OPTAX_NEW_STATE
+
+
+def _standard_wrapper(call: cst.Call, wrapper, is_standard) -> bool:
+    """Whether every inner transform of a wrapper call (see :data:`OPTAX_WRAPPERS`) is standard."""
+    (keyword, position, form), refused = wrapper
+    if any(arg.keyword is not None and arg.keyword.value in refused for arg in call.args):
+        return False
+    if form == "pairs":
+        return bool(call.args) and all(
+            arg.keyword is None and isinstance(arg.value, cst.Tuple) and len(arg.value.elements) == 2
+            and not isinstance(arg.value.elements[1], cst.StarredElement)
+            and is_standard(arg.value.elements[1].value) for arg in call.args)
+    if "should_skip_update_fn" in refused and len([a for a in call.args if a.keyword is None]) > 3:
+        return False  # passed by position
+    inner = call_argument(call, position, keyword)
+    if form == "mapping":
+        return isinstance(inner, cst.Dict) and all(
+            isinstance(element, cst.DictElement) and is_standard(element.value) for element in inner.elements)
+    return inner is not None and is_standard(inner)
 
 
 def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> bool:
@@ -1291,7 +1324,7 @@ def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> 
         if qualified is None and isinstance(expr.func, cst.Name) and expr.func.value not in params \
                 and expr.func.value not in bound:
             return factory(expr.func.value)  # a top-level function (no local of that name)
-        return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1))
+        return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1), resolve, _is_number)
 
     return bool(returns) and all(r.value is not None and standard(r.value) for r in returns)
 

@@ -41,23 +41,110 @@ def _shares(result, params) -> bool:
     return bool(set(_pointers(result)) & set(_pointers(params)))
 
 
-# Arguments to build each optax transform of OPTAX_NEW_STATE.
+# Arguments to build each optax transform of OPTAX_NEW_STATE (default: a learning rate).
 _OPTAX_ARGS = {
     "clip_by_global_norm": (1.0,), "clip": (1.0,), "add_decayed_weights": (1e-4,), "scale": (0.5,),
     "scale_by_adam": (), "scale_by_rms": (), "zero_nans": (), "identity": (), "scale_by_learning_rate": (1e-3,),
     "scale_by_schedule": (optax.constant_schedule(1e-3),), "trace": (0.9,), "ema": (0.9,),
     "noisy_sgd": (1e-3,), "adafactor": (1e-3,), "fromage": (1e-3,),
+    "scale_by_sign": (), "centralize": (), "keep_params_nonnegative": (), "contrib.normalize": (),
 }
+
+
+def _optax_function(name: str):
+    """``optax.contrib.muon`` -> the function."""
+    import functools
+
+    return functools.reduce(getattr, name.split(".")[1:], optax)
+
+
+def _params3():
+    """Parameters with a matrix muon orthogonalises and vectors it hands to adam."""
+    return {"w": jnp.ones((3, 4)), "b": jnp.arange(4.0), "m": jnp.ones((5, 6))}
 
 
 @pytest.mark.parametrize("name", sorted(array_api.OPTAX_NEW_STATE - {"optax.chain"}))
 def test_standard_optax_init_shares_no_buffer_with_params(name):
     short = name.removeprefix("optax.")
-    tx = getattr(optax, short)(*_OPTAX_ARGS.get(short, (1e-3,)))
-    params = _params()
+    tx = _optax_function(name)(*_OPTAX_ARGS.get(short, (1e-3,)))
+    params = _params3()
     state = tx.init(params)
     assert not _shares(state, params)
     assert len(set(_pointers(state))) == len(_pointers(state))  # no array twice: donatable as a whole
+
+
+@pytest.mark.parametrize("name", sorted(array_api.OPTAX_NEW_STATE - {"optax.chain", "optax.scale_by_schedule"}))
+def test_standard_optax_init_keeps_no_hyperparameter_given_as_an_array(name):
+    # every numeric parameter given as a strong-typed float32 array: none of them is in the state
+    import inspect
+
+    function = _optax_function(name)
+    arrays = {}
+    for param in inspect.signature(function).parameters.values():
+        number = isinstance(param.default, (int, float)) and not isinstance(param.default, bool)
+        if number or (param.default is inspect.Parameter.empty and param.kind is param.POSITIONAL_OR_KEYWORD):
+            arrays[param.name] = jnp.asarray(param.default if number else 1e-3, jnp.float32)
+    state = function(**arrays).init(_params3())
+    assert not set(_pointers(state)) & set(_pointers(arrays))
+
+
+@pytest.mark.parametrize("name", ["optax.contrib.schedule_free_adamw", "optax.contrib.dadapt_adamw",
+                                  "optax.contrib.prodigy", "optax.contrib.dog"])
+def test_optimizers_that_keep_an_array_they_are_given_are_not_listed(name):
+    # schedule-free keeps ``b1`` and D-Adaptation ``estim_lr0`` when given as arrays; prodigy
+    # and DoG keep the parameters themselves
+    b1 = jnp.asarray(0.9, jnp.float32)
+    params = _params3()
+    kwargs = {"b1": b1} if "schedule_free" in name else {"estim_lr0": b1} if "dadapt" in name else {}
+    state = _optax_function(name)(1e-3, **kwargs).init(params)
+    assert set(_pointers(state)) & set(_pointers((b1, params)))
+    assert name not in array_api.OPTAX_NEW_STATE
+
+
+_WRAPPED = {
+    "optax.apply_if_finite": lambda inner: optax.apply_if_finite(inner, 3),
+    "optax.masked": lambda inner: optax.masked(inner, {"w": True, "b": False, "m": True}),
+    "optax.conditionally_mask": lambda inner: optax.conditionally_mask(inner, lambda step: step < 10),
+    "optax.MultiSteps": lambda inner: optax.MultiSteps(inner, every_k_schedule=2),
+    "optax.multi_transform": lambda inner: optax.multi_transform(
+        {"a": inner, "b": optax.sgd(0.1)}, {"w": "a", "b": "b", "m": "a"}),
+    "optax.partition": lambda inner: optax.partition({"a": inner, "b": optax.sgd(0.1)}, {"w": "a", "b": "b", "m": "a"}),
+    "optax.named_chain": lambda inner: optax.named_chain(("clip", optax.clip(1.0)), ("inner", inner)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(array_api.OPTAX_WRAPPERS))
+def test_a_wrapper_of_standard_transforms_makes_new_buffers_and_one_keeping_params_does_not(name):
+    assert set(_WRAPPED) == set(array_api.OPTAX_WRAPPERS)
+    params = _params3()
+    state = _WRAPPED[name](optax.adamw(1e-3)).init(params)
+    assert not _shares(state, params)
+    assert len(set(_pointers(state))) == len(_pointers(state))
+    # the inner transform's state is kept as it is: one that keeps the parameters leaks them
+    keep_params = optax.GradientTransformation(lambda p: {"start": p}, lambda u, s, p=None: (u, s))
+    kept = _WRAPPED[name](keep_params).init(params)
+    assert _shares(kept, params)
+
+
+def test_multisteps_skip_function_makes_a_state_of_its_own():
+    def keep(updates, gradient_step, params):
+        return False, params
+
+    params = _params3()
+    assert _shares(optax.MultiSteps(optax.adam(1e-3), 2, should_skip_update_fn=keep).init(params), params)
+    assert "should_skip_update_fn" in array_api.OPTAX_WRAPPERS["optax.MultiSteps"][1]
+
+
+def test_inject_hyperparams_copies_numbers_and_keeps_a_strong_array():
+    params = _params3()
+    schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100)
+    assert array_api.array_free_call("optax.warmup_cosine_decay_schedule") == "if_args"
+    for learning_rate in (1e-3, jnp.asarray(1e-3), schedule):  # a float, a weak-typed array, a schedule
+        state = optax.inject_hyperparams(optax.adamw)(learning_rate=learning_rate).init(params)
+        assert not _shares(state, params) and len(set(_pointers(state))) == len(_pointers(state))
+    strong = jnp.asarray(1e-3, jnp.float32)
+    state = optax.inject_hyperparams(optax.adamw)(learning_rate=strong).init(params)
+    assert strong.unsafe_buffer_pointer() in _pointers(state)  # why each hyperparameter must hold no array
 
 
 def test_lbfgs_state_holds_one_array_twice_and_is_not_listed():

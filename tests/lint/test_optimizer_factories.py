@@ -50,6 +50,8 @@ def _opt_state(helper: str) -> str:
     "def make(lr):\n    tx = optax.sgd(lr, momentum=0.9)\n    return tx",
     "def make(lr):\n    if lr > 1:\n        return optax.chain(optax.clip(1.0), optax.adamw(lr))\n    return optax.lion(lr)",
     "def inner(lr):\n    return optax.adam(lr)\n\n\ndef make(lr):\n    return optax.chain(optax.clip(1.0), inner(lr))",
+    "def make(lr):\n    return optax.MultiSteps(optax.apply_if_finite(optax.adamw(lr), 3), every_k_schedule=4)",
+    "def make(lr):\n    return optax.inject_hyperparams(optax.adamw)(learning_rate=1e-3, weight_decay=0.1)",
 ])
 def test_a_helper_returning_standard_transforms_is_new_state(helper):
     assert _opt_state(helper) == "high"
@@ -59,17 +61,18 @@ def test_a_helper_returning_standard_transforms_is_new_state(helper):
     "def make(lr):\n    return other",                                   # a global: anything
     "def make(tx):\n    return tx",                                      # the caller's value
     "def make(lr):\n    tx = optax.adam(lr)\n    tx = optax.lookahead(tx, 5, 0.5)\n    return tx",
-    "def make(lr):\n    if lr > 1:\n        return optax.adam(lr)\n    return optax.MultiSteps(optax.adam(lr), 2)",
+    "def make(lr):\n    if lr > 1:\n        return optax.adam(lr)\n    return optax.lookahead(optax.adam(lr), 5, 0.5)",
     "@functools.lru_cache\ndef make(lr):\n    return optax.adam(lr)",   # decorated: not followed
     "def make(lr):\n    for tx in [optax.adam(lr)]:\n        pass\n    return tx",  # bound by a loop
     "def make(lr):\n    return optax.chain(*[optax.adam(lr)])",         # spread: not followed
     "def make(lr):\n    return make(lr)",                                 # itself: not proved
+    "def make(lr):\n    return optax.inject_hyperparams(optax.adamw)(learning_rate=lr)",  # lr may be an array
     "def make(lr):\n    yield optax.adam(lr)",                            # a generator
     "def make(lr):\n    tx = optax.adam(lr)\n    tx, n = optax.lookahead(tx, 5, 0.5), 1\n    return tx",
-    "def make(lr):\n    tx = optax.adam(lr)\n    tx: optax.GradientTransformation = optax.MultiSteps(tx, 2)\n"
+    "def make(lr):\n    tx = optax.adam(lr)\n    tx: optax.GradientTransformation = optax.lookahead(tx, 5, 0.5)\n"
     "    return tx",
     "def inner(lr):\n    return optax.adam(lr)\n\n\ndef make(lr):\n    def inner(lr):\n"
-    "        return optax.MultiSteps(optax.adam(lr), 2)\n    return inner(lr)",  # the local def, not the global
+    "        return optax.lookahead(optax.adam(lr), 5, 0.5)\n    return inner(lr)",  # the local def, not the global
 ])
 def test_any_other_helper_leaves_the_state_medium(helper):
     assert _opt_state(helper) == "medium"

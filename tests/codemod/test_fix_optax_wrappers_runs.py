@@ -1,0 +1,95 @@
+"""An optimizer built the way training code builds it, a schedule injected as a
+hyperparameter, wrapped to skip non-finite steps and to accumulate gradients
+(``optax.MultiSteps(optax.apply_if_finite(optax.inject_hyperparams(optax.adamw)(
+learning_rate=schedule), 5), every_k_schedule=2)``), makes new buffers only
+(optax 0.2.8, ``tests/lint/test_array_api_facts.py``): the default ``jaxmem-fix``
+donates the step's parameters and optimizer state, the fixed program trains the
+same, and the optimizer state it started from is deleted.  The same wrappers
+around a transform that keeps the parameters stay medium, and forcing the
+donation crashes."""
+
+import sys
+
+import pytest
+
+from fix_runs import crashes_when_forced, fix_and_rerun, last_line, report_of, run
+
+pytest.importorskip("optax")
+
+PROGRAM = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+def keep_params():
+    return optax.GradientTransformation(lambda p: {"start": p}, lambda u, s, p=None: (u, s))
+
+
+@functools.partial(jax.jit, static_argnums=3)  # the step
+def step(params, opt_state, batch, tx):
+    grads = jax.grad(lambda p: ((p["w"] * batch) ** 2).sum())(params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def main():
+    schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-2, 2, 10)
+    tx = optax.MultiSteps(optax.apply_if_finite(INNER, 5), every_k_schedule=2)
+    params = {"w": jnp.ones((4,)) * 2}
+    opt_state = tx.init(params)
+    for i in range(4):
+        params, opt_state = step(params, opt_state, jnp.arange(4.0) * i, tx)
+    print(round(float(params["w"].sum()), 4))
+
+
+main()
+"""
+
+STANDARD = "optax.inject_hyperparams(optax.adamw)(learning_rate=schedule, weight_decay=1e-4)"
+UNDONATED = "@functools.partial(jax.jit, static_argnums=3)  # the step"
+DONATED = "@functools.partial(jax.jit, static_argnums=3, donate_argnums=(0, 1))  # the step"
+
+# Runs the fixed program with MultiSteps.init recorded (unseen by the analysis), then
+# says whether every array of the first optimizer state was deleted by the donation.
+RUNNER = """\
+import jax
+import optax
+
+made = []
+original = optax.MultiSteps.init
+
+
+def init(self, params):
+    made.append(original(self, params))
+    return made[-1]
+
+
+optax.MultiSteps.init = init
+exec(compile(open("train.py").read(), "train.py", "exec"), {"__name__": "__main__"})
+leaves = [leaf for leaf in jax.tree.leaves(made[0]) if isinstance(leaf, jax.Array)]
+print(len(leaves), all(leaf.is_deleted() for leaf in leaves))
+"""
+
+
+def _confidences(program: str) -> dict:
+    return {f.parameter_name: f.confidence.value for f in report_of(program).findings if f.code == "JXM001"}
+
+
+def test_wrapped_standard_transforms_make_the_step_high_and_the_fixed_program_donates_the_state(tmp_path):
+    program = PROGRAM.replace("INNER", STANDARD)
+    assert _confidences(program) == {"params": "high", "opt_state": "high"}
+    fixed = fix_and_rerun(tmp_path, program).read_text()
+    assert DONATED in fixed, fixed
+    (tmp_path / "runner.py").write_text(RUNNER)
+    count, deleted = last_line(run(sys.executable, "runner.py", cwd=tmp_path)).split()
+    assert int(count) > 5 and deleted == "True"
+
+
+def test_the_same_wrappers_around_a_transform_keeping_the_params_stay_medium(tmp_path):
+    program = PROGRAM.replace("INNER", "keep_params()")
+    found = _confidences(program)
+    assert found.get("params") != "high" and found.get("opt_state") != "high", found
+    crashes_when_forced(tmp_path, program, UNDONATED, DONATED, error="donate")
