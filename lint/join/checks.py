@@ -88,6 +88,7 @@ from jaxmem.lint.values.usefulness import (
     PRESERVED,
     PRNG,
     SCALAR,
+    STATIC_STRUCTURE_NAMES,
     UNUSED,
     UNUSED_KEPT,
 )
@@ -959,6 +960,8 @@ def _nnx_not_updated(definition: JitDefinition, name: str, live: str) -> str:
 def _useless_param(definition: JitDefinition, name: str) -> str | None:
     """Why no output of the jitted body can take parameter ``name``'s buffers, if so."""
     verdict = definition.output_verdict(name)
+    if verdict == SCALAR and name in STATIC_STRUCTURE_NAMES:
+        return f"`{name}` is by its name a structure (nnx.split's GraphDef, a treedef): it has no device buffer"
     if verdict == SCALAR:
         return f"`{name}` is a Python scalar, string or None (its default or annotation): it has no device buffer"
     if verdict == PRNG:

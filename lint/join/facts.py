@@ -83,8 +83,15 @@ from jaxmem.lint.values.key_reads import (
     parameter_key_reads,
 )
 from jaxmem.lint.values.metadata import is_metadata_call
-from jaxmem.lint.values.nnx_ownership import (Ownership, might_make_nnx_object, nnx_classes, nnx_ownership,
-                                               occurrences)
+from jaxmem.lint.values.nnx_ownership import (
+    CACHED_PARTIALS,
+    Ownership,
+    bound_arguments,
+    might_make_nnx_object,
+    nnx_classes,
+    nnx_ownership,
+    occurrences,
+)
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -496,8 +503,12 @@ class _Context:
 
     def jitted_argument(self, call: cst.Call):
         """The function ``call`` jits (``step`` in ``jax.pmap(step, ...)``) or traces for a
-        table (``hk.experimental.tabulate(step)``), or None: it is not passed around."""
-        if self.imports.resolve(call.func) in READING_WRAPPERS and call.args and call.args[0].keyword is None:
+        table (``hk.experimental.tabulate(step)``), or binds in ``nnx.cached_partial(step, model)``
+        (whose calls are calls of ``step``: ``FactExtractor.cached_partial``; a partial used otherwise
+        leaves a mention of ``step`` no call accounts for), or None: it is not passed around."""
+        qualified = self.imports.resolve(call.func)
+        if (qualified in READING_WRAPPERS or qualified in CACHED_PARTIALS) and call.args \
+                and call.args[0].keyword is None:
             return call.args[0].value
         found = self.finder.calls.jit_call(call)
         return found[2] if found is not None else None
@@ -863,6 +874,7 @@ class FactExtractor:
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
         self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
+        self._cached_partials: dict[tuple[int, str], tuple | None] = {}  # (id(flow), name) -> cached_partial
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -894,13 +906,50 @@ class FactExtractor:
                 key = site.definition.callee
             else:
                 maybe, qualified = self.ctx.might_be_jitted(key, class_scope)
+                bound = None
                 if not maybe:
-                    continue
+                    partial = self.cached_partial(key, flow, class_scope)
+                    if partial is None:
+                        continue
+                    key, qualified, bound = partial
             point = flow.point_after(call)
             eager = traced or id(call) in self.ctx.eager_calls
             out.append(self.call_facts(call, key, qualified, flow, point, scopes, class_scope, eager,
-                                       params, self.scope.assigned, self_name, is_module))
+                                       params, self.scope.assigned, self_name, is_module, bound))
         return out
+
+    def cached_partial(self, key: RefKey, flow: Flow, class_scope: str | None):
+        """``(callee, qualified, partial call)`` when ``key`` is a name of this scope bound once,
+        by ``p = nnx.cached_partial(f, a, b)`` of a name ``f`` that may be jitted, and the file
+        mentions ``p`` only there and in calls of it in this scope: each call ``p(x)`` is a call
+        ``f(a, b, x)`` (flax 0.12.8: the partial holds ``a`` and ``b`` and passes them first)."""
+        if len(key) != 1:
+            return None
+        memo_key = (id(flow), key[0])
+        if memo_key not in self._cached_partials:
+            self._cached_partials[memo_key] = self._find_cached_partial(key[0], flow, class_scope)
+        return self._cached_partials[memo_key]
+
+    def _find_cached_partial(self, name: str, flow: Flow, class_scope: str | None):
+        writes = self.provenance.writes_of((name,))
+        if len(writes) != 1 or writes[0].origin_kind != "value" or not isinstance(writes[0].origin, cst.Call):
+            return None
+        partial = writes[0].origin
+        if self.ctx.imports.resolve(partial.func) not in CACHED_PARTIALS or not partial.args:
+            return None
+        if any(arg.star or (arg.keyword is not None and arg.keyword.value not in ("graph", "graph_updates"))
+               for arg in partial.args) or partial.args[0].keyword is not None:
+            return None
+        function = partial.args[0].value
+        if not isinstance(function, cst.Name):
+            return None
+        maybe, qualified = self.ctx.might_be_jitted((function.value,), class_scope)
+        calls = [call for call in flow.call_nodes if isinstance(call.func, cst.Name) and call.func.value == name]
+        source = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
+        if not maybe or self.ctx.namespace_reached \
+                or len(re.findall(rf"(?<![.\w]){re.escape(name)}\b", source)) != 1 + len(calls):
+            return None  # ``run(p)``, ``p.func``, a call in a nested def: calls jaxmem does not see
+        return (function.value,), qualified, partial
 
     def _new_scope(self, flow, scopes, class_scope, traced, params, self_name, is_module,
                    array_free_params=frozenset(), function: cst.FunctionDef | None = None) -> _Scope:
@@ -930,7 +979,9 @@ class FactExtractor:
         return self._method_scopes[id(method)]
 
     def call_facts(self, call, key, qualified, flow, point, scopes, class_scope, traced, params, assigned,
-                   self_name, is_module) -> CallFacts:
+                   self_name, is_module, partial: cst.Call | None = None) -> CallFacts:
+        """The facts of ``call``; with ``partial`` (``nnx.cached_partial(f, a, b)``, see
+        :meth:`cached_partial`), of the call of ``f`` it makes: ``a`` and ``b`` first."""
         ctx = self.ctx
         node_events = flow.nodes[point.node].events
         result_writes = [e for e in node_events[point.index:] if e.kind == WRITE and e.key is not None]
@@ -951,6 +1002,9 @@ class FactExtractor:
             values = tuple(leaf for found in leaves for leaf in found)
         else:
             values = None
+        if partial is not None:
+            positional.extend(self.bound_facts(value, partial, call, flow, point, result_writes, params, assigned,
+                                               self_name, is_module) for value in bound_arguments(partial))
         for arg in arguments:
             if arg.star:
                 if arg.star == "*" and leading is None:
@@ -973,8 +1027,22 @@ class FactExtractor:
             traced=traced, text=ctx.text(call),
             leading=(len(positional) if leading is None else leading) if starred else None,
             starred=tuple(starred),
-            binding=self.reaching_binding(call, key, point) if is_module and len(key) == 1 else None,
+            binding=(self.reaching_binding(partial or call, key, flow.point_after(partial) if partial else point)
+                     if is_module and len(key) == 1 else None),
         )
+
+    def bound_facts(self, value, partial: cst.Call, call, flow, point, result_writes, params, assigned, self_name,
+                    is_module) -> ArgFacts:
+        """The facts of ``value``, bound by ``partial`` and passed again by each of its calls
+        (``call`` one of them): as an argument of ``call``; a value that is not an nnx graph
+        node (whose arrays nnx.jit writes back into the object) is held by the partial."""
+        facts = self.arg_facts(value, call, flow, point, result_writes, params, assigned, self_name, is_module)
+        if facts.nnx_own is not None and facts.nnx_own.node:
+            return facts
+        where = self.ctx.positions[partial].start
+        held = Use(where.line, where.column, f"`{facts.text}` is bound by `{self.ctx.text(partial)[:60]}` "
+                   f"(line {where.line}): every call of the partial passes it again", "stored")
+        return dataclasses.replace(facts, escapes=facts.escapes + (held,))
 
     def reaching_binding(self, call: cst.Call, key: RefKey, point: Point) -> tuple[int, int] | None:
         """The lines of the one statement binding module-level name ``key`` that reaches the

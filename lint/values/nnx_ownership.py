@@ -56,6 +56,11 @@ _OPTIMIZER = "flax.nnx.Optimizer"
 _EMA = frozenset({"flax.nnx.EMA", "flax.nnx.training.ema.EMA"})
 _RNGS = "flax.nnx.Rngs"
 _READERS = frozenset({"flax.nnx.display", "print"})
+# ``p = nnx.cached_partial(f, model, optimizer)``: each call ``p(x)`` calls ``f(model, optimizer, x)``
+# with the very objects (flax 0.12.8 clones the graph nodes, sharing their Variables, which
+# nnx.jit writes back); see ``FactExtractor.cached_partial``.
+CACHED_PARTIALS = frozenset({"flax.nnx.cached_partial", "flax.nnx.graph.cached_partial",
+                             "flax.nnx.graphlib.cached_partial", "flax.nnx.compat.cached_partial"})
 _METRICS = frozenset({"flax.nnx.metrics.Average", "flax.nnx.metrics.Accuracy"})
 _MULTI_METRIC = frozenset({"flax.nnx.MultiMetric", "flax.nnx.metrics.MultiMetric"})
 _METHODS = frozenset({"train", "eval", "update", "reset"})  # in place, or flags: no array leaves
@@ -80,6 +85,11 @@ class Ownership:
     # made only by nnx classes (``nnx.Linear``, ``nnx.Optimizer``, a class of this file deriving from
     # one), or by ``classes``, which the join checks are: a graph node nnx.jit writes back, not a pytree
     node: bool = False
+
+
+def bound_arguments(partial: cst.Call) -> list[cst.BaseExpression]:
+    """The values an ``nnx.cached_partial(f, a, b)`` call binds: ``a`` and ``b``."""
+    return [arg.value for arg in partial.args[1:] if arg.keyword is None]
 
 
 def might_make_nnx_object(call: cst.Call) -> bool:
@@ -319,12 +329,36 @@ class _Finder:
             if self.provenance.new_state_nnx_optimizer(call):
                 return None
             return f"`{_code(call)[:60]}` may keep `{name}`'s parameters in its state"
+        if qualified in CACHED_PARTIALS and not first and arg.keyword is None:
+            calls = self._partial_calls(call, parents)
+            if calls is None:
+                return f"`{name}` is bound by `{_code(call)[:60]}`, called where jaxmem cannot follow"
+            self.calls.extend(calls)  # each a call of the jitted function with the object: the join checks
+            return None
         if qualified is not None:
             return f"`{name}` is passed to `{qualified}`, which may keep its arrays"
         position = self.positions[call].start
         self.calls.append((position.line, position.column))  # the join checks it is an nnx.jit call
         self.calls_in_defs |= any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)
         return None
+
+    def _partial_calls(self, partial: cst.Call, parents: tuple) -> list[tuple[int, int]] | None:
+        """``(line, col)`` of every call of ``p`` when ``parents`` end in ``p = partial`` and
+        ``p``'s other occurrences in the scope are all plain calls outside defs and lambdas."""
+        statement = parents[-3] if len(parents) > 2 else None
+        if not (isinstance(statement, cst.Assign) and statement.value is partial and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name)):
+            return None
+        calls = []
+        for node, found in self.occurrences.get(statement.targets[0].target.value, ()):
+            if found and found[-1] is statement.targets[0]:
+                continue  # the binding itself
+            if not (found and isinstance(found[-1], cst.Call) and found[-1].func is node) \
+                    or any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in found):
+                return None
+            position = self.positions[found[-1]].start
+            calls.append((position.line, position.column))
+        return calls or None
 
     def _view_sources(self, call: cst.Call) -> tuple[str | None, ...]:
         """The names of the objects a view call shares Variables with: ``model`` for

@@ -69,7 +69,8 @@ PRNG = "prng"
 MUTATED = "mutated"
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "None"})
-_STATIC_STRUCTURE_NAMES = frozenset({"graphdef", "graph_def", "treedef", "tree_def"})
+# Parameters named as a structure (nnx.split's GraphDef, a jax treedef): no arrays.
+STATIC_STRUCTURE_NAMES = frozenset({"graphdef", "graph_def", "treedef", "tree_def"})
 _MUTATING_METHODS = frozenset({"update"})  # nnx.Optimizer.update(model, grads)
 _MUTATING_FUNCTIONS = frozenset({"flax.nnx.update"})
 _Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
@@ -245,7 +246,7 @@ def _is_scalar_param(param: cst.Param) -> bool:
     annotation = param.annotation.annotation if param.annotation is not None else None
     if isinstance(annotation, cst.Name) and annotation.value in _SCALAR_ANNOTATIONS:
         return True
-    if param.name.value in _STATIC_STRUCTURE_NAMES:
+    if param.name.value in STATIC_STRUCTURE_NAMES:
         return True  # nnx.split's GraphDef, a jax treedef: structure, no arrays
     default = param.default
     if isinstance(default, cst.UnaryOperation):

@@ -272,6 +272,29 @@ def main(model, other):
     refusals = report([facts_for_file("prog.py", only_array, ALL)], ALL)[0].refusals
     assert not [r for r in refusals if r.parameter == "batch"], refusals
 
+def test_a_graphdef_is_refused_as_a_structure_not_as_a_python_scalar():
+    # flax's performance guide: ``jax_train_step(graphdef, state, x, y)`` after ``nnx.split``
+    source = """\
+import jax
+from flax import nnx
+
+
+@jax.jit
+def jax_train_step(graphdef, state, x):
+    model = nnx.merge(graphdef, state)
+    return nnx.state(model)
+
+
+def main(model, x):
+    graphdef, state = nnx.split(model)
+    for _ in range(3):
+        state = jax_train_step(graphdef, state, x)
+"""
+    refusals = report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+    (refusal,) = [r for r in refusals if r.parameter == "graphdef"]
+    assert "by its name a structure" in refusal.reason and "Python scalar" not in refusal.reason
+
+
 OPTAX_SAM_LIKE = """\
 import jax
 import jax.numpy as jnp
