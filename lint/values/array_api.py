@@ -360,7 +360,8 @@ STAGING_DECORATORS = frozenset({"jax.shard_map", "jax.experimental.shard_map.sha
 # in their state; not lbfgs: its state holds one new array in two places; not
 # prodigy, cocob, dog, dowg or scale_by_distance_over_gradients: they keep
 # ``params``; not schedule_free_* or dadapt_adamw: they keep ``b1`` or
-# ``estim_lr0`` when it is an array (wrappers: OPTAX_WRAPPERS).
+# ``estim_lr0`` when it is an array (OPTAX_NEW_STATE_IF_ARRAY_FREE; wrappers:
+# OPTAX_WRAPPERS).
 OPTAX_NEW_STATE = frozenset(
     "optax." + name for name in (
         "adam", "adamw", "sgd", "rmsprop", "adagrad", "lamb", "lion", "adafactor", "nadam", "adabelief",
@@ -395,6 +396,14 @@ OPTAX_WRAPPERS: dict[str, tuple[tuple[str, int, str], tuple[str, ...]]] = {
     "optax.partition": (("transforms", 0, "mapping"), ()),
     "optax.named_chain": (("", 0, "pairs"), ()),
 }
+# Transforms whose ``init`` makes new buffers only when no argument is an array
+# (optax 0.2.8: schedule-free keeps ``jnp.asarray(b1)``, D-Adaptation
+# ``estim_lr0``, each the very array when given one of the parameters' dtype);
+# ``schedule_free(base, learning_rate)`` also needs a standard ``base``.
+OPTAX_NEW_STATE_IF_ARRAY_FREE = frozenset({
+    "optax.contrib.schedule_free_adamw", "optax.contrib.schedule_free_sgd", "optax.contrib.dadapt_adamw",
+    "optax.contrib.schedule_free",
+})
 # ``optax.inject_hyperparams(factory)(**hyperparameters)``: standard when the
 # factory is (a name of OPTAX_NEW_STATE, not a call) and no hyperparameter is
 # an array (a strong-typed array is kept in the state as it is).
@@ -613,6 +622,7 @@ ARRAY_FREE_CALLS: dict[str, str] = {
             "piecewise_interpolate_schedule", "cosine_onecycle_schedule", "linear_onecycle_schedule",
             "join_schedules", "warmup_exponential_decay_schedule", "sgdr_schedule", "warmup_constant_schedule")),
         *sorted(OPTAX_NEW_STATE),  # GradientTransformation: functions, no arrays
+        *sorted(OPTAX_NEW_STATE_IF_ARRAY_FREE), *sorted(OPTAX_WRAPPERS),  # and of array-free parts
         *sorted(FLASHBAX_BUFFERS),  # a buffer: functions, no arrays
     )},
     "absl.flags.FLAGS": "value",

@@ -59,6 +59,7 @@ from jaxmem.lint.values.array_api import (
     NEW,
     OPTAX_INJECT,
     OPTAX_NEW_STATE,
+    OPTAX_NEW_STATE_IF_ARRAY_FREE,
     OPTAX_NO_STATE,
     OPTAX_WRAPPERS,
     PARTITION,
@@ -1250,14 +1251,19 @@ class FunctionSummary:
 def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free) -> bool:
     """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`); ``optax.chain`` or a wrapper of
     :data:`OPTAX_WRAPPERS` whose inner transforms ``is_standard`` accepts (no
-    ``*transforms``); ``optax.inject_hyperparams(optax.adamw)(...)`` with
-    hyperparameters ``array_free`` accepts."""
+    ``*transforms``); ``optax.inject_hyperparams(optax.adamw)(...)`` or one of
+    :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with arguments ``array_free`` accepts."""
     if any(arg.star for arg in call.args):
         return False
     if qualified == "optax.chain":
         return all(arg.keyword is None and is_standard(arg.value) for arg in call.args)
     if qualified in OPTAX_WRAPPERS:
         return _standard_wrapper(call, OPTAX_WRAPPERS[qualified], is_standard)
+    if qualified in OPTAX_NEW_STATE_IF_ARRAY_FREE:
+        base = call_argument(call, 0, "base_optimizer") if qualified == "optax.contrib.schedule_free" else None
+        if qualified == "optax.contrib.schedule_free" and (base is None or not is_standard(base)):
+            return False
+        return all(arg.value is base or array_free(arg.value) for arg in call.args)
     if qualified is None and isinstance(call.func, cst.Call) and resolve(call.func.func) in OPTAX_INJECT:
         factory = call_argument(call.func, 0, "inner_factory")
         return factory is not None and not any(arg.star for arg in call.func.args) \

@@ -128,3 +128,33 @@ def record(cls, key):
 for key in {tuple(classes)!r}:
     print(key, "made with arrays now deleted:", all(leaf.is_deleted() for leaf in made[key]))
 """
+
+
+def step_confidences(program: str, function: str) -> dict[str, str]:
+    """``{parameter: confidence}`` of the JXM001 findings on ``function`` in ``program``."""
+    return {f.parameter_name: f.confidence.value for f in report_of(program).findings
+            if f.code == "JXM001" and f.function == function}
+
+
+def _run_strict(folder: Path, name: str) -> subprocess.CompletedProcess:
+    """``python -W error name`` in ``folder`` on the CPU backend (an unusable donation fails)."""
+    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+def fix_and_rerun_recorded(folder: Path, program: str, classes: dict[str, str], donated: str) -> None:
+    """``program`` as ``train.py``, run under :func:`nnx_recording_runner` of ``classes``; the
+    default ``jaxmem-fix`` writes ``donated`` into it; the fixed program prints the same, and
+    the arrays each recorded object was made with are now deleted (they were not before)."""
+    (folder / "pyproject.toml").write_text("")
+    (folder / "train.py").write_text(program)
+    (folder / "runner.py").write_text(nnx_recording_runner(classes))
+    original = _run_strict(folder, "runner.py")
+    assert original.returncode == 0, original.stderr
+    assert original.stdout.count("now deleted: False") == len(classes), original.stdout
+    done = run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert donated in (folder / "train.py").read_text()
+    fixed = _run_strict(folder, "runner.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")

@@ -8,14 +8,9 @@ donates all three, the fixed program trains the same, and the arrays each object
 was made with are deleted.  A plain pytree bound by the partial is passed again
 by every call: it is never proposed, and forcing its donation crashes."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from fix_runs import crashes_when_forced, nnx_recording_runner, report_of
+from fix_runs import crashes_when_forced, fix_and_rerun_recorded, report_of, step_confidences
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -68,39 +63,21 @@ graphdef, state = nnx.split((model, optimizer, metrics))
 print("loss", round(float(loss), 5), "metric", round(float(metrics.compute()["loss"]), 5))
 """
 
-# Runs train.py after wrapping the constructors, to see the arrays each object was made with.
-RUNNER = nnx_recording_runner({"model": "BatchNorm", "optimizer": "Optimizer", "metrics": "MultiMetric"})
+# The classes whose first instance the run records, to see the arrays each was made with.
+RECORDED = {"model": "BatchNorm", "optimizer": "Optimizer", "metrics": "MultiMetric"}
 
 UNDONATED = "@nnx.jit  # the step"
 DONATED = "@functools.partial(nnx.jit, donate_argnums=(0, 1, 2))  # the step"
 
 
-def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-
 
 def _confidences(program: str) -> dict:
-    return {f.parameter_name: f.confidence.value for f in report_of(program).findings
-            if f.code == "JXM001" and f.function == "train_step"}
+    return step_confidences(program, "train_step")
 
 
 def test_the_performance_guide_is_donated_by_the_default_fix_and_trains_the_same(tmp_path):
     assert _confidences(PROGRAM) == {"model": "high", "optimizer": "high", "metrics": "high"}
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(PROGRAM)
-    (tmp_path / "runner.py").write_text(RUNNER)
-    original = _run(tmp_path, "runner.py")
-    assert original.returncode == 0, original.stderr
-    assert original.stdout.count("now deleted: False") == 3, original.stdout
-
-    done = subprocess.run([str(Path(sys.executable).parent / "jaxmem-fix"), "--no-cache", "train.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert DONATED in (tmp_path / "train.py").read_text()
-    fixed = _run(tmp_path, "runner.py")
-    assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+    fix_and_rerun_recorded(tmp_path, PROGRAM, RECORDED, DONATED)
 
 
 def test_the_partial_handed_on_keeps_the_objects_undonated():

@@ -6,14 +6,9 @@ the default fix, the fixed program evaluates the same, and the arrays each was m
 with are deleted.  An array taken out through the EMA's view and read after the
 step keeps the EMA undonated; forcing the donation crashes."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from fix_runs import crashes_when_forced, nnx_recording_runner, report_of
+from fix_runs import crashes_when_forced, fix_and_rerun_recorded, step_confidences
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -59,40 +54,22 @@ def main():
 main()
 """
 
-# Runs train.py after wrapping the constructors, to see the arrays each object was made with.
-RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer", "ema": "EMA"})
+# The classes whose first instance the run records, to see the arrays each was made with.
+RECORDED = {"model": "Linear", "optimizer": "Optimizer", "ema": "EMA"}
 
 UNDONATED = "@nnx.jit  # the step"
 DONATED = "@functools.partial(nnx.jit, donate_argnums=(0, 1, 2))  # the step"
 
 
-def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-
 
 def _confidences(program: str) -> dict:
-    return {f.parameter_name: f.confidence.value for f in report_of(program).findings
-            if f.code == "JXM001" and f.function == "train_step"}
+    return step_confidences(program, "train_step")
 
 
 def test_the_ema_recipe_is_donated_by_the_default_fix_and_evaluates_the_same(tmp_path):
     program = PROGRAM.replace("    TAKEN\n", "").replace("    READ\n", "")
     assert _confidences(program) == {"model": "high", "optimizer": "high", "ema": "high"}
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(program)
-    (tmp_path / "runner.py").write_text(RUNNER)
-    original = _run(tmp_path, "runner.py")
-    assert original.returncode == 0, original.stderr
-    assert original.stdout.count("now deleted: False") == 3, original.stdout
-
-    done = subprocess.run([str(Path(sys.executable).parent / "jaxmem-fix"), "--no-cache", "train.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert DONATED in (tmp_path / "train.py").read_text()
-    fixed = _run(tmp_path, "runner.py")
-    assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+    fix_and_rerun_recorded(tmp_path, program, RECORDED, DONATED)
 
 
 def test_an_array_taken_through_the_emas_view_keeps_the_ema_undonated(tmp_path):

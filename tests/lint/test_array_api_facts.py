@@ -88,15 +88,25 @@ def test_standard_optax_init_keeps_no_hyperparameter_given_as_an_array(name):
     assert not set(_pointers(state)) & set(_pointers(arrays))
 
 
+@pytest.mark.parametrize("name", sorted(array_api.OPTAX_NEW_STATE_IF_ARRAY_FREE))
+def test_optimizers_new_only_with_array_free_arguments_make_new_buffers_from_numbers(name):
+    params = _params3()
+    args = (optax.adam(1e-3), 1e-3) if name == "optax.contrib.schedule_free" else (1e-3,)
+    state = _optax_function(name)(*args).init(params)
+    assert not _shares(state, params)
+    assert len(set(_pointers(state))) == len(_pointers(state))
+
+
 @pytest.mark.parametrize("name", ["optax.contrib.schedule_free_adamw", "optax.contrib.dadapt_adamw",
-                                  "optax.contrib.prodigy", "optax.contrib.dog"])
+                                  "optax.contrib.schedule_free", "optax.contrib.prodigy", "optax.contrib.dog"])
 def test_optimizers_that_keep_an_array_they_are_given_are_not_listed(name):
     # schedule-free keeps ``b1`` and D-Adaptation ``estim_lr0`` when given as arrays; prodigy
     # and DoG keep the parameters themselves
     b1 = jnp.asarray(0.9, jnp.float32)
     params = _params3()
     kwargs = {"b1": b1} if "schedule_free" in name else {"estim_lr0": b1} if "dadapt" in name else {}
-    state = _optax_function(name)(1e-3, **kwargs).init(params)
+    args = (optax.adam(1e-3), 1e-3) if name == "optax.contrib.schedule_free" else (1e-3,)
+    state = _optax_function(name)(*args, **kwargs).init(params)
     assert set(_pointers(state)) & set(_pointers((b1, params)))
     assert name not in array_api.OPTAX_NEW_STATE
 

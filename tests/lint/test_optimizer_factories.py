@@ -1,7 +1,11 @@
-"""Which helpers count as returning a standard optax transform
-(``lint/values/provenance.returns_new_state_optimizer``): every ``return`` must give
-one, through locals bound only by plain top-level assignments.  What the donation
-does at run time: ``tests/codemod/test_fix_optimizer_factory_runs.py``."""
+"""Which optimizers count as standard optax transforms, whose ``init`` makes new
+buffers only: wrappers and injected hyperparameters (``OPTAX_WRAPPERS``,
+``OPTAX_INJECT`` in ``lint/values/array_api.py``: every inner transform standard,
+no hyperparameter an array), and helpers (``lint/values/provenance.
+returns_new_state_optimizer``: every ``return`` gives one, through locals bound only
+by plain top-level assignments).  The buffers checked under real optax:
+``tests/lint/test_array_api_facts.py``; what the donation does at run time:
+``tests/codemod/test_fix_standard_optimizers_runs.py``."""
 
 import textwrap
 
@@ -37,12 +41,16 @@ def main(params, grads, lr, other):
 """
 
 
-def _opt_state(helper: str) -> str:
-    source = PROGRAM.replace("HELPER", textwrap.dedent(helper).strip())
+def _confidence(source: str) -> str:
+    """The confidence of the JXM001 finding on the step's ``opt_state``."""
     facts = facts_for_file("m.py", source, ALL, project_hints({"m.py": source}))
     (result,) = report([facts], ALL)
     (found,) = [f for f in result.findings if f.code == "JXM001" and f.parameter_name == "opt_state"]
     return found.confidence.value
+
+
+def _opt_state(helper: str) -> str:
+    return _confidence(PROGRAM.replace("HELPER", textwrap.dedent(helper).strip()))
 
 
 @pytest.mark.parametrize("helper", [
@@ -76,3 +84,72 @@ def test_a_helper_returning_standard_transforms_is_new_state(helper):
 ])
 def test_any_other_helper_leaves_the_state_medium(helper):
     assert _opt_state(helper) == "medium"
+
+
+INLINE = """
+import jax
+import jax.numpy as jnp
+import optax
+from optax import contrib
+
+
+@jax.jit
+def step(params, opt_state, grads):
+    updates, opt_state = optax.adam(1e-3).update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def main(grads, lr, skip):
+    params = {"w": jnp.ones((4, 4))}
+    schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100)
+    tx = TRANSFORM
+    opt_state = tx.init(params)
+    for _ in range(3):
+        params, opt_state = step(params, opt_state, grads)
+    return params, opt_state
+"""
+
+KEEP = "optax.GradientTransformation(lambda p: {'start': p}, lambda u, s, p=None: (u, s))"
+
+
+def _inline(transform: str) -> str:
+    return _confidence(INLINE.replace("TRANSFORM", transform))
+
+
+@pytest.mark.parametrize("transform", [
+    "optax.apply_if_finite(optax.adamw(1e-3), max_consecutive_errors=5)",
+    "optax.MultiSteps(optax.adam(1e-3), every_k_schedule=4)",
+    "optax.MultiSteps(optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3)), 4, True)",
+    "optax.masked(optax.adamw(1e-3), {'w': True})",
+    "optax.conditionally_mask(optax.sgd(0.1), lambda count: count < 10)",
+    "optax.multi_transform({'a': optax.adam(1e-3), 'b': optax.set_to_zero()}, {'w': 'a'})".replace(
+        "optax.set_to_zero()", "optax.sgd(0.0)"),
+    "optax.partition({'a': optax.adam(1e-3)}, {'w': 'a'})",
+    "optax.named_chain(('clip', optax.clip(1.0)), ('adam', optax.adam(1e-3)))",
+    "optax.inject_hyperparams(optax.adamw)(learning_rate=schedule, weight_decay=1e-4)",
+    "optax.inject_hyperparams(optax.sgd)(0.1, momentum=0.9)",
+    "contrib.muon(1e-3)",
+    "contrib.schedule_free_adamw(1e-3, warmup_steps=10, b1=0.9)",
+    "contrib.schedule_free(optax.adam(1e-3), schedule, b1=0.9)",
+    "optax.chain(optax.clip(1.0), optax.scale_by_adam(), optax.scale_by_trust_ratio(), optax.scale(-1e-3))",
+])
+def test_a_wrapper_of_standard_transforms_is_new_state(transform):
+    assert _inline(transform) == "high"
+
+
+@pytest.mark.parametrize("transform", [
+    f"optax.apply_if_finite({KEEP}, 5)",                                 # the inner keeps the params
+    f"optax.multi_transform({{'a': optax.adam(1e-3), 'b': {KEEP}}}, {{'w': 'b'}})",
+    "optax.multi_transform(transforms, {'w': 'a'})",                    # not a dict literal
+    "optax.MultiSteps(optax.adam(1e-3), 4, should_skip_update_fn=skip)",  # a state of skip's choosing
+    "optax.MultiSteps(optax.adam(1e-3), 4, True, skip)",
+    "optax.named_chain(*pairs)",
+    "optax.inject_hyperparams(optax.adamw)(learning_rate=lr)",           # lr may be an array: kept
+    "optax.inject_hyperparams(optax.adamw)(learning_rate=jnp.asarray(1e-3, jnp.float32))",
+    "optax.inject_hyperparams(contrib.prodigy)(learning_rate=1.0)",     # prodigy keeps the params
+    "contrib.schedule_free_adamw(1e-3, b1=lr)",                          # b1 may be an array: kept
+    f"contrib.schedule_free({KEEP}, 1e-3)",
+    "contrib.dadapt_adamw(1.0, estim_lr0=jnp.asarray(1e-6, jnp.float32))",
+])
+def test_any_other_wrapper_leaves_the_state_medium(transform):
+    assert _inline(transform) == "medium"

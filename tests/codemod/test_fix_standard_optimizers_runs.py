@@ -1,12 +1,18 @@
-"""An optimizer built the way training code builds it, a schedule injected as a
-hyperparameter, wrapped to skip non-finite steps and to accumulate gradients
-(``optax.MultiSteps(optax.apply_if_finite(optax.inject_hyperparams(optax.adamw)(
-learning_rate=schedule), 5), every_k_schedule=2)``), makes new buffers only
-(optax 0.2.8, ``tests/lint/test_array_api_facts.py``): the default ``jaxmem-fix``
-donates the step's parameters and optimizer state, the fixed program trains the
-same, and the optimizer state it started from is deleted.  The same wrappers
-around a transform that keeps the parameters stay medium, and forcing the
-donation crashes."""
+"""Optimizers whose ``init`` makes new buffers only (optax 0.2.8,
+``tests/lint/test_array_api_facts.py``) make the step's donations high, and the
+default ``jaxmem-fix`` donates the parameters and the optimizer state:
+
+* one made by a helper of the same file (``tx = make_optimizer(lr, clip)``) whose
+  every ``return`` gives a standard transform;
+* one built the way training code builds it: a schedule injected as a
+  hyperparameter, wrapped to skip non-finite steps and to accumulate gradients
+  (``optax.MultiSteps(optax.apply_if_finite(optax.inject_hyperparams(optax.adamw)(
+  learning_rate=schedule), 5), every_k_schedule=2)``), or schedule-free AdamW in
+  the same wrappers; the fixed program trains the same, and the optimizer state it
+  started from is deleted.
+
+A helper or a wrapper around a transform that keeps the parameters leaves them
+medium, and forcing the donation crashes ("donate the same buffer twice")."""
 
 import sys
 
@@ -16,7 +22,7 @@ from fix_runs import crashes_when_forced, fix_and_rerun, last_line, report_of, r
 
 pytest.importorskip("optax")
 
-PROGRAM = """\
+PREAMBLE = """\
 import functools
 
 import jax
@@ -33,7 +39,30 @@ def step(params, opt_state, batch, tx):
     grads = jax.grad(lambda p: ((p["w"] * batch) ** 2).sum())(params)
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
+"""
 
+FACTORY = PREAMBLE + """
+
+def make_optimizer(lr, clip):
+    if clip:
+        return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(lr))
+    tx = optax.adam(lr)
+    return tx
+
+
+def main():
+    tx = MAKER
+    params = {"w": jnp.ones((4,)) * 2}
+    opt_state = tx.init(params)
+    for i in range(3):
+        params, opt_state = step(params, opt_state, jnp.arange(4.0) * i, tx)
+    print(round(float(params["w"].sum()), 4))
+
+
+main()
+"""
+
+WRAPPED = PREAMBLE + """
 
 def main():
     schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-2, 2, 10)
@@ -48,7 +77,7 @@ def main():
 main()
 """
 
-STANDARD = "optax.inject_hyperparams(optax.adamw)(learning_rate=schedule, weight_decay=1e-4)"
+INJECTED = "optax.inject_hyperparams(optax.adamw)(learning_rate=schedule, weight_decay=1e-4)"
 UNDONATED = "@functools.partial(jax.jit, static_argnums=3)  # the step"
 DONATED = "@functools.partial(jax.jit, static_argnums=3, donate_argnums=(0, 1))  # the step"
 
@@ -78,8 +107,17 @@ def _confidences(program: str) -> dict:
     return {f.parameter_name: f.confidence.value for f in report_of(program).findings if f.code == "JXM001"}
 
 
-def test_wrapped_standard_transforms_make_the_step_high_and_the_fixed_program_donates_the_state(tmp_path):
-    program = PROGRAM.replace("INNER", STANDARD)
+@pytest.mark.parametrize("maker", ["make_optimizer(1e-2, True)", "make_optimizer(1e-2, False)"])
+def test_a_helper_that_returns_standard_transforms_makes_the_step_high_and_the_fix_runs(tmp_path, maker):
+    program = FACTORY.replace("MAKER", maker)
+    assert _confidences(program) == {"params": "high", "opt_state": "high"}
+    fixed = fix_and_rerun(tmp_path, program).read_text()
+    assert DONATED in fixed, fixed
+
+
+@pytest.mark.parametrize("inner", [INJECTED, "optax.contrib.schedule_free_adamw(1e-2, warmup_steps=2, b1=0.9)"])
+def test_wrapped_standard_transforms_make_the_step_high_and_the_fixed_program_donates_the_state(tmp_path, inner):
+    program = WRAPPED.replace("INNER", inner)
     assert _confidences(program) == {"params": "high", "opt_state": "high"}
     fixed = fix_and_rerun(tmp_path, program).read_text()
     assert DONATED in fixed, fixed
@@ -88,8 +126,9 @@ def test_wrapped_standard_transforms_make_the_step_high_and_the_fixed_program_do
     assert int(count) > 5 and deleted == "True"
 
 
-def test_the_same_wrappers_around_a_transform_keeping_the_params_stay_medium(tmp_path):
-    program = PROGRAM.replace("INNER", "keep_params()")
+@pytest.mark.parametrize("program", [FACTORY.replace("MAKER", "keep_params()"),
+                                     WRAPPED.replace("INNER", "keep_params()")])
+def test_an_optimizer_that_may_keep_the_params_stays_medium_and_forcing_it_crashes(tmp_path, program):
     found = _confidences(program)
     assert found.get("params") != "high" and found.get("opt_state") != "high", found
     crashes_when_forced(tmp_path, program, UNDONATED, DONATED, error="donate")
