@@ -909,7 +909,7 @@ class FactExtractor:
                 bound = None
                 if not maybe:
                     partial = self.cached_partial(key, flow, class_scope)
-                    if partial is None:
+                    if partial is None or not self._bound_unchanged(partial[2], call, flow):
                         continue
                     key, qualified, bound = partial
             point = flow.point_after(call)
@@ -929,6 +929,20 @@ class FactExtractor:
         if memo_key not in self._cached_partials:
             self._cached_partials[memo_key] = self._find_cached_partial(key[0], flow, class_scope)
         return self._cached_partials[memo_key]
+
+    def _bound_unchanged(self, partial: cst.Call, call: cst.Call, flow: Flow) -> bool:
+        """Whether each name ``partial`` binds holds at ``call`` the value it held when the
+        partial was made (``model = Model()`` again in between: the partial keeps the old one,
+        which the facts of ``call``'s arguments would not describe)."""
+        made, called = flow.point_after(partial), flow.point_after(call)
+        if made is None or called is None:
+            return False
+        for value in bound_arguments(partial):
+            key = ref_key(value)
+            if key is not None and len(key) == 1 and [id(e) for e in self.provenance.reaching_writes(key, made)] \
+                    != [id(e) for e in self.provenance.reaching_writes(key, called)]:
+                return False
+        return True
 
     def _find_cached_partial(self, name: str, flow: Flow, class_scope: str | None):
         writes = self.provenance.writes_of((name,))

@@ -168,3 +168,17 @@ cached_m = cached_f(m)
     assert not [f for f in findings if f.confidence.value == "high"], findings
     compat = PROGRAM.replace("nnx.cached_partial(", "nnx.compat.cached_partial(")
     assert _confidences(compat) == {"model": "high", "optimizer": "high", "metrics": "high"}
+
+
+def test_an_object_rebound_after_the_partial_is_made_is_not_the_one_it_passes():
+    # the partial keeps the first model, whose array is read at the end: the calls of the
+    # partial are not taken as calls with the second model (FactExtractor._bound_unchanged),
+    # and the first model's own uses keep it medium too
+    program = PROGRAM.replace(
+        "cached_train_step = nnx.cached_partial(train_step, model, optimizer, metrics)\n",
+        "cached_train_step = nnx.cached_partial(train_step, model, optimizer, metrics)\n"
+        "kernel = model.linear_out.kernel[...]\n"
+        "model = Model(2, 16, 3, rngs=nnx.Rngs(1))\n").replace(
+        'print("loss"', 'print("kernel", round(float(kernel.sum()), 5))\nprint("loss"')
+    found = _confidences(program)
+    assert found.get("model") != "high", found
