@@ -7,9 +7,9 @@ default ``jaxmem-fix`` donates the parameters and the optimizer state:
 * one built the way training code builds it: a schedule injected as a
   hyperparameter, wrapped to skip non-finite steps and to accumulate gradients
   (``optax.MultiSteps(optax.apply_if_finite(optax.inject_hyperparams(optax.adamw)(
-  learning_rate=schedule), 5), every_k_schedule=2)``), or schedule-free AdamW in
-  the same wrappers; the fixed program trains the same, and the optimizer state it
-  started from is deleted.
+  learning_rate=schedule), 5), every_k_schedule=2)``), or schedule-free AdamW or a
+  chain with muon in the same wrappers; the fixed program trains the same, and the
+  optimizer state it started from is deleted.
 
 A helper or a wrapper around a transform that keeps the parameters leaves them
 medium, and forcing the donation crashes ("donate the same buffer twice")."""
@@ -115,7 +115,12 @@ def test_a_helper_that_returns_standard_transforms_makes_the_step_high_and_the_f
     assert DONATED in fixed, fixed
 
 
-@pytest.mark.parametrize("inner", [INJECTED, "optax.contrib.schedule_free_adamw(1e-2, warmup_steps=2, b1=0.9)"])
+@pytest.mark.parametrize("inner", [
+    INJECTED,
+    "optax.contrib.schedule_free_adamw(1e-2, warmup_steps=2, b1=0.9)",
+    # jax-md's equivariant example: its muon chain (a vector: muon hands it to adam)
+    "optax.chain(optax.clip_by_global_norm(100.0), optax.contrib.muon(learning_rate=schedule))",
+])
 def test_wrapped_standard_transforms_make_the_step_high_and_the_fixed_program_donates_the_state(tmp_path, inner):
     program = WRAPPED.replace("INNER", inner)
     assert _confidences(program) == {"params": "high", "opt_state": "high"}
