@@ -64,7 +64,9 @@ RULE = Rule(
     at every call site in the run the argument is a local value of the
     calling scope, rebound by the call, with no alias, escape or later read
     on any path; its buffers are its own (made by a jitted call, an array
-    constructor, arithmetic, a standard optax `init`, or a project function
+    constructor, arithmetic, a standard optax `init` (also of a wrapper such
+    as `MultiSteps` or `inject_hyperparams` around standard transforms, given
+    no array), or a project function
     (in any file) whose body returns no value twice and none of the
     arguments still held after the call; not a loop variable taken from a
     container, not a value a library call made from something still read,
@@ -78,6 +80,7 @@ RULE = Rule(
     one has its shapes). An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made
     with new arrays and nothing takes an array out of it (only nnx.jit calls,
+    also through `nnx.cached_partial(step, model)`,
     `train()`/`eval()`/`update()`/`reset()`, views that do the same). So is
     one the step only reads (an eval step's `model`) when it is made by an nnx
     class or a project class deriving from one: nnx.jit returns every array
