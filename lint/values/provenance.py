@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from jaxmem.lint.callables.jit_api import PARTIAL_NAMES
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
 from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type
 from jaxmem.lint.values.array_api import (
@@ -889,9 +890,36 @@ class Provenance:
                     and self._names_top_level_function(call.func.value):
                 return self._optimizer_factory(call.func.value)
             return _standard_optax_call(call, qualified, lambda arg: self.is_new_state_optimizer(arg, inner),
-                                        self.ctx.imports.resolve, lambda arg: self.array_free(arg, inner))
+                                        self.ctx.imports.resolve, lambda arg: self.array_free(arg, inner),
+                                        lambda arg: self.plain_hyperparameter(arg, inner))
 
         return self.bound_only_to(expr, made_by, depth)
+
+    def plain_hyperparameter(self, expr, depth: int = 0) -> bool:
+        """A hyperparameter ``optax.inject_hyperparams`` copies into new arrays: array-free, and
+        no function of the program (a lambda, a def, a ``partial``), whose result it would
+        keep as it is when that is an array; an optax schedule of array-free arguments
+        computes new arrays."""
+        if depth > _MAX_DEPTH or not self.array_free(expr, depth):
+            return False
+        if type(expr) is cst.Lambda:
+            return False
+        if type(expr) is cst.Call:
+            return self.ctx.imports.resolve(expr.func) not in PARTIAL_NAMES  # a schedule, float(...), ...
+        if type(expr) is cst.IfExp:
+            return self.plain_hyperparameter(expr.body, depth + 1) and self.plain_hyperparameter(expr.orelse, depth + 1)
+        key = ref_key(expr)
+        if type(expr) is not cst.Name or key is None:
+            return True  # a literal, config.learning_rate, FLAGS.lr
+        owner = self.owner_of(key)
+        if owner == "param":
+            return not self.writes_of(key)  # annotated array-free (``lr: float``), never rebound
+        if owner == "global":
+            values = self.ctx.module_values(key[0])
+            return bool(values) and all(self.plain_hyperparameter(value, depth + 1) for value in values)
+        writes = self.writes_of(key) if owner == "local" else ()
+        return bool(writes) and all(event.origin_kind == "value" and event.origin is not None
+                                    and self.plain_hyperparameter(event.origin, depth + 1) for event in writes)
 
     def _optimizer_factory(self, name: str) -> bool:
         """Whether the file's top-level function ``name`` (one undecorated def) returns a
@@ -1248,11 +1276,13 @@ class FunctionSummary:
     made: tuple[str, ...] = ()
 
 
-def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free) -> bool:
+def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free,
+                         hyperparameter=None) -> bool:
     """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`); ``optax.chain`` or a wrapper of
     :data:`OPTAX_WRAPPERS` whose inner transforms ``is_standard`` accepts (no
-    ``*transforms``); ``optax.inject_hyperparams(optax.adamw)(...)`` or one of
-    :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with arguments ``array_free`` accepts."""
+    ``*transforms``); one of :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with arguments
+    ``array_free`` accepts; ``optax.inject_hyperparams(optax.adamw)(...)`` with
+    hyperparameters ``hyperparameter`` accepts (``array_free`` when not given)."""
     if any(arg.star for arg in call.args):
         return False
     if qualified == "optax.chain":
@@ -1268,7 +1298,7 @@ def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, res
         factory = call_argument(call.func, 0, "inner_factory")
         return factory is not None and not any(arg.star for arg in call.func.args) \
             and resolve(factory) in OPTAX_NEW_STATE - {"optax.chain"} \
-            and all(array_free(arg.value) for arg in call.args)
+            and all((hyperparameter or array_free)(arg.value) for arg in call.args)
     return qualified in OPTAX_NEW_STATE
 
 

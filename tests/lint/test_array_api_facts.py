@@ -155,6 +155,9 @@ def test_inject_hyperparams_copies_numbers_and_keeps_a_strong_array():
     strong = jnp.asarray(1e-3, jnp.float32)
     state = optax.inject_hyperparams(optax.adamw)(learning_rate=strong).init(params)
     assert strong.unsafe_buffer_pointer() in _pointers(state)  # why each hyperparameter must hold no array
+    # a function's result is kept as it is too: why no lambda or def of the program is taken
+    state = optax.inject_hyperparams(optax.adamw)(learning_rate=lambda count: strong).init(params)
+    assert strong.unsafe_buffer_pointer() in _pointers(state)
 
 
 def test_lbfgs_state_holds_one_array_twice_and_is_not_listed():

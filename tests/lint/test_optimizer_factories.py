@@ -146,6 +146,7 @@ def test_a_wrapper_of_standard_transforms_is_new_state(transform):
     "optax.named_chain(*pairs)",
     "optax.inject_hyperparams(optax.adamw)(learning_rate=lr)",           # lr may be an array: kept
     "optax.inject_hyperparams(optax.adamw)(learning_rate=jnp.asarray(1e-3, jnp.float32))",
+    "optax.inject_hyperparams(optax.adamw)(learning_rate=lambda count: 1e-3)",  # its result is kept as it is
     "optax.inject_hyperparams(contrib.prodigy)(learning_rate=1.0)",     # prodigy keeps the params
     "contrib.schedule_free_adamw(1e-3, b1=lr)",                          # b1 may be an array: kept
     f"contrib.schedule_free({KEEP}, 1e-3)",
