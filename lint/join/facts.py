@@ -875,6 +875,7 @@ class FactExtractor:
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
         self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
         self._cached_partials: dict[tuple[int, str], tuple | None] = {}  # (id(flow), name) -> cached_partial
+        self._names_cached_partial: bool | None = None  # the file's text has the word (asked once)
 
     def _module_function(self, name: str):
         """``(summary, signature)`` of the file's top-level function ``name`` (one def), or None."""
@@ -925,10 +926,18 @@ class FactExtractor:
         ``f(a, b, x)`` (flax 0.12.8: the partial holds ``a`` and ``b`` and passes them first)."""
         if len(key) != 1:
             return None
+        if self._names_cached_partial is None:  # no such word in the file: no such call (most files)
+            self._names_cached_partial = "cached_partial" in self._source()
+        if not self._names_cached_partial:
+            return None
         memo_key = (id(flow), key[0])
         if memo_key not in self._cached_partials:
             self._cached_partials[memo_key] = self._find_cached_partial(key[0], flow, class_scope)
         return self._cached_partials[memo_key]
+
+    def _source(self) -> str:
+        """The file's text as analysed."""
+        return self.ctx.source if self.ctx.source is not None else self.ctx.module.code
 
     def _bound_unchanged(self, partial: cst.Call, call: cst.Call, flow: Flow) -> bool:
         """Whether each name ``partial`` binds holds at ``call`` the value it held when the
@@ -959,9 +968,8 @@ class FactExtractor:
             return None
         maybe, qualified = self.ctx.might_be_jitted((function.value,), class_scope)
         calls = [call for call in flow.call_nodes if isinstance(call.func, cst.Name) and call.func.value == name]
-        source = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
         if not maybe or self.ctx.namespace_reached \
-                or len(re.findall(rf"(?<![.\w]){re.escape(name)}\b", source)) != 1 + len(calls):
+                or len(re.findall(rf"(?<![.\w]){re.escape(name)}\b", self._source())) != 1 + len(calls):
             return None  # ``run(p)``, ``p.func``, a call in a nested def: calls jaxmem does not see
         return (function.value,), qualified, partial
 
@@ -1068,7 +1076,7 @@ class FactExtractor:
         name = key[0]
         if name not in self.ctx.redefined or self.ctx.namespace_reached or id(call) in self.ctx.deferred_calls():
             return None
-        source = self.ctx.source if self.ctx.source is not None else self.ctx.module.code
+        source = self._source()
         if _IMPORT_STAR.search(source) or re.search(rf"\bglobal\b[^\n]*\b{re.escape(name)}\b", source):
             return None
         reaching = self.provenance.reaching_writes(key, point)

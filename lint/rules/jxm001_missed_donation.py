@@ -507,6 +507,74 @@ RULE = Rule(
         ),
         Example(
             """
+            import optax
+            from flax import nnx
+
+            @nnx.jit  # JXM001
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+                optimizer.update(model, grads)
+
+            def main(batches):
+                model = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+                optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+                step = nnx.cached_partial(train_step, model, optimizer)
+                for batch in batches:
+                    step(batch)
+                return model
+            """,
+            confidence=Confidence.HIGH,
+            note="each call of the cached partial is a call of train_step with the bound objects first (flax's "
+                 "performance guide; run in tests/codemod/test_fix_nnx_cached_partial_runs.py)",
+        ),
+        Example(
+            """
+            import jax
+            import optax
+
+            schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-3, 100, 10_000)
+            tx = optax.MultiSteps(optax.inject_hyperparams(optax.adamw)(learning_rate=schedule), every_k_schedule=4)
+
+            @jax.jit  # JXM001
+            def step(params, opt_state, grads):
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return optax.apply_updates(params, updates), opt_state
+
+            def train(params, grads_list):
+                params = jax.tree.map(lambda p: p * 1.0, params)
+                opt_state = tx.init(params)
+                for grads in grads_list:
+                    params, opt_state = step(params, opt_state, grads)
+                return params
+            """,
+            confidence=Confidence.HIGH,
+            note="wrappers around a standard transform, hyperparameters an optax schedule: init makes new buffers "
+                 "only (optax 0.2.8; run in tests/codemod/test_fix_standard_optimizers_runs.py)",
+        ),
+        Example(
+            """
+            import jax
+            import optax
+
+            tx = optax.inject_hyperparams(optax.adamw)(learning_rate=lambda count: 1e-3)
+
+            @jax.jit  # JXM001
+            def step(params, opt_state, grads):
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return optax.apply_updates(params, updates), opt_state
+
+            def train(params, grads_list):
+                params = jax.tree.map(lambda p: p * 1.0, params)
+                opt_state = tx.init(params)
+                for grads in grads_list:
+                    params, opt_state = step(params, opt_state, grads)
+                return params
+            """,
+            confidence=Confidence.MEDIUM,
+            note="inject_hyperparams keeps a function's result as it is, an array too: the state is not proved new",
+        ),
+        Example(
+            """
             import flashbax as fbx
             import jax
 

@@ -385,16 +385,16 @@ OPTAX_NEW_STATE = frozenset(
 # buffers only when every inner transform does.  Each maps to where its inner
 # transforms are given, ``(keyword, position, form)``, ``form`` one of "one" (a
 # transform), "mapping" (a dict literal of transforms) or "pairs" (``*args`` of
-# ``(name, transform)`` tuples), and to the arguments whose presence is refused:
-# MultiSteps' ``should_skip_update_fn`` makes a state of its own choosing.
-OPTAX_WRAPPERS: dict[str, tuple[tuple[str, int, str], tuple[str, ...]]] = {
-    "optax.apply_if_finite": (("inner", 0, "one"), ()),
-    "optax.masked": (("inner", 0, "one"), ()),
-    "optax.conditionally_mask": (("inner", 0, "one"), ()),
-    "optax.MultiSteps": (("opt", 0, "one"), ("should_skip_update_fn",)),
-    "optax.multi_transform": (("transforms", 0, "mapping"), ()),
-    "optax.partition": (("transforms", 0, "mapping"), ()),
-    "optax.named_chain": (("", 0, "pairs"), ()),
+# ``(name, transform)`` tuples), and to the parameters (keyword: position) whose
+# argument is refused: MultiSteps' ``should_skip_update_fn`` makes a state of its own choosing.
+OPTAX_WRAPPERS: dict[str, tuple[tuple[str, int, str], dict[str, int]]] = {
+    "optax.apply_if_finite": (("inner", 0, "one"), {}),
+    "optax.masked": (("inner", 0, "one"), {}),
+    "optax.conditionally_mask": (("inner", 0, "one"), {}),
+    "optax.MultiSteps": (("opt", 0, "one"), {"should_skip_update_fn": 3}),
+    "optax.multi_transform": (("transforms", 0, "mapping"), {}),
+    "optax.partition": (("transforms", 0, "mapping"), {}),
+    "optax.named_chain": (("", 0, "pairs"), {}),
 }
 # Transforms whose ``init`` makes new buffers only when no argument is an array
 # (optax 0.2.8: schedule-free keeps ``jnp.asarray(b1)``, D-Adaptation

@@ -1277,12 +1277,12 @@ class FunctionSummary:
 
 
 def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free,
-                         hyperparameter=None) -> bool:
+                         hyperparameter) -> bool:
     """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`); ``optax.chain`` or a wrapper of
     :data:`OPTAX_WRAPPERS` whose inner transforms ``is_standard`` accepts (no
     ``*transforms``); one of :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with arguments
     ``array_free`` accepts; ``optax.inject_hyperparams(optax.adamw)(...)`` with
-    hyperparameters ``hyperparameter`` accepts (``array_free`` when not given)."""
+    hyperparameters ``hyperparameter`` accepts."""
     if any(arg.star for arg in call.args):
         return False
     if qualified == "optax.chain":
@@ -1298,22 +1298,20 @@ def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, res
         factory = call_argument(call.func, 0, "inner_factory")
         return factory is not None and not any(arg.star for arg in call.func.args) \
             and resolve(factory) in OPTAX_NEW_STATE - {"optax.chain"} \
-            and all((hyperparameter or array_free)(arg.value) for arg in call.args)
+            and all(hyperparameter(arg.value) for arg in call.args)
     return qualified in OPTAX_NEW_STATE
 
 
 def _standard_wrapper(call: cst.Call, wrapper, is_standard) -> bool:
     """Whether every inner transform of a wrapper call (see :data:`OPTAX_WRAPPERS`) is standard."""
     (keyword, position, form), refused = wrapper
-    if any(arg.keyword is not None and arg.keyword.value in refused for arg in call.args):
+    if any(call_argument(call, at, name) is not None for name, at in refused.items()):
         return False
     if form == "pairs":
         return bool(call.args) and all(
             arg.keyword is None and isinstance(arg.value, cst.Tuple) and len(arg.value.elements) == 2
             and not isinstance(arg.value.elements[1], cst.StarredElement)
             and is_standard(arg.value.elements[1].value) for arg in call.args)
-    if "should_skip_update_fn" in refused and len([a for a in call.args if a.keyword is None]) > 3:
-        return False  # passed by position
     inner = call_argument(call, position, keyword)
     if form == "mapping":
         return isinstance(inner, cst.Dict) and all(
@@ -1360,7 +1358,8 @@ def returns_new_state_optimizer(function: cst.FunctionDef, resolve, factory) -> 
         if qualified is None and isinstance(expr.func, cst.Name) and expr.func.value not in params \
                 and expr.func.value not in bound:
             return factory(expr.func.value)  # a top-level function (no local of that name)
-        return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1), resolve, _is_number)
+        return _standard_optax_call(expr, qualified, lambda arg: standard(arg, depth + 1), resolve, _is_number,
+                                    _is_number)
 
     return bool(returns) and all(r.value is not None and standard(r.value) for r in returns)
 
