@@ -370,13 +370,14 @@ class _Context:
 
     def class_stores_twice(self, name: str) -> str | None:
         """Why an instance of the top-level class ``name`` may hold one array in two places
-        (:func:`stores_one_value_twice`; any of its definitions); None for nnx classes,
-        whose shared Variables nnx.split and nnx.jit see once."""
+        (:func:`stores_one_value_twice`; any of its definitions).  nnx classes too: nnx.split
+        and nnx.jit see a shared Variable once, but jax.jit flattens an nnx object as a pytree,
+        one leaf per place (flax 0.12.8: donating ``Parent()`` whose ``right`` is its ``left``
+        fails with "Attempt to donate the same buffer twice")."""
         if self._stores_twice is None:
-            nnx = self.nnx_classes()
             self._stores_twice = {
                 class_name: next((why for cls in classes if (why := stores_one_value_twice(cls, self.imports))), None)
-                for class_name, classes in self.top_level_classes().items() if class_name not in nnx}
+                for class_name, classes in self.top_level_classes().items()}
         return self._stores_twice.get(name)
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:

@@ -28,7 +28,12 @@ from jaxmem.settings import Settings
 _JIT_WORDS = re.compile(
     r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames|jax_debug_nans)\b"
 )
-_DOCSTRINGS_AND_COMMENTS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')
+# Triple-quoted strings (prefix, text), one-line string literals (kept: a ``#`` in them starts
+# no comment) and comments, found left to right.
+_DOCSTRINGS_AND_COMMENTS = re.compile(
+    r'(?<![\w])([rRbBuUfF]{0,2})("""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')'
+    r"""|(?<![\w])[rRbBuUfF]{0,2}(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")"""
+    r"|#[^\n]*")
 # Top-level names only: a jitted local or method is called from the same
 # function or class, which is one chunk anyway.
 _DECORATED_DEF = re.compile(
@@ -81,8 +86,12 @@ _PRIVATE_NAME = re.compile(r"\b_[^\W_]\w*|\b__[^\W_]\w*")
 _DYNAMIC_GETATTR = re.compile(r"\bgetattr\s*\([^,()]*,\s*(?![\s\"'])")
 # A module's contents reached by name: ``getattr(steps, name)``, ``vars(steps)``, ``steps.__dict__``.
 _MODULE_BY_NAME = re.compile(r"\b(?:getattr|vars)\s*\(\s*(?!self\b|cls\b)[A-Za-z_][\w.]*\s*[,)]|\w\.__dict__\b")
-# One-line string literals (no prefix: an f-string may name a value).
-_STRING_LITERAL = re.compile(r"""(?<![\w])(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
+# One-line string literals, each with its prefix (``f"..."``, ``rb'...'``; none for most),
+# found left to right: ``'a f' + step + 'b'`` is two literals, not ``f' + step + '``.
+_ANY_STRING_LITERAL = re.compile(
+    r"""(?<![\w])([rRbBuUfF]{0,2})('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
+# An f-string's ``=`` that asks for the expression's text (``{step=}``): it reads ``step``.
+_DEBUG_EQUALS = re.compile(r"(?<![=!<>:])=(?=[ \t]*[}!:])")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
 _ATTRIBUTE_NAME = re.compile(r"\.[ \t]*([^\W\d]\w*)")
 # An indented ``def`` (a method, or a nested def), and a method named through ``self``/``cls``.
@@ -128,8 +137,18 @@ def _lf(text: str) -> str:
 
 
 def code_without_docs(text: str) -> str:
-    """``text`` without triple-quoted strings and comments (a textual approximation)."""
-    return _DOCSTRINGS_AND_COMMENTS.sub(" ", text)
+    """``text`` without triple-quoted strings and comments (a textual approximation); of
+    a triple-quoted f-string, what its braces hold stays (it is code)."""
+    return _DOCSTRINGS_AND_COMMENTS.sub(_without_doc, text)
+
+
+def _without_doc(match: re.Match) -> str:
+    prefix, triple = match.groups()
+    if triple is None:
+        text = match.group()
+        return " " if text.startswith("#") else text
+    fields = _fstring_fields(triple[3:-3]) if "f" in prefix.lower() else None
+    return " " if fields is None else f" {fields} "
 
 
 def reachable_hints(text: str, hints: frozenset[str], own_packages=()) -> set[str]:
@@ -344,7 +363,7 @@ def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
     (``def step``, ``step: T = ...``).  The other mentions are calls, or uses the analysis may
     not follow (``fns = [step]``, ``self.evaluate = self.step``)."""
     with_strings = code_without_docs(_lf(text))
-    code = _STRING_LITERAL.sub('""', with_strings)
+    code = code_without_literals(with_strings)
     # ``getattr(self, name)``: any attribute, ``getattr(self, "step")``: that one
     dynamic = len(_DYNAMIC_GETATTR.findall(code))
     names = sorted(set(names))
@@ -362,6 +381,67 @@ def name_mentions(text: str, names) -> tuple[tuple[str, int, int], ...]:
             continue
         out.append(mentions_by_pattern(code, with_strings, name, dynamic))
     return tuple(out)
+
+
+def code_without_literals(with_strings: str) -> str:
+    """``with_strings`` (code without docstrings and comments) with each one-line string
+    literal as ``""``, except what an f-string's braces hold: that is code.  A prefix is
+    never a name (a jitted ``f`` is not mentioned by ``f"..."``), so it becomes ``0``,
+    which also keeps the literal behind it from reading as a string argument
+    (``getattr(x, rb"...")`` stays a computed name).  An f-string keeps its brace
+    contents, the rest of it blanked, unless its fields are not plain (a backslash, a
+    nested prefixed string, braces that do not balance): then all of it is kept (more
+    mentions, never fewer)."""
+    if "'" not in with_strings and '"' not in with_strings:
+        return with_strings
+    return _ANY_STRING_LITERAL.sub(_literal_code, with_strings)
+
+
+def _literal_code(match: re.Match) -> str:
+    prefix, literal = match.groups()
+    if not prefix:
+        return '""'
+    if "f" not in prefix.lower():  # ``r"..."``, ``b"..."``: text only
+        return "0" * len(prefix) + '""'
+    quote, body = literal[0], literal[1:-1]
+    fields = _fstring_fields(body)
+    return "0" * len(prefix) + quote + (body if fields is None else fields) + quote
+
+
+def _fstring_fields(body: str) -> str | None:
+    """``body`` (an f-string's text between its quotes) with everything outside its
+    replacement fields blanked (line ends kept), a string in a field as ``""``; None
+    where a field holds a backslash or a prefixed string, or the braces do not balance."""
+    out = []
+    depth = 0
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if depth == 0:
+            if char in "{}" and body[i + 1:i + 2] == char:  # ``{{`` and ``}}``: literal braces
+                out.append("  ")
+                i += 2
+                continue
+            if char == "}":
+                return None
+            if char == "{":
+                depth = 1
+            out.append(char if char in "{\n" else " ")
+        else:
+            if char == "\\":
+                return None
+            if char in "'\"":  # a string in a field: text, unless it has a prefix (maybe an f-string)
+                close = body.find(char, i + 1)
+                if close == -1 or (out and (out[-1].isalnum() or out[-1] == "_")):
+                    return None
+                out.append('""')
+                i = close + 1
+                continue
+            depth += char == "{"
+            depth -= char == "}"
+            out.append(char)
+        i += 1
+    return None if depth else _DEBUG_EQUALS.sub(" ", "".join(out))
 
 
 def mentions_by_pattern(code: str, with_strings: str, name: str, dynamic: int) -> tuple[str, int, int]:

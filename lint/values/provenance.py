@@ -1489,6 +1489,9 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
         if not params:
             continue
         own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
+        if (aliased := _attribute_stored_again(method, own)) is not None:
+            return (f"`{cls.name.value}.{method.name.value}` stores `{own}.{aliased}` in a second attribute: "
+                    f"an instance may hold one array twice")
         holder = _Holdings(imports, params, function=method)
         _, stored = _walk_bindings(holder, method, imports, straight_line_names(method), own=own)
         key = _first_overlap([key for key, sure in stored
@@ -1497,6 +1500,39 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
             return (f"`{cls.name.value}.{method.name.value}` stores `{'.'.join(key)}` in two attributes: "
                     f"an instance may hold one array twice")
     return None
+
+
+def _attribute_stored_again(method: cst.FunctionDef, own: str) -> str | None:
+    """The attribute ``B`` that ``method`` stores again in another attribute of ``own``
+    (``self.right = self.left``, ``self.ema = self.params["w"]``): the instance then holds
+    B's value twice, whatever made it.  None when it never does."""
+    from jaxmem.lint.syntax.walk import small_statements, suite_statements
+
+    for small in small_statements(suite_statements(method.body), into_scopes=False):
+        if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
+            continue
+        source = _own_attribute(small.value, own)
+        if source is None:
+            continue
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        for target in targets:
+            for element in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
+                stored = element.value if isinstance(element, (cst.Element, cst.StarredElement)) else element
+                name = _own_attribute(stored, own)
+                if name is not None and name != source:
+                    return source
+    return None
+
+
+def _own_attribute(node: cst.BaseExpression, own: str) -> str | None:
+    """``B`` of ``own.B``, ``own.B.c`` or ``own.B[i]``: the attribute of ``own`` whose value
+    (or part of it) ``node`` is; None for anything else."""
+    name = None
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute):
+            name = node.attr.value
+        node = node.value
+    return name if isinstance(node, cst.Name) and node.value == own else None
 
 
 def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, straight: frozenset[str], *,

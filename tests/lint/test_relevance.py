@@ -297,6 +297,24 @@ def test_names_and_their_mentions():
     assert name_mentions("getattr(self, 'step')(x)\ngetattr(self, 'other')\n", {".step"}) == ((".step", 1, 0),)
 
 
+@pytest.mark.parametrize("text, mentions", [
+    ('f = jax.jit(g)\nprint(f"loss {x}", rb"f", F\'{y!r:>4}\')\nf(1)\n', 1),  # a prefix names nothing
+    ('f = jax.jit(g)\nprint(f"{f}")\nf(1)\n', 2),  # the code between braces is code
+    ('f = jax.jit(g)\nprint(f"{f=}", f"{ f = !r}")\nf(1)\n', 3),  # ``{f=}`` reads f
+    ('f = jax.jit(g)\nprint(f"f {{f}} f(x)")\nf(1)\n', 1),  # the text around the fields is text
+    ('f = jax.jit(g)\nprint(f"{d[\'f\']} f")\nf(1)\n', 1),  # a string in a field is text
+    ('f = jax.jit(g)\nprint(f"{d[f\'{f}\']} f")\nf(1)\n', 4),  # a prefixed one may be code: all kept
+    ('f = jax.jit(g)\nprint(f"{d[\'}\']} {f}")\nf(1)\n', 2),  # a brace in a field's string is text
+    ('f = jax.jit(g)\nprint(f"{{f}")\nf(1)\n', 2),  # braces that do not balance: all of it kept
+    ("f = jax.jit(g)\nx = 'a f' + f + 'b'\nf(1)\n", 2),  # two literals, not ``f' + f + '``
+])
+def test_string_prefixes_and_fstring_text_are_not_mentions(text, mentions):
+    # A jitted ``f`` in a file of f-strings was "used other than called" (flax's pytree guide).
+    from jaxmem.lint.syntax.relevance import name_mentions
+
+    assert name_mentions(text, {"f"}) == (("f", mentions, 0),)
+
+
 # name_mentions counts every name in one pass; each name's own patterns
 # (mentions_by_pattern) are the definition it must agree with.
 _MENTION_SOURCES = [
@@ -305,6 +323,7 @@ _MENTION_SOURCES = [
     "self.step: int = 3\nself.step: int == 3\nstep: int\nstep : T = 1 == 2\n1step + step1 + ñame + ñame.ñame\n",
     "getattr(self, 'step')(x)\ngetattr(self, name)\ngetattr(getattr, \"step\")\ngetattr(a, b, 'step')\n",
     "x = '''step'''\n# step\ns = 'step' + f'{step}' + \"step\"\n",
+    "f = jax.jit(g)\nprint(f\"{f(x)} f step {{step}}\", rf'{step=}', b'f', 'a f' + step + 'b')\nf(1)\n",
 ]
 
 
@@ -317,7 +336,7 @@ def test_name_mentions_in_one_pass_agree_with_each_names_patterns(source):
     words = sorted(set(re.findall(r"\w+", source)))
     names = words + ["." + w for w in words] + ["no_such_name", ".no_such_name"]
     with_strings = relevance.code_without_docs(relevance._lf(source))
-    code = relevance._STRING_LITERAL.sub('""', with_strings)
+    code = relevance.code_without_literals(with_strings)
     dynamic = len(relevance._DYNAMIC_GETATTR.findall(code))
     expected = tuple(relevance.mentions_by_pattern(code, with_strings, name, dynamic) for name in sorted(names))
     assert relevance.name_mentions(source, names) == expected
