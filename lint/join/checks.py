@@ -947,6 +947,8 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
         if qualified.lstrip(".") not in project.clean_classes:
             return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "
                     f"another value in it); {generic}")
+        if why := project.class_stores_twice(qualified):
+            return f"`{arg.text}` is made by `{qualified}`: {why}"
     return None
 
 

@@ -98,6 +98,7 @@ from jaxmem.lint.values.provenance import (
     Provenance,
     annotated_array_free,
     keeps_arguments,
+    array_free_at_call,
     stores_one_value_twice,
     summarize_function,
 )
@@ -368,17 +369,54 @@ class _Context:
                               for call in descendants_of_type(lazy, cst.Call)}
         return self._deferred
 
-    def class_stores_twice(self, name: str) -> str | None:
+    def class_stores_twice(self, name: str, call: cst.Call | None = None, is_free=None) -> str | None:
         """Why an instance of the top-level class ``name`` may hold one array in two places
         (:func:`stores_one_value_twice`; any of its definitions).  nnx classes too: nnx.split
         and nnx.jit see a shared Variable once, but jax.jit flattens an nnx object as a pytree,
         one leaf per place (flax 0.12.8: donating ``Parent()`` whose ``right`` is its ``left``
-        fails with "Attempt to donate the same buffer twice")."""
+        fails with "Attempt to donate the same buffer twice").
+        ``call`` (a construction of it) and ``is_free`` (an expression predicate): a parameter
+        the call binds to an array-free value brings no array in (``Model(2, 64, 3)``: ``dmid``
+        passed to two layers is an int)."""
         if self._stores_twice is None:
             self._stores_twice = {
                 class_name: next((why for cls in classes if (why := stores_one_value_twice(cls, self.imports))), None)
                 for class_name, classes in self.top_level_classes().items()}
-        return self._stores_twice.get(name)
+        why = self._stores_twice.get(name)
+        if why is None or call is None:
+            return why
+        return next((why for cls in self.top_level_classes()[name]
+                     if (why := stores_one_value_twice(
+                         cls, self.imports, lambda method: array_free_at_call(method, call, is_free)))), None)
+
+    def unclean_for_nnx(self) -> dict[str, str | None]:
+        """Top-level classes whose objects the nnx checks never take as their own, each with
+        why when it is not the plain "may hold arrays from elsewhere": those reading a
+        module-level value, and those that may hold one array twice even when made from
+        array-free arguments (``z = jnp.zeros(n); self.a = z; self.b = z``: nnx.jit and
+        nnx.split see a shared Variable or Module once, a shared array twice)."""
+        unclean: dict[str, str | None] = dict.fromkeys(self.classes_reading_module_values())
+        unclean.update((name, why) for name in self.top_level_classes() if (why := self.twice_for_export(name)))
+        return unclean
+
+    def twice_for_export(self, name: str) -> str | None:
+        """:meth:`class_stores_twice` as another file sees it: for an nnx class, whose objects
+        the nnx checks take only from array-free arguments (or nnx.Rngs, which nnx.jit and
+        nnx.split see once), with every parameter array-free."""
+        if name not in self.nnx_classes() or self.class_stores_twice(name) is None:
+            return self.class_stores_twice(name)
+        return next((why for cls in self.top_level_classes()[name]
+                     if (why := stores_one_value_twice(cls, self.imports, _every_parameter, self.makes_graph_node))),
+                    None)
+
+    def makes_graph_node(self, call: cst.Call) -> bool:
+        """Whether ``call`` makes an nnx graph node: one of this file's nnx classes, or an nnx
+        class (``nnx.Linear``, ``nnx.Param``, ``nnx.Rngs``)."""
+        if isinstance(call.func, cst.Name) and call.func.value in self.nnx_classes():
+            return self.imports.resolve(call.func) is None
+        qualified = self.imports.resolve(call.func)
+        return qualified is not None and qualified.startswith("flax.nnx.") and \
+            qualified.rsplit(".", 1)[-1][:1].isupper()
 
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
@@ -1222,7 +1260,7 @@ class FactExtractor:
             if id(scope) not in self._occurrences:
                 self._occurrences[id(scope)] = occurrences(scope)
             self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports, provenance,
-                                                self.ctx.positions, self.ctx.classes_reading_module_values(),
+                                                self.ctx.positions, self.ctx.unclean_for_nnx(),
                                                 binding, self.ctx.nnx_classes())
         return self._nnx_own[memo]
 
@@ -1698,6 +1736,11 @@ def _staged_in_parent(functions, by_scope: dict[str, cst.FunctionDef | None], im
     return found
 
 
+def _every_parameter(method: cst.FunctionDef) -> frozenset[str]:
+    p = method.params
+    return frozenset(param.name.value for param in [*p.posonly_params, *p.params, *p.kwonly_params])
+
+
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
                        lambda call: ctx.key_reads(call, scope), ctx.imported_names)
@@ -1725,7 +1768,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     if classes:  # most files have none
         facts.clean_classes = classes - ctx.classes_reading_module_values()
         facts.nnx_classes = ctx.nnx_classes()
-        facts.twice_classes = {name: why for name in sorted(classes) if (why := ctx.class_stores_twice(name))}
+        facts.twice_classes = {name: why for name in sorted(classes) if (why := ctx.twice_for_export(name))}
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

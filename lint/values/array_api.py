@@ -162,6 +162,11 @@ def is_host_producer(qualified: str | None) -> bool:
     return qualified in HOST_PRODUCERS or qualified.split(".")[0] in HOST_ROOTS
 
 
+# nnx's graph views: a Module, Variable or nnx.Rngs reached twice is in the result once
+# (flax 0.12.8: a Parent whose right is its left splits into one State leaf), an array twice.
+NNX_GRAPH_VIEWS = frozenset({"flax.nnx.split", "flax.nnx.state", "flax.nnx.graph.flatten",
+                             "flax.nnx.graph.split", "flax.nnx.split_state"})
+
 # Calls whose result is made of their argument's own arrays (views, not copies).
 VIEWS_OF_ARGUMENTS = frozenset(
     {"flax.nnx.split", "flax.nnx.state", "flax.nnx.graph.flatten", "flax.nnx.graph.split",

@@ -42,7 +42,9 @@ Anything else is a doubt, and the proposal stays at medium confidence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import libcst as cst
 
@@ -55,6 +57,7 @@ _VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "Bat
 _OPTIMIZER = "flax.nnx.Optimizer"
 _EMA = frozenset({"flax.nnx.EMA", "flax.nnx.training.ema.EMA"})
 _RNGS = "flax.nnx.Rngs"
+_NONE: Mapping[str, str | None] = MappingProxyType({})
 _READERS = frozenset({"flax.nnx.display", "print"})
 # ``p = nnx.cached_partial(f, model, optimizer)``: each call ``p(x)`` calls ``f(model, optimizer, x)``
 # with the very objects (flax 0.12.8 clones the graph nodes, sharing their Variables, which
@@ -101,7 +104,7 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 
 
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
-                  unclean_classes: frozenset[str] = frozenset(), binding: cst.Call | None = None,
+                  unclean_classes: Mapping[str, str | None] = _NONE, binding: cst.Call | None = None,
                   local_nnx_classes: frozenset[str] = frozenset()) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
@@ -223,6 +226,9 @@ class _Finder:
             return self._root(sources.pop(), occurrences, depth + 1)
         if self._constructor_kind(name, occurrences) is None:
             failing = next((v for v in values if self._made_by(v) is None), values[0])
+            local = failing.func.value if isinstance(failing, cst.Call) and isinstance(failing.func, cst.Name) else None
+            if why := self.unclean_classes.get(local):
+                return name, f"`{name}` is made by `{_code(failing)[:60]}`: {why}"
             return name, f"`{name}` is made by `{_code(failing)[:60]}`, which may hold arrays from elsewhere"
         return name, None
 

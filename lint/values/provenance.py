@@ -58,6 +58,7 @@ from jaxmem.lint.values.array_api import (
     JAX_MD_STEPPERS,
     METADATA_ATTRIBUTES,
     NEW,
+    NNX_GRAPH_VIEWS,
     OPTAX_INJECT,
     OPTAX_NEW_STATE,
     OPTAX_NEW_STATE_IF_ARRAY_FREE,
@@ -158,6 +159,9 @@ class Provenance:
         # them is not the file's top-level function of that name
         self.local_names: frozenset[str] = frozenset()
         self.is_module = False  # the scope is a module's own code
+        # > 0 while the origins of an nnx graph call's arguments are looked at: nnx.split and
+        # nnx.state see a shared nnx.Rngs (a graph node) once, so it is not "held twice" there
+        self._through_nnx_graph = 0
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
         self._writes: dict[RefKey, list] | None = None
@@ -521,7 +525,7 @@ class Provenance:
         if effect == TWICE:
             return [Origin(UNKNOWN, line, f"`{text}` holds the same arrays twice")]
         if (qualified is None and isinstance(call.func, cst.Name) and call.func.value not in self.local_names
-                and (why := ctx.class_stores_twice(call.func.value))):
+                and (why := ctx.class_stores_twice(call.func.value, call, self._brings_no_array_twice))):
             return [Origin(UNKNOWN, line, f"`{text}` makes a `{call.func.value}`: {why}")]
         if effect in (HOLDS, PARTITION, READS) or (qualified is None and method is None and is_constructor_like(call)):
             return self._of_holding_call(call, after, depth, line, text)
@@ -578,13 +582,26 @@ class Provenance:
         out = [Origin(DERIVED, line, text, shared_with=tuple(reasons))]
         if depth <= _MAX_DEPTH:
             at_call = self.flow.point_after(call)
-            for value in held:
-                if self.array_free(value):
-                    continue
-                for origin in self._of_value_at(value, at_call, after, depth + 1):
-                    if origin.kind in (UNKNOWN, CALL, DERIVED):
-                        out.append(origin)
+            graph = self.ctx.imports.resolve(call.func) in NNX_GRAPH_VIEWS
+            self._through_nnx_graph += graph
+            try:
+                for value in held:
+                    if self.array_free(value):
+                        continue
+                    for origin in self._of_value_at(value, at_call, after, depth + 1):
+                        if origin.kind in (UNKNOWN, CALL, DERIVED):
+                            out.append(origin)
+            finally:
+                self._through_nnx_graph -= graph
         return out
+
+    def _brings_no_array_twice(self, expr) -> bool:
+        """A construction's argument that cannot make its object hold an array twice: an
+        array-free value; under an nnx graph call, an ``nnx.Rngs`` too (seen once there)."""
+        if self.array_free(expr):
+            return True
+        return self._through_nnx_graph > 0 and self.bound_only_to(
+            expr, lambda call, depth: self.ctx.imports.resolve(call.func) == "flax.nnx.Rngs", 0)
 
     def _of_value_at(self, value, at_call: Point | None, after: Point, depth: int) -> list[Origin]:
         """Origins of ``value`` as read by the call just before ``at_call``: a local
@@ -1474,13 +1491,17 @@ def summarize_function(function: cst.FunctionDef, imports, *, certain_only: bool
 _STORING_METHODS = ("__init__", "__post_init__")
 
 
-def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
+def stores_one_value_twice(cls: cst.ClassDef, imports, free_at_call=None, graph_node=None) -> str | None:
     """Why an instance of ``cls`` may hold one array in two places: its ``__init__``
     (or ``__post_init__``) stores one value, a parameter or an array it made, in two
     attributes (``zero = jnp.zeros(n); self.position = zero; self.momentum = zero``:
     donating the instance fails with "Attempt to donate the same buffer twice",
     jax 0.10.2).  None when no such method does; flow-insensitive, like
-    :func:`summarize_function` (a name holds what all its assignments hold)."""
+    :func:`summarize_function` (a name holds what all its assignments hold).
+    ``free_at_call(method)``: the parameters a construction passes array-free values
+    (:func:`array_free_at_call`); one stored twice is then no array held twice.
+    ``graph_node(call)``: whether a call makes an nnx graph node (a Module, a Variable),
+    which nnx.jit and nnx.split see once however many attributes hold it."""
     for method in cls.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value not in _STORING_METHODS:
             continue
@@ -1489,7 +1510,9 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
         if not params:
             continue
         own, params = params[0], set(params[1:]) - annotated_array_free(method, imports)
-        if (aliased := _attribute_stored_again(method, own)) is not None:
+        if free_at_call is not None:
+            params -= free_at_call(method)
+        if (aliased := _attribute_stored_again(method, own, graph_node)) is not None:
             return (f"`{cls.name.value}.{method.name.value}` stores `{own}.{aliased}` in a second attribute: "
                     f"an instance may hold one array twice")
         holder = _Holdings(imports, params, function=method)
@@ -1502,17 +1525,64 @@ def stores_one_value_twice(cls: cst.ClassDef, imports) -> str | None:
     return None
 
 
-def _attribute_stored_again(method: cst.FunctionDef, own: str) -> str | None:
+def array_free_at_call(method: cst.FunctionDef, call: cst.Call, is_free) -> frozenset[str]:
+    """The parameters of ``method`` (an ``__init__``) that ``call`` (a construction) binds to
+    values ``is_free`` (an expression predicate) accepts, or leaves at a literal default.
+    None of them for ``__post_init__`` (its fields are bound by the dataclass) or a call
+    with ``*``/``**`` arguments or more positional arguments than parameters."""
+    if method.name.value != "__init__" or any(arg.star for arg in call.args):
+        return frozenset()
+    p = method.params
+    positional = [*p.posonly_params, *p.params][1:]
+    given_positionally = [arg.value for arg in call.args if arg.keyword is None]
+    if len(given_positionally) > len(positional):
+        return frozenset()
+    given = {param.name.value: value for param, value in zip(positional, given_positionally)}
+    given.update((arg.keyword.value, arg.value) for arg in call.args if arg.keyword is not None)
+    free = set()
+    for param in [*positional, *p.kwonly_params]:
+        name = param.name.value
+        if name in given:
+            if is_free(given[name]):
+                free.add(name)
+        elif param.default is not None and _literal_default(param.default):
+            free.add(name)
+    return frozenset(free)
+
+
+def _literal_default(expr: cst.BaseExpression) -> bool:
+    """A default that holds no array: a number, a string, ``None``, ``True`` or ``False``."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))
+
+
+def _attribute_stored_again(method: cst.FunctionDef, own: str, graph_node=None) -> str | None:
     """The attribute ``B`` that ``method`` stores again in another attribute of ``own``
     (``self.right = self.left``, ``self.ema = self.params["w"]``): the instance then holds
-    B's value twice, whatever made it.  None when it never does."""
+    B's value twice, whatever made it.  None when it never does.  With ``graph_node``, an
+    attribute ``B`` that ``method`` binds only to calls ``graph_node`` accepts, stored again
+    whole, is left out (nnx sees a shared Module once)."""
     from jaxmem.lint.syntax.walk import small_statements, suite_statements
 
-    for small in small_statements(suite_statements(method.body), into_scopes=False):
-        if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
-            continue
+    smalls = [small for small in small_statements(suite_statements(method.body), into_scopes=False)
+              if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None]
+    nodes = set()
+    if graph_node is not None:
+        made: dict[str, bool] = {}
+        for small in smalls:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            for target in targets:
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                        and target.value.value == own:
+                    made[target.attr.value] = made.get(target.attr.value, True) and \
+                        isinstance(small.value, cst.Call) and graph_node(small.value)
+        nodes = {name for name, node in made.items() if node}
+    for small in smalls:
         source = _own_attribute(small.value, own)
-        if source is None:
+        if source is None or (source in nodes and isinstance(small.value, cst.Attribute)
+                              and isinstance(small.value.value, cst.Name)):
             continue
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
         for target in targets:

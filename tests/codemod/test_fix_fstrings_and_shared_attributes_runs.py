@@ -108,3 +108,93 @@ def test_nnx_jit_of_the_same_object_is_proposed_high_and_its_fix_runs(tmp_path):
     assert _confidence(program, "m")[0] == "high"
     fixed = fix_and_rerun(tmp_path, program)
     assert "donate_argnums" in fixed.read_text()
+
+
+RAW_TWICE = """
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class M(nnx.Module):
+    def __init__(self):
+        z = jnp.ones(3)
+        self.a = z  # one array, not a Variable, in two places
+        self.b = z
+
+
+@nnx.jit
+def step(m):
+    m.a = m.a * 2.0
+
+
+m = M()
+for _ in range(3):
+    step(m)
+print(m.a)
+"""
+
+
+def test_nnx_jit_of_an_object_holding_one_array_twice_stays_medium_and_crashes_when_forced(tmp_path):
+    # nnx.jit sees a shared Variable or Module once, a shared array twice: the nnx check
+    # took every object of a local nnx class made from array-free arguments as its own.
+    confidence, message = _confidence(RAW_TWICE, "m")
+    assert confidence == "medium" and "`M.__init__` stores `z` in two attributes" in message, message
+    crashes_when_forced(tmp_path, RAW_TWICE, "@nnx.jit\n", "@nnx.jit(donate_argnums=0)\n",
+                        error="donate the same buffer twice")
+
+
+SHARED_RNGS = """
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Noisy(nnx.Module):
+    def __init__(self, din, dout, rngs):
+        self.linear = nnx.Linear(din, dout, rngs=rngs)
+        self.rngs = rngs  # the caller's Rngs, kept
+
+
+class Model(nnx.Module):
+    def __init__(self, din, dmid, dout, rngs):
+        self.first = Noisy(din, dmid, rngs)  # dmid in two layers is an int;
+        self.second = Noisy(dmid, dout, rngs)  # rngs in two places is one nnx.Rngs
+
+
+@jax.jit
+def step(graphdef, state):
+    model = nnx.merge(graphdef, state)
+    model.first.linear.kernel.value = model.first.linear.kernel.value * 0.5
+    return nnx.state(model)
+
+
+def main():
+    model = Model(2, 8, 3, nnx.Rngs(0))
+    TAKE
+    print(float(jax.tree.leaves(state)[0].sum()))
+
+
+main()
+"""
+THROUGH_SPLIT = "graphdef, state = nnx.split(model)\n    for _ in range(3):\n        state = step(graphdef, state)"
+
+
+def test_an_nnx_object_sharing_an_rngs_is_one_state_after_nnx_split_proposed_high_and_its_fix_runs(tmp_path):
+    program = SHARED_RNGS.replace("TAKE", THROUGH_SPLIT)
+    assert _confidence(program, "state")[0] == "high"
+    fixed = fix_and_rerun(tmp_path, program)
+    assert "donate_argnums" in fixed.read_text()
+
+
+def test_the_same_object_given_to_jax_jit_whole_stays_medium_and_crashes_when_forced(tmp_path):
+    # jax.jit flattens the Module as a pytree: the shared Rngs' key is two leaves
+    whole = SHARED_RNGS.replace(
+        "@jax.jit\ndef step(graphdef, state):\n    model = nnx.merge(graphdef, state)\n",
+        "@jax.jit\ndef step(model):\n").replace(
+        "    return nnx.state(model)\n", "    return model\n").replace(
+        "TAKE", "for _ in range(3):\n        model = step(model)\n    state = nnx.state(model)")
+    confidence, message = _confidence(whole, "model")
+    assert confidence == "medium" and "stores `rngs` in two attributes" in message, message
+    crashes_when_forced(tmp_path, whole, "@jax.jit\n", "@jax.jit(donate_argnums=0)\n",
+                        error="donate the same buffer twice")
