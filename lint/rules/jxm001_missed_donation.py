@@ -611,6 +611,52 @@ RULE = Rule(
             note="mjx.put_data makes new device buffers and mjx.step returns a Data of its input's structure "
                  "(checked on mujoco-mjx 3.17.0; run in tests/codemod/test_fix_mjx_runs.py)",
         ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit  # JXM001
+            def f(state):
+                return {"w": state["w"] * 0.5}
+
+            def main():
+                state = {"w": jnp.ones(4)}
+                for i in range(3):
+                    state = f(state)
+                    print(f"step {i}: {float(state['w'].sum())}")
+            """,
+            confidence=Confidence.HIGH,
+            note="an f-string's prefix does not mention a jitted `f`, only the code between its braces does "
+                 "(run in tests/codemod/test_fix_fstrings_and_shared_attributes_runs.py)",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Shared(nnx.Pytree):
+                def __init__(self):
+                    self.x = jnp.ones(3)
+
+            class Parent(nnx.Pytree):
+                def __init__(self):
+                    self.left = Shared()
+                    self.right = self.left
+
+            @jax.jit  # JXM001
+            def f(m):
+                return m
+
+            m = Parent()
+            m = f(m)
+            """,
+            confidence=Confidence.MEDIUM,
+            note="jax.jit flattens an nnx object as a pytree, once per place: donating `m` fails with "
+                 "'Attempt to donate the same buffer twice' (flax 0.12.8); nnx.jit sees `left` once "
+                 "(run in tests/codemod/test_fix_fstrings_and_shared_attributes_runs.py)",
+        ),
     ),
     valid=(
         Example(
