@@ -633,29 +633,25 @@ RULE = Rule(
         Example(
             """
             import jax
-            import jax.numpy as jnp
             from flax import nnx
 
-            class Shared(nnx.Pytree):
-                def __init__(self):
-                    self.x = jnp.ones(3)
-
-            class Parent(nnx.Pytree):
-                def __init__(self):
-                    self.left = Shared()
-                    self.right = self.left
+            class Tied(nnx.Module):
+                def __init__(self, rngs):
+                    self.embed = nnx.Linear(4, 4, rngs=rngs)
+                    self.head = self.embed  # weight tying: one Module in two places
 
             @jax.jit  # JXM001
-            def f(m):
-                return m
+            def step(model):
+                return model
 
-            m = Parent()
-            m = f(m)
+            model = Tied(nnx.Rngs(0))
+            model = step(model)
             """,
             confidence=Confidence.MEDIUM,
-            note="jax.jit flattens an nnx object as a pytree, once per place: donating `m` fails with "
-                 "'Attempt to donate the same buffer twice' (flax 0.12.8); nnx.jit sees `left` once "
-                 "(run in tests/codemod/test_fix_fstrings_and_shared_attributes_runs.py)",
+            note="jax.jit flattens an nnx object as a pytree, once per place: donating `model` fails with "
+                 "'Attempt to donate the same buffer twice' (flax 0.12.8); nnx.jit sees the tied Module once "
+                 "(a Parent whose right is its left is run in "
+                 "tests/codemod/test_fix_fstrings_and_shared_attributes_runs.py)",
         ),
     ),
     valid=(
