@@ -16,17 +16,46 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+# The analysis of each file runs on a large-stack thread (jaxmem.deep.call_deep), which a
+# profiler enabled on the main thread does not see: each such call gets its own profiler,
+# the main one pauses while it waits, and the stats are merged.
 _DRIVER = """
-import cProfile, sys
+import cProfile, pstats, sys
 out, args = sys.argv[1], sys.argv[2:]
 profiler = cProfile.Profile()
 profiler.enable()
+threads = []
 try:
+    import jaxmem.deep as deep
+    direct = deep.call_deep
+
+    def profiled(function, *a, **k):
+        if getattr(deep._state, "deep", False):  # already on such a thread, and profiled
+            return function(*a, **k)
+
+        def run(*a2, **k2):
+            mine = cProfile.Profile()
+            threads.append(mine)
+            mine.enable()
+            try:
+                return function(*a2, **k2)
+            finally:
+                mine.disable()
+        profiler.disable()
+        try:
+            return direct(run, *a, **k)
+        finally:
+            profiler.enable()
+
+    deep.call_deep = profiled  # before jaxmem.api imports it
     from jaxmem.cli import main
     main(args)
 finally:
     profiler.disable()
-    profiler.dump_stats(out)
+    stats = pstats.Stats(profiler)
+    for mine in threads:
+        stats.add(mine)
+    stats.dump_stats(out)
 """
 
 
