@@ -359,6 +359,7 @@ class _Context:
         self._classes_reading: frozenset[str] | None = None
         self._nnx_classes: frozenset[str] | None = None
         self._stores_twice: dict[str, str | None] | None = None  # see class_stores_twice
+        self._unclean_for_nnx: dict[str, str | None] | None = None  # see unclean_for_nnx
         self._deferred: set[int] | None = None  # see deferred_calls
 
     def deferred_calls(self) -> set[int]:
@@ -395,9 +396,11 @@ class _Context:
         module-level value, and those that may hold one array twice even when made from
         array-free arguments (``z = jnp.zeros(n); self.a = z; self.b = z``: nnx.jit and
         nnx.split see a shared Variable or Module once, a shared array twice)."""
-        unclean: dict[str, str | None] = dict.fromkeys(self.classes_reading_module_values())
-        unclean.update((name, why) for name in self.top_level_classes() if (why := self.twice_for_export(name)))
-        return unclean
+        if self._unclean_for_nnx is None:
+            unclean: dict[str, str | None] = dict.fromkeys(self.classes_reading_module_values())
+            unclean.update((name, why) for name in self.top_level_classes() if (why := self.twice_for_export(name)))
+            self._unclean_for_nnx = unclean
+        return self._unclean_for_nnx
 
     def twice_for_export(self, name: str) -> str | None:
         """:meth:`class_stores_twice` as another file sees it: for an nnx class, whose objects

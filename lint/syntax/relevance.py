@@ -28,11 +28,13 @@ from jaxmem.settings import Settings
 _JIT_WORDS = re.compile(
     r"\b(jit|pmap|pjit|filter_jit|named_jit|variable_jit|donate_argnums|donate_argnames|jax_debug_nans)\b"
 )
+# A one-line string literal, its prefix (``f``, ``rb``; most have none) as the first group.
+_ONE_LINE_LITERAL = r"""(?<![\w])([rRbBuUfF]{0,2})('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")"""
 # Triple-quoted strings (prefix, text), one-line string literals (kept: a ``#`` in them starts
 # no comment) and comments, found left to right.
 _DOCSTRINGS_AND_COMMENTS = re.compile(
     r'(?<![\w])([rRbBuUfF]{0,2})("""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')'
-    r"""|(?<![\w])[rRbBuUfF]{0,2}(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")"""
+    r"|" + _ONE_LINE_LITERAL +
     r"|#[^\n]*")
 # Top-level names only: a jitted local or method is called from the same
 # function or class, which is one chunk anyway.
@@ -88,8 +90,7 @@ _DYNAMIC_GETATTR = re.compile(r"\bgetattr\s*\([^,()]*,\s*(?![\s\"'])")
 _MODULE_BY_NAME = re.compile(r"\b(?:getattr|vars)\s*\(\s*(?!self\b|cls\b)[A-Za-z_][\w.]*\s*[,)]|\w\.__dict__\b")
 # One-line string literals, each with its prefix (``f"..."``, ``rb'...'``; none for most),
 # found left to right: ``'a f' + step + 'b'`` is two literals, not ``f' + step + '``.
-_ANY_STRING_LITERAL = re.compile(
-    r"""(?<![\w])([rRbBuUfF]{0,2})('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""")
+_ANY_STRING_LITERAL = re.compile(_ONE_LINE_LITERAL)
 # An f-string's ``=`` that asks for the expression's text (``{step=}``): it reads ``step``.
 _DEBUG_EQUALS = re.compile(r"(?<![=!<>:])=(?=[ \t]*[}!:])")
 # Attribute names, after a dot: ``trainer.train_step``, ``self._step``.
@@ -143,7 +144,7 @@ def code_without_docs(text: str) -> str:
 
 
 def _without_doc(match: re.Match) -> str:
-    prefix, triple = match.groups()
+    prefix, triple = match.group(1, 2)  # the one-line literal's groups come after
     if triple is None:
         text = match.group()
         return " " if text.startswith("#") else text

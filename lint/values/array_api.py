@@ -168,11 +168,8 @@ NNX_GRAPH_VIEWS = frozenset({"flax.nnx.split", "flax.nnx.state", "flax.nnx.graph
                              "flax.nnx.graph.split", "flax.nnx.split_state"})
 
 # Calls whose result is made of their argument's own arrays (views, not copies).
-VIEWS_OF_ARGUMENTS = frozenset(
-    {"flax.nnx.split", "flax.nnx.state", "flax.nnx.graph.flatten", "flax.nnx.graph.split",
-     "flax.nnx.split_state", "jax.tree_util.tree_flatten", "jax.tree_util.tree_leaves",
-     "jax.tree.flatten", "jax.tree.leaves"}
-)
+VIEWS_OF_ARGUMENTS = NNX_GRAPH_VIEWS | {
+    "jax.tree_util.tree_flatten", "jax.tree_util.tree_leaves", "jax.tree.flatten", "jax.tree.leaves"}
 
 
 def is_view_of_arguments(qualified: str | None) -> bool:
