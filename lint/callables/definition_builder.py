@@ -15,7 +15,7 @@ from jaxmem.lint.callables.signatures import Signature
 from jaxmem.lint.callables.specs import read_spec
 from jaxmem.lint.values.output_parts import returned_parts
 from jaxmem.lint.values.refs import RefKey, render
-from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, output_reach
+from jaxmem.lint.values.usefulness import UNUSED, UNUSED_KEPT, CalledFunctions, output_reach
 
 
 class DefinitionBuilder:
@@ -27,6 +27,7 @@ class DefinitionBuilder:
         self.public_module = public_module
         self.sites: list[DefinitionSite] = []
         self._update_names: dict[int, frozenset[str]] = {}  # scope node id -> names bound to an optax update
+        self._called: dict[tuple[int, ...], CalledFunctions | None] = {}  # scope node ids -> their functions
 
     def add(
         self,
@@ -51,6 +52,7 @@ class DefinitionBuilder:
         known = function_node if isinstance(function_node, KnownCallable) else None
         function_node = None if known is not None else function_node
         preserving = self._preserving_names(scopes) if function_node is not None else frozenset()
+        helpers = self._called_functions(scopes) if function_node is not None else None
         spec, problems = read_spec(transform, options, signature, constants_seen(env_scopes or scopes))
         pos = self.positions[jit_node]
         visible = visible_scope(scopes, callee)
@@ -75,10 +77,10 @@ class DefinitionBuilder:
             wrapped_qualname=wrapped_qualname,
             problems=problems,
             outputs=(known.outputs if known is not None else None if function_node is None
-                     else _outputs(function_node, options, self.imports, preserving)),
+                     else _outputs(function_node, options, self.imports, preserving, helpers)),
             keeps_unused=_keeps_unused(options),
             output_parts=(known.parts if known is not None else None if function_node is None
-                          else returned_parts(function_node, self.imports, preserving)),
+                          else returned_parts(function_node, self.imports, preserving, helpers)),
             made_by=made_by,
         )
         site = DefinitionSite(definition, transform, jit_node, options, function_node)
@@ -104,6 +106,19 @@ class DefinitionBuilder:
         return frozenset(names)
 
 
+    def _called_functions(self, scopes: list[Scope]) -> CalledFunctions | None:
+        """The functions of the enclosing module and function scopes a jitted body may call
+        by name (class bodies are not visible from their methods)."""
+        visible = tuple(scope for scope in scopes if scope.kind != "class")
+        if not visible or any(scope.node is None for scope in visible):
+            return None  # a scope whose body is not at hand may bind any name
+        key = tuple(id(scope.node) for scope in visible)
+        if key not in self._called:
+            outer = self._called_functions(list(visible[:-1])) if len(visible) > 1 else None
+            self._called[key] = CalledFunctions.of_scope(visible[-1].node, self.imports, outer)
+        return self._called[key]
+
+
 def _keeps_unused(options: cst.Call | None) -> bool:
     """Whether the transform's options say ``keep_unused=True``."""
     return options is not None and any(
@@ -111,9 +126,11 @@ def _keeps_unused(options: cst.Call | None) -> bool:
         and isinstance(arg.value, cst.Name) and arg.value.value == "True" for arg in options.args)
 
 
-def _outputs(function_node, options: cst.Call | None, imports, preserving=frozenset()) -> tuple[tuple[str, str], ...]:
+def _outputs(function_node, options: cst.Call | None, imports, preserving=frozenset(),
+             helpers: CalledFunctions | None = None) -> tuple[tuple[str, str], ...]:
     """Each parameter's output verdict (see :func:`with_unused_kept`)."""
-    return with_unused_kept(tuple(output_reach(function_node, imports, preserving).items()), _keeps_unused(options))
+    return with_unused_kept(tuple(output_reach(function_node, imports, preserving, helpers).items()),
+                            _keeps_unused(options))
 
 
 def with_unused_kept(outputs: tuple[tuple[str, str], ...], kept: bool) -> tuple[tuple[str, str], ...]:

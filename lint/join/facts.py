@@ -103,7 +103,7 @@ from jaxmem.lint.values.provenance import (
     summarize_function,
 )
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
-from jaxmem.lint.values.usefulness import output_reach
+from jaxmem.lint.values.usefulness import CalledFunctions, output_reach
 
 LOCAL = "local"
 PARAM = "param"
@@ -1777,6 +1777,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     }
     summaries = _Summaries(ctx.module_functions, imports, ctx.module_variables(), ctx.rebound_functions(),
                            ctx.class_stores_twice, ctx.module_jitted())
+    helpers = CalledFunctions.of_scope(module, imports)
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
@@ -1786,8 +1787,9 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         if summary != FunctionSummary():
             facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:
-            facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports).items()))
-        facts.function_outputs[stmt.name.value] = tuple(output_reach(stmt, imports).items())
+            inner = CalledFunctions.of_scope(stmt, imports, helpers)
+            facts.factories[stmt.name.value] = (Signature.of(made), tuple(output_reach(made, imports, helpers=inner).items()))
+        facts.function_outputs[stmt.name.value] = tuple(output_reach(stmt, imports, helpers=helpers).items())
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
 

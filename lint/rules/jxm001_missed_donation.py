@@ -147,6 +147,43 @@ RULE = Rule(
             import jax
             import jax.numpy as jnp
 
+            def sgd(params, grads, lr):
+                return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+            @jax.jit  # JXM001
+            def update(params, grads):
+                return sgd(params, grads, 0.1)
+
+            params = {"w": jnp.ones(3)}
+            params = update(params, {"w": jnp.ones(3)})
+            print(params["w"])
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            note="the file's own `sgd` returns `params` updated, as if written inline",
+            fixed="""
+            from functools import partial
+
+            import jax
+            import jax.numpy as jnp
+
+            def sgd(params, grads, lr):
+                return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+            @partial(jax.jit, donate_argnums=0)  # JXM001
+            def update(params, grads):
+                return sgd(params, grads, 0.1)
+
+            params = {"w": jnp.ones(3)}
+            params = update(params, {"w": jnp.ones(3)})
+            print(params["w"])
+            """,
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+
             @jax.jit  # JXM001
             def step(state, batch):
                 return state + batch.sum()

@@ -96,6 +96,12 @@ RESULT_OF_ARGUMENT: dict[str, tuple[int, str]] = {
     **{name: (position, CARRY_KEYWORDS[name]) for name, position in CARRY_PRESERVING.items()},
     **{name: (1, "d") for name in MJX_DATA_STEPS},
 }
+# jax's functional slice updates: the result has the shape and dtype of the operand
+# (``(position, keyword)`` of it); the update goes in as a slice of it (jax 0.10.2).
+UPDATED_OPERAND: dict[str, tuple[int, str]] = {
+    "jax.lax." + name: (0, "operand")
+    for name in ("dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim")
+}
 # Method calls that return the receiver's structure updated (flax TrainState,
 # dataclasses, NamedTuples, optax's ``tx.update`` returning the new state).
 SHAPE_PRESERVING_METHODS = frozenset(

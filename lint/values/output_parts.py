@@ -14,17 +14,17 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxmem.lint.callables.imports import ImportTable
-from jaxmem.lint.values.usefulness import interpret
+from jaxmem.lint.values.usefulness import CalledFunctions, interpret
 
 Parts = tuple[frozenset[str], ...]  # per returned part: the parameters it preserves
 
 
 def returned_parts(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
-                   preserving: frozenset[str] = frozenset()) -> Parts | None:
+                   preserving: frozenset[str] = frozenset(), helpers: CalledFunctions | None = None) -> Parts | None:
     """Per returned part, the parameters that reach it through shape-preserving
     operations; None when the returns do not all have the same parts (``preserving``
-    as for :func:`jaxmem.lint.values.usefulness.interpret`)."""
-    body, _, returns = interpret(function, imports, preserving)
+    and ``helpers`` as for :func:`jaxmem.lint.values.usefulness.interpret`)."""
+    body, _, returns = interpret(function, imports, preserving, helpers)
     shapes = [_parts(value) for value in returns]
     if not shapes or any(len(shape) != len(shapes[0]) for shape in shapes):
         return None

@@ -28,6 +28,11 @@ Per parameter the verdict is one of:
   ``optimizer.update(model, grads)`` (both of them), ``nnx.update(model, ...)``), which
   only an object (an nnx Module) allows: ``nnx.jit`` writes it back.
 
+A call of one of the file's own functions by name (``return sgd(params,
+grads, lr)``) passes each argument on as that function's verdict for its
+parameter says (:class:`CalledFunctions`), so a helper's update counts as
+one written inline.
+
 The analysis is flow-insensitive over the body (a name's value is the
 union of all its assignments), which over-approximates what reaches an
 output.
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from jaxmem.lint.callables.definition_scopes import bindings
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.syntax.walk import (
     call_argument,
@@ -55,6 +61,7 @@ from jaxmem.lint.values.array_api import (
     SHAPE_PRESERVING,
     SHAPE_PRESERVING_METHODS,
     TREE_MAPS,
+    UPDATED_OPERAND,
     is_constructor_like,
 )
 from jaxmem.lint.values.flow import free_names
@@ -73,6 +80,8 @@ _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "None"})
 STATIC_STRUCTURE_NAMES = frozenset({"graphdef", "graph_def", "treedef", "tree_def"})
 _MUTATING_METHODS = frozenset({"update"})  # nnx.Optimizer.update(model, grads)
 _MUTATING_FUNCTIONS = frozenset({"flax.nnx.update"})
+# Verdicts of a called function's parameter under which its argument reaches no output.
+_REACHES_NOTHING = frozenset({NONE, UNUSED, UNUSED_KEPT, PRNG})
 _Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
 _EMPTY: _Flow = (frozenset(), frozenset())
 
@@ -89,9 +98,11 @@ class _Body:
     """The data flow of one function body, from parameters to names."""
 
     def __init__(self, imports: ImportTable, params: list[str], preserving: frozenset[str] = frozenset(),
-                 function: cst.FunctionDef | cst.Lambda | None = None) -> None:
+                 function: cst.FunctionDef | cst.Lambda | None = None,
+                 helpers: CalledFunctions | None = None) -> None:
         self.imports = imports
         self.preserving = preserving  # free names bound to shape-preserving functions (``opt_update``)
+        self.helpers = helpers  # the file's functions the body may call by name
         self.function = function
         self._nested: dict[str, set[str]] | None = None  # see nested
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
@@ -146,6 +157,8 @@ class _Body:
             return self.expr(kept) if kept is not None else _maybe(_union(*arg_flows))
         if qualified in SHAPE_PRESERVING:
             return _union(*arg_flows)
+        if qualified in UPDATED_OPERAND and (operand := call_argument(call, *UPDATED_OPERAND[qualified])) is not None:
+            return _union(self.expr(operand), _maybe(_union(*arg_flows)))  # the update lands in a slice
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
             if method in SHAPE_CHANGING_METHODS:
@@ -161,7 +174,35 @@ class _Body:
             return _union(*arg_flows)  # State(params=p, ...), dict(...): stores its arguments as they are
         if isinstance(call.func, cst.Name) and call.func.value in self.preserving and call.func.value not in self.names:
             return _union(*arg_flows)  # opt_update(grads, opt_state): new updates and state, same structures
+        if (flow := self.helper_call(call)) is not None:
+            return flow
         return _maybe(_union(self.expr(call.func), *arg_flows, *self.closures([call.func, *args])))
+
+    def helper_call(self, call: cst.Call) -> _Flow | None:
+        """A call of one of the file's own functions by name (``cache = update_cache(new, cache)``):
+        each argument flows as that function's verdict for its parameter says (``preserved``
+        stays preserved, ``none``, ``unused`` and ``prng`` reach nothing, anything else
+        may); None when the callee is not such a function or the arguments do not map."""
+        if (self.helpers is None or not isinstance(call.func, cst.Name)
+                or call.func.value in self.names or call.func.value in self.nested):
+            return None
+        found = self.helpers.lookup(call.func.value)
+        if found is None:
+            return None
+        function, verdicts = found
+        bound = bind_arguments(function, call)
+        if bound is None:
+            return None
+        flows = []
+        for param, arg in bound:
+            verdict = verdicts.get(param, MAYBE)
+            if verdict == PRESERVED:
+                flows.append(self.expr(arg))
+            elif verdict not in _REACHES_NOTHING:
+                flows.append(_maybe(self.expr(arg)))
+            if verdict not in _REACHES_NOTHING:
+                flows.append(self.closure(arg))  # a function it is given may be called and returned
+        return _union(*flows)
 
     def closures(self, nodes) -> list[_Flow]:
         """An unknown call may return what a function it calls or is given returns
@@ -227,6 +268,84 @@ class _Body:
             self.receivers.add(call.func.value.value)
 
 
+class CalledFunctions:
+    """The functions a body can call by a plain name, one level of scopes: the
+    ``def``s a module or function body binds once and nothing else (not rebound, not
+    imported over), undecorated or only jitted (inside a trace a jitted function runs
+    inlined), each one's verdicts computed on first use.  ``outer`` holds the enclosing
+    level; a name this level binds otherwise hides it there."""
+
+    def __init__(self, imports: ImportTable, functions: dict[str, cst.FunctionDef],
+                 hidden: frozenset[str], outer: CalledFunctions | None = None) -> None:
+        self.imports = imports
+        self.functions = functions
+        self.hidden = hidden
+        self.outer = outer
+        self._verdicts: dict[str, dict[str, str] | None] = {}
+
+    @classmethod
+    def of_scope(cls, node: cst.Module | cst.FunctionDef, imports: ImportTable,
+                 outer: CalledFunctions | None = None) -> CalledFunctions:
+        """The functions a module, or a function's body, defines once (a function's
+        parameters hide the enclosing levels' functions of their names)."""
+        body = node.body if isinstance(node, cst.Module) else suite_statements(node.body)
+        bound = bindings(body)
+        if isinstance(node, cst.FunctionDef):
+            for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params,
+                          node.params.star_arg, node.params.star_kwarg):
+                if isinstance(param, cst.Param):
+                    bound.setdefault(param.name.value, []).append(None)
+        functions = {
+            stmt.name.value: stmt for stmt in body
+            if isinstance(stmt, cst.FunctionDef) and len(bound.get(stmt.name.value, ())) == 1
+            and all(_is_plain_jit(d.decorator, imports) for d in stmt.decorators)
+        }
+        return cls(imports, functions, frozenset(bound) - set(functions), outer)
+
+    def lookup(self, name: str) -> tuple[cst.FunctionDef, dict[str, str]] | None:
+        """``(def, its verdicts)`` of the function ``name`` calls here; None when it is not
+        one, or while its verdicts are being found (a recursive call)."""
+        if name in self.functions:
+            if name not in self._verdicts:
+                self._verdicts[name] = None
+                self._verdicts[name] = output_reach(self.functions[name], self.imports, helpers=self)
+            verdicts = self._verdicts[name]
+            return None if verdicts is None else (self.functions[name], verdicts)
+        if name in self.hidden or self.outer is None:
+            return None
+        return self.outer.lookup(name)
+
+
+def _is_plain_jit(decorator, imports: ImportTable) -> bool:
+    """``@jax.jit``, ``@jax.jit(...)`` or ``@partial(jax.jit, ...)``."""
+    if isinstance(decorator, cst.Call):
+        if imports.resolve(decorator.func) == "functools.partial":
+            return bool(decorator.args) and imports.resolve(decorator.args[0].value) == "jax.jit"
+        decorator = decorator.func
+    return imports.resolve(decorator) == "jax.jit"
+
+
+def bind_arguments(function: cst.FunctionDef, call: cst.Call) -> list[tuple[str, cst.BaseExpression]] | None:
+    """Each argument of ``call`` with the parameter of ``function`` it binds; None when
+    the call unpacks ``*args``/``**kwargs`` or an argument lands in the function's own."""
+    params = function.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    by_keyword = {p.name.value for p in (*params.params, *params.kwonly_params)}
+    bound = []
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if len(bound) >= len(positional) or any(a.keyword is not None for a in call.args[:len(bound)]):
+                return None
+            bound.append((positional[len(bound)], arg.value))
+        elif arg.keyword.value in by_keyword:
+            bound.append((arg.keyword.value, arg.value))
+        else:
+            return None
+    return bound
+
+
 def _kept_argument(call: cst.Call, qualified: str):
     """The argument whose structure the result of ``call`` has, positional or by keyword:
     a ``jax.lax`` loop's initial carry (``scan(f, init, xs, length=n)``,
@@ -261,12 +380,14 @@ def _is_indexed_update(node) -> bool:
 
 
 def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
-              preserving: frozenset[str] = frozenset()) -> tuple[_Body, _Flow, list]:
+              preserving: frozenset[str] = frozenset(),
+              helpers: CalledFunctions | None = None) -> tuple[_Body, _Flow, list]:
     """Run the data flow over ``function``'s body: ``(the body's names after it, the
     returned flow, the returned expressions)``.  ``preserving``: free names bound to
-    functions whose result has their arguments' structure (an optax transform's update)."""
+    functions whose result has their arguments' structure (an optax transform's update);
+    ``helpers``: the file's functions the body may call by name."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body = _Body(imports, [p.name.value for p in params], preserving, function)
+    body = _Body(imports, [p.name.value for p in params], preserving, function, helpers)
     if isinstance(function, cst.Lambda):
         return body, body.expr(function.body), [function.body]
     statements = list(small_statements(suite_statements(function.body), into_scopes=False))
@@ -283,11 +404,12 @@ def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
 
 
 def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
-                 preserving: frozenset[str] = frozenset()) -> dict[str, str]:
+                 preserving: frozenset[str] = frozenset(),
+                 helpers: CalledFunctions | None = None) -> dict[str, str]:
     """Each parameter of ``function`` -> ``preserved | maybe | none | scalar | prng``
-    (``preserving`` as for :func:`interpret`)."""
+    (``preserving`` and ``helpers`` as for :func:`interpret`)."""
     params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-    body, returned, _ = interpret(function, imports, preserving)
+    body, returned, _ = interpret(function, imports, preserving, helpers)
     body_node = function.body
     read = {node.value for node in [body_node, *descendants_of_type(body_node, cst.Name)] if isinstance(node, cst.Name)}
     verdicts: dict[str, str] = {}

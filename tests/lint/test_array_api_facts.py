@@ -2,6 +2,7 @@
 under real JAX: what a call's result holds is tested by buffer identity."""
 
 import copy
+import inspect
 import typing
 
 import libcst as cst
@@ -391,6 +392,18 @@ def test_collectives_and_loops_keep_the_carry_shape_and_dtype():
     out = jax.jit(lambda v: jax.lax.optimization_barrier(jax.lax.with_sharding_constraint(
         v, jax.sharding.SingleDeviceSharding(jax.devices()[0]))))(x)
     assert (out.shape, out.dtype) == (x.shape, x.dtype)
+
+
+def test_slice_updates_keep_the_operand_shape_and_dtype():
+    cache, rows = jnp.zeros((8, 3), jnp.bfloat16), jnp.ones((2, 3), jnp.bfloat16)
+    outs = [jax.lax.dynamic_update_slice(cache, rows, (4, 0)),
+            jax.lax.dynamic_update_slice_in_dim(cache, rows, 4, axis=0),
+            jax.lax.dynamic_update_index_in_dim(cache, rows[0], 4, axis=0)]
+    assert all((out.shape, out.dtype) == (cache.shape, cache.dtype) for out in outs)
+    assert set(array_api.UPDATED_OPERAND) == {
+        "jax.lax.dynamic_update_slice", "jax.lax.dynamic_update_slice_in_dim", "jax.lax.dynamic_update_index_in_dim"}
+    assert all(inspect.signature(getattr(jax.lax, name.rsplit(".", 1)[1])).parameters["operand"].kind
+               is inspect.Parameter.POSITIONAL_OR_KEYWORD for name in array_api.UPDATED_OPERAND)
 
 
 def test_nnx_split_with_filters_returns_disjoint_states():
