@@ -65,6 +65,7 @@ from jaxmem.lint.values.array_api import (
     is_constructor_like,
 )
 from jaxmem.lint.values.flow import free_names
+from jaxmem.lint.values.pallas_aliases import aliased_operands
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
@@ -105,6 +106,8 @@ class _Body:
         self.helpers = helpers  # the file's functions the body may call by name
         self.function = function
         self._nested: dict[str, set[str]] | None = None  # see nested
+        self._params: dict[str, cst.Param] = {}  # the function's parameters, with _bound
+        self._bound: dict[str, list] | None = None  # what the body binds (see pallas_aliased)
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
@@ -148,6 +151,10 @@ class _Body:
         self._note_uses(call, qualified, args)
         if qualified is not None and qualified.startswith(PRNG_CONSUMERS_PREFIX):
             return _EMPTY
+        if (aliased := self.pallas_aliased(call)) is not None:
+            # each aliased operand's buffer becomes an output of its shape and dtype
+            return _union(*(self.expr(operand) for operand in aliased),
+                          _maybe(_union(*arg_flows, *self.closures(args))))
         if qualified in SHAPE_CHANGING:
             return _EMPTY
         if qualified in TREE_MAPS:
@@ -203,6 +210,17 @@ class _Body:
             if verdict not in _REACHES_NOTHING:
                 flows.append(self.closure(arg))  # a function it is given may be called and returned
         return _union(*flows)
+
+    def pallas_aliased(self, call: cst.Call) -> list | None:
+        """The operands whose buffers a Pallas kernel call writes its outputs into
+        (:mod:`jaxmem.lint.values.pallas_aliases`); None for any other call."""
+        if not isinstance(call.func, (cst.Call, cst.Name)) or not isinstance(self.function, cst.FunctionDef):
+            return None
+        if self._bound is None:
+            params = self.function.params
+            self._params = {p.name.value: p for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            self._bound = bindings(suite_statements(self.function.body))
+        return aliased_operands(call, self.imports, self._params, self._bound)
 
     def closures(self, nodes) -> list[_Flow]:
         """An unknown call may return what a function it calls or is given returns
