@@ -51,8 +51,10 @@ class DefinitionBuilder:
         resolve in ``env_scopes`` (a factory's body), by default ``scopes``."""
         known = function_node if isinstance(function_node, KnownCallable) else None
         function_node = None if known is not None else function_node
-        preserving = self._preserving_names(scopes) if function_node is not None else frozenset()
-        helpers = self._called_functions(scopes) if function_node is not None else None
+        # the body's free names resolve where it is written (a factory's body for a made jit)
+        body_scopes = env_scopes or scopes
+        preserving = self._preserving_names(body_scopes) if function_node is not None else frozenset()
+        helpers = self._called_functions(body_scopes) if function_node is not None else None
         spec, problems = read_spec(transform, options, signature, constants_seen(env_scopes or scopes))
         pos = self.positions[jit_node]
         visible = visible_scope(scopes, callee)

@@ -100,3 +100,77 @@ def test_a_recursive_helper_is_read_once_and_not_forever():
         "    if n == 0:\n        return params\n"
         "    return sgd(jax.tree.map(lambda p, g: p - lr * g, params, grads), grads, lr, n - 1)")
     assert step_confidences(program, "train_step")["params"] == "high"
+
+
+FACTORIES = """
+import jax
+
+
+def sgd(params, grads):
+    return jax.tree.map(lambda p, g: p - g, params, grads)
+
+
+def make(sgd):
+    @jax.jit
+    def step(params, grads):
+        return sgd(params, grads)  # make's parameter, not the module's function
+    return step
+
+
+def make_local():
+    def sgd(params, grads):
+        return jax.tree.map(lambda p, g: p - g, params, grads)
+
+    @jax.jit
+    def step(params, grads):
+        return sgd(params, grads)
+    return step
+
+
+def main(grads):
+    step = make(lambda p, g: 0.0)
+    other = make_local()
+    return step({"w": jax.numpy.ones(3)}, grads), other({"w": jax.numpy.ones(3)}, grads)
+"""
+
+
+def test_a_made_jit_reads_the_functions_where_its_body_is_written():
+    from jaxmem.lint.engine import facts_for_file
+    from jaxmem.settings import Settings
+
+    facts = facts_for_file("train.py", FACTORIES, Settings())
+    outputs = {(d.line, d.made_by): dict(d.outputs) for d in facts.definitions}
+    assert outputs[(10, "make")]["params"] == "maybe"  # whatever make is given
+    assert outputs[(20, "make_local")]["params"] == "preserved"
+    assert outputs[(10, None)]["params"] == "maybe" and outputs[(20, None)]["params"] == "preserved"
+
+
+MADE_WITH_OPTAX = """
+import jax
+import optax
+
+
+def make(lr):
+    opt_init, opt_update = optax.adam(lr)
+
+    @jax.jit
+    def step(params, opt_state, grads):
+        updates, opt_state = opt_update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+    return step
+
+
+def main(params, grads):
+    step = make(1e-3)
+    opt_state = optax.adam(1e-3).init(params)
+    return step(params, opt_state, grads)
+"""
+
+
+def test_a_made_jit_reads_the_optax_update_its_factory_binds():
+    from jaxmem.lint.engine import facts_for_file
+    from jaxmem.settings import Settings
+
+    facts = facts_for_file("train.py", MADE_WITH_OPTAX, Settings())
+    (made,) = [d for d in facts.definitions if d.made_by == "make"]
+    assert dict(made.outputs)["opt_state"] == "preserved"
