@@ -112,18 +112,22 @@ SHAPE_PRESERVING_METHODS = frozenset(
 # dtype; ``v`` is what goes in at ``i`` (a slice's shape, or broadcast to it).
 INDEXED_UPDATE_METHODS = frozenset({"set", "add", "multiply", "mul", "divide", "power", "min", "max", "apply"})
 
-# Calls whose result does not have their operand's shape or dtype.
+# Calls whose result does not have their operand's shape or dtype.  Not a cast
+# (``x.astype(t)``, ``jnp.astype``, ``lax.convert_element_type``): it keeps the shape,
+# and the dtype too when ``x`` has ``t`` already (tpu-inference casts its state cache to
+# float32 on the way into a kernel that aliases it), so an output may take the buffer:
+# a cast is a call jaxmem does not know.
 SHAPE_CHANGING = frozenset(
     {_JNP + name for name in (
         "concatenate", "stack", "hstack", "vstack", "reshape", "ravel", "transpose", "swapaxes",
         "moveaxis", "expand_dims", "squeeze", "pad", "tile", "repeat", "sum", "mean", "max", "min",
-        "argmax", "argmin", "matmul", "dot", "einsum", "take", "broadcast_to", "astype", "ndarray.astype",
+        "argmax", "argmin", "matmul", "dot", "einsum", "take", "broadcast_to",
     )}
     | {"jax.image.resize", "jax.image.scale_and_translate", "jax.lax.reshape", "jax.lax.transpose",
-       "jax.lax.concatenate", "jax.lax.convert_element_type", "jax.lax.dynamic_slice", "jax.lax.slice"}
+       "jax.lax.concatenate", "jax.lax.dynamic_slice", "jax.lax.slice"}
 )
 SHAPE_CHANGING_METHODS = frozenset(
-    {"reshape", "ravel", "flatten", "transpose", "T", "astype", "sum", "mean", "max", "min", "squeeze", "swapaxes"}
+    {"reshape", "ravel", "flatten", "transpose", "T", "sum", "mean", "max", "min", "squeeze", "swapaxes"}
 )
 
 # A parameter that only feeds these is a PRNG key: a few bytes, not worth donating.

@@ -394,6 +394,25 @@ def test_collectives_and_loops_keep_the_carry_shape_and_dtype():
     assert (out.shape, out.dtype) == (x.shape, x.dtype)
 
 
+def test_a_cast_may_keep_the_buffer_so_it_is_a_maybe():
+    import warnings
+
+    from jaxmem.lint.values.usefulness import output_reach
+
+    cast = jax.jit(lambda x: x.astype(jnp.float32), donate_argnums=0)
+    same = jnp.ones(8, jnp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cast(same)  # the same dtype: the output takes the donated buffer
+    assert same.is_deleted()
+    narrow = jnp.ones(8, jnp.bfloat16)
+    cast(narrow)  # another size: no output can take it
+    assert not narrow.is_deleted()
+    module = cst.parse_module("import jax.numpy as jnp\ndef f(x, y):\n    return x.astype(jnp.float32), jnp.astype(y, 'f4')\n")
+    verdicts = output_reach(module.body[1], ImportTable.from_module(module))
+    assert verdicts == {"x": "maybe", "y": "maybe"}
+
+
 def test_slice_updates_keep_the_operand_shape_and_dtype():
     cache, rows = jnp.zeros((8, 3), jnp.bfloat16), jnp.ones((2, 3), jnp.bfloat16)
     outs = [jax.lax.dynamic_update_slice(cache, rows, (4, 0)),
