@@ -107,7 +107,6 @@ class DefinitionBuilder:
             names |= self._update_names[id(scope.node)]
         return frozenset(names)
 
-
     def _called_functions(self, scopes: list[Scope]) -> CalledFunctions | None:
         """The functions of the enclosing module and function scopes a jitted body may call
         by name (class bodies are not visible from their methods)."""

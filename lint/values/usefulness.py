@@ -65,7 +65,7 @@ from jaxmem.lint.values.array_api import (
     is_constructor_like,
 )
 from jaxmem.lint.values.flow import free_names
-from jaxmem.lint.values.pallas_aliases import aliased_operands
+from jaxmem.lint.values.pallas_aliases import PALLAS_CALLS, aliased_operands
 
 PRESERVED = "preserved"
 MAYBE = "maybe"
@@ -108,6 +108,7 @@ class _Body:
         self._nested: dict[str, set[str]] | None = None  # see nested
         self._params: dict[str, cst.Param] = {}  # the function's parameters, with _bound
         self._bound: dict[str, list] | None = None  # what the body binds (see pallas_aliased)
+        self._calls_pallas: bool | None = None  # whether the body calls pallas_call at all
         self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
@@ -215,6 +216,11 @@ class _Body:
         """The operands whose buffers a Pallas kernel call writes its outputs into
         (:mod:`jaxmem.lint.values.pallas_aliases`); None for any other call."""
         if not isinstance(call.func, (cst.Call, cst.Name)) or not isinstance(self.function, cst.FunctionDef):
+            return None
+        if self._calls_pallas is None:  # a kernel is made in the body, or there is none to find
+            self._calls_pallas = any(self.imports.resolve(inner.func) in PALLAS_CALLS
+                                     for inner in descendants_of_type(self.function.body, cst.Call))
+        if not self._calls_pallas:
             return None
         if self._bound is None:
             params = self.function.params
