@@ -449,11 +449,12 @@ def refusal_in_cells(refusal, notebooks: dict):
     return dataclasses.replace(refusal, cell=cell, line=line, reason=message_in_cells(refusal.reason, notebook))
 
 
-_LINE_MENTION = re.compile(r"\(line (\d+)\)")
+# ``(line 12)``, ``at line 12``, ``read again at line 12``: lines of the joined code.
+_LINE_MENTION = re.compile(r"\bline (\d+)\b")
 
 
 def message_in_cells(message: str, notebook: Notebook) -> str:
-    """``message`` (about ``notebook``) with its ``path:LINE`` and ``(line LINE)``
+    """``message`` (about ``notebook``) with its ``path:LINE`` and ``line LINE``
     mentions of joined code counted in cells."""
     if notebook.path in message:
         def at(match):
@@ -464,6 +465,6 @@ def message_in_cells(message: str, notebook: Notebook) -> str:
 
     def mention(match):
         cell, line = notebook.locate(int(match.group(1)))
-        return f"(cell {cell}, line {line})" if cell is not None else match.group(0)
+        return f"cell {cell}, line {line}" if cell is not None else match.group(0)
 
     return _LINE_MENTION.sub(mention, message)

@@ -151,6 +151,16 @@ def test_a_read_inside_a_magic_counts(tmp_path, jaxmem):
     assert "JXM101" in result.stdout
 
 
+def test_every_line_a_message_names_is_counted_in_cells(tmp_path, jaxmem):
+    """"donated ... at line N" names the call's cell and line, not a line of the joined code."""
+    donating = "from functools import partial\n" + STEP.replace("@jax.jit", "@partial(jax.jit, donate_argnums=0)")
+    write(tmp_path, "read.ipynb", jupyter_json(notebook(
+        IMPORTS, donating, "state = jnp.zeros(3)\nnew = train_step(state, jnp.ones(3))\nprint(state)")))
+    line = jaxmem("check", "--no-cache", "read.ipynb").stdout.splitlines()[0]
+    assert line.startswith("read.ipynb:cell 4:3:7: JXM101"), line
+    assert "donated to `train_step` at cell 4, line 2 " in line, line
+
+
 def test_a_read_inside_a_magic_keeps_a_donation_from_being_proposed(tmp_path, jaxmem):
     loop = "state = jnp.zeros(3)\nfor i in range(3):\n    new = train_step(state, jnp.ones(3))\n    %time print(state)\n    state = new"
     write(tmp_path, "keep.ipynb", jupyter_json(notebook(IMPORTS, STEP, loop)))
