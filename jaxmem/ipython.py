@@ -1,0 +1,374 @@
+"""jaxmem inside IPython and Jupyter: ``%load_ext jaxmem``, then ``%jaxmem``.
+
+``%jaxmem`` checks the cells this session has run, in the order they ran
+(IPython's input history), so a finding names the cell as ``In [3]``: what
+runs in a notebook is the history, not the file on disk, which may be
+unsaved or run out of order.  ``%jaxmem --diff`` shows the edits
+``jaxmem-fix`` would make to those cells, and ``%jaxmem --fix`` puts the
+fixed cell in the next input, to run in place of the old one.
+``%jaxmem on`` checks after every cell and prints only what is new;
+``%jaxmem off`` stops.
+
+Only the text of the cells is read: nothing is imported or run.  A cell that
+did not compile (it never ran) counts as empty.  The project around the
+working folder (``pyproject.toml`` or ``.git``) is read as ``jaxmem check``
+reads it, with its cache: its calls count, and the findings reported are the
+session's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import io
+import json
+import re
+import shlex
+
+from jaxmem.findings import Confidence
+from jaxmem.notebooks import NotebookError
+
+# The name the session's cells are analysed under: a notebook that no import can name.
+SESSION_PATH = "<ipython-session>.ipynb"
+
+_CELL_LINE = re.compile(re.escape(SESSION_PATH) + r":cell (\d+):(\d+)")
+_CELL_MENTION = re.compile(r"\bcell (\d+), line (\d+)")
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(f"{message}\n{self.format_usage().rstrip()}")
+
+    def exit(self, status=0, message=None):
+        raise _UsageError(message or "")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="%jaxmem", add_help=True,
+                     description="Check the cells this session has run for missed and unsafe buffer donations.")
+    parser.add_argument("mode", nargs="?", choices=("on", "off"),
+                        help="on: check after every cell and print what is new; off: stop")
+    parser.add_argument("--diff", action="store_true", help="show the edits jaxmem-fix would make, per cell")
+    parser.add_argument("--fix", action="store_true",
+                        help="put the fixed cell in the next input (one changed cell), else show the diff")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="with --diff/--fix: apply medium-confidence proposals too")
+    parser.add_argument("--min-confidence", metavar="LEVEL", help="low, medium or high (default: the config's)")
+    parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes to report")
+    parser.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes to skip")
+    parser.add_argument("--show-skipped", action="store_true",
+                        help="list the parameters considered and not proposed, with the reason")
+    parser.add_argument("--no-project", action="store_true",
+                        help="read only the session's cells, not the project around the working folder")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write .jaxmem_cache/")
+    return parser
+
+
+def session_sources(history_manager) -> list[str]:
+    """The source of every cell the session ran: item ``i`` is ``In [i + 1]``.
+
+    A cell whose IPython translation does not compile never ran: it counts as
+    empty, so one typo does not hide the rest of the session."""
+    raw, parsed = history_manager.input_hist_raw, history_manager.input_hist_parsed
+    sources = []
+    for number in range(1, len(raw)):
+        try:
+            compile(parsed[number] if number < len(parsed) else raw[number], f"In[{number}]", "exec")
+        except (SyntaxError, ValueError):
+            sources.append("")
+            continue
+        sources.append(raw[number])
+    return sources
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionCheck:
+    """What ``%jaxmem`` found: the findings (cells as execution counts), the
+    donations not proposed, and the notebook whose lines the fixes count."""
+
+    findings: list
+    refusals: list
+    notebook: object
+    settings: object
+    superseded: int = 0  # findings left out: their definition was redefined by a later cell
+
+
+def check_session(sources: list[str], settings=None, *, project: bool = True, use_cache: bool = True) -> SessionCheck:
+    """Check ``sources`` (cell ``i`` is ``In [i + 1]``) as one notebook run top to bottom."""
+    from jaxmem.api import check_paths
+    from jaxmem.config import load_config
+    from jaxmem.notebooks import read_notebook
+
+    if settings is None:
+        settings = load_config(["."]).settings
+    document = {"cells": [{"cell_type": "code", "source": source} for source in sources], "nbformat": 4}
+    data = json.dumps(document).encode("utf-8")
+    reports = check_paths(["-"], settings, use_cache=use_cache, stdin_filename=SESSION_PATH,
+                          stdin=io.BytesIO(data), whole_project=project)
+    notebook = read_notebook(SESSION_PATH, data)
+    findings = sorted((f for report in reports for f in report.findings), key=lambda f: f.sort_key)
+    redefined = _redefined_after(notebook)
+    current = [f for f in findings if not _superseded(f, redefined)]
+    refusals = [r for report in reports for r in report.refusals]
+    return SessionCheck(current, refusals, notebook, settings, superseded=len(findings) - len(current))
+
+
+def _redefined_after(notebook) -> dict[str, int]:
+    """For each name a cell binds at its top level, the last cell number that binds it."""
+    last: dict[str, int] = {}
+    for cell in notebook.cells:
+        text = "".join(line if cell.magic.get(i) is None else cell.magic[i][1] for i, line in enumerate(cell.lines))
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for statement in tree.body:
+            for name in _bound_names(statement):
+                last[name] = cell.number
+    return last
+
+
+def _bound_names(statement) -> list[str]:
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).partition(".")[0] for alias in statement.names]
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+    return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _superseded(finding, redefined: dict[str, int]) -> bool:
+    """Whether ``finding`` is about a definition a later cell replaced: the
+    session no longer runs it, so there is nothing left to fix there.  A
+    finding at a call or a read (JXM101) is about what ran, and stays."""
+    if finding.cell is None or finding.cell != finding.definition_cell or \
+            finding.span.line != finding.definition_line:
+        return False
+    name = finding.function or ""
+    return name.isidentifier() and redefined.get(name, 0) > finding.cell
+
+
+def in_session_terms(text: str) -> str:
+    """``text`` with the session notebook's cell references written as IPython names them (``In [3]``)."""
+    text = _CELL_LINE.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
+    return _CELL_MENTION.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
+
+
+def finding_line(finding) -> str:
+    """One finding as ``In [3], line 5:9: JXM001 message``."""
+    if finding.cell is not None:
+        where = f"In [{finding.cell}], line {finding.span.line}:{finding.span.col + 1}"
+    else:
+        where = f"{finding.path}:{finding.span.line}:{finding.span.col + 1}"
+    return f"{where}: {finding.code} {in_session_terms(finding.message)}"
+
+
+def finding_key(finding) -> tuple:
+    """What stays the same for one finding while later cells run (its evidence may grow)."""
+    return (finding.code, finding.path, finding.cell, finding.span.line, finding.span.col,
+            finding.function, finding.parameter_index, finding.parameter_name)
+
+
+def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None) -> tuple[list, list]:
+    """``(changes, skipped)``: ``(cell number, old source, new source)`` of each cell
+    ``jaxmem-fix`` (``unsafe``: ``--unsafe-fixes``) would change, and the fixes it
+    would leave alone.  Raises :class:`jaxmem.notebooks.NotebookError` when an edit
+    would touch a magic line or span two cells."""
+    from jaxmem.codemod.edits import add_donations
+
+    threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
+    fixes = [f.fix for f in check.findings
+             if f.path == SESSION_PATH and f.fix is not None and f.confidence.rank >= threshold.rank]
+    if not fixes:
+        return [], []
+    settings = check.settings
+    result = add_donations(check.notebook.text, fixes, style=settings.donation_style,
+                           jax_version=jax_version or settings.jax_version or _installed_jax(),
+                           extra_wrappers=settings.extra_wrappers)
+    if result.error:
+        raise NotebookError(result.error)
+    check.notebook.updated(result.source)  # raises where the edit cannot be written back
+    return check.notebook.cell_sources(result.source), list(result.skipped)
+
+
+def _installed_jax():
+    """The installed jax's version (read from its metadata, not imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _skipped_line(notebook, skipped) -> str:
+    cell, line = notebook.locate(skipped.line)
+    return in_session_terms(f"{SESSION_PATH}:cell {cell}:{line}: " + skipped.describe().partition(": ")[2])
+
+
+class JaxmemMagics:
+    """The ``%jaxmem`` line magic of one IPython shell, and its ``on`` mode."""
+
+    def __init__(self, shell) -> None:
+        self.shell = shell
+        self.auto = False
+        self.reported: set = set()
+
+    # -- the magic -------------------------------------------------------------
+
+    def __call__(self, line: str = "") -> None:
+        """``%jaxmem [on|off] [--diff|--fix] [options]``: see ``%jaxmem --help``."""
+        try:
+            args = _parser().parse_args(shlex.split(line))
+        except _UsageError as error:
+            print(str(error).strip())
+            return
+        except ValueError as error:  # shlex: an unclosed quote
+            print(f"%jaxmem: {error}; see %jaxmem --help")
+            return
+        if args.mode == "off":
+            self._stop()
+            print("jaxmem: no longer checking after each cell.")
+            return
+        check = self._check(args)
+        if check is None:
+            return
+        if args.mode == "on":
+            self._start(args)
+            self.reported = {finding_key(f) for f in check.findings}
+        if args.diff or args.fix:
+            self._show_fixes(check, args)
+            return
+        self._print(check, args)
+        if args.mode == "on":
+            print("jaxmem: checking after each cell from now on; `%jaxmem off` stops.")
+
+    def _check(self, args) -> SessionCheck | None:
+        from jaxmem.config import ConfigError, load_config, parse_codes, parse_confidence
+        from jaxmem.discovery import DiscoveryError
+
+        try:
+            settings = load_config(["."]).settings
+            changes = {}
+            if args.min_confidence:
+                changes["min_confidence"] = parse_confidence(args.min_confidence, "%jaxmem", "--min-confidence")
+            if args.select:
+                changes["select"] = parse_codes(_codes(args.select), "%jaxmem", "--select")
+            if args.ignore:
+                changes["ignore"] = parse_codes(_codes(args.ignore), "%jaxmem", "--ignore")
+            if args.diff or args.fix:  # the fixer reads medium proposals too
+                changes["min_confidence"] = Confidence.MEDIUM
+            settings = dataclasses.replace(settings, **changes)
+            return check_session(session_sources(self.shell.history_manager), settings,
+                                 project=not args.no_project, use_cache=not args.no_cache)
+        except (ConfigError, DiscoveryError) as error:
+            print(f"jaxmem: error: {error}")
+            return None
+
+    def _print(self, check: SessionCheck, args, only_new: bool = False) -> None:
+        findings = check.findings
+        if only_new:
+            findings = [f for f in findings if finding_key(f) not in self.reported]
+            self.reported.update(finding_key(f) for f in findings)
+        for finding in findings:
+            print(finding_line(finding))
+        if args.show_skipped:
+            for refusal in sorted(check.refusals, key=lambda r: (r.cell or 0, r.line)):
+                where = f"In [{refusal.cell}], line {refusal.line}" if refusal.cell is not None else \
+                    f"{refusal.path}:{refusal.line}"
+                print(in_session_terms(f"{where}: {refusal.function}: `{refusal.parameter}` not proposed: "
+                                       f"{refusal.reason}"))
+        if only_new:
+            return
+        cells = len(session_sources(self.shell.history_manager))
+        later = f" ({check.superseded} more on definitions a later cell replaced)" if check.superseded else ""
+        if not findings:
+            print(f"jaxmem: no findings in the {cells} cell(s) run so far{later}.")
+            return
+        fixable = sum(1 for f in findings if f.fix is not None and f.confidence is Confidence.HIGH)
+        more = sum(1 for f in findings if f.fix is not None and f.confidence is not Confidence.HIGH)
+        parts = [f"jaxmem: {len(findings)} finding(s) in the {cells} cell(s) run so far{later}"]
+        if fixable:
+            parts.append(f"{fixable} fixable: `%jaxmem --diff` shows the edits, `%jaxmem --fix` makes them")
+        if more:
+            parts.append(f"{more} more at lower confidence: `jaxmem confirm` settles them on a run of your script")
+        print("; ".join(parts) + ".")
+
+    def _show_fixes(self, check: SessionCheck, args) -> None:
+        from jaxmem.codemod.cli import unified_diff
+
+        try:
+            changes, skipped = fixed_cells(check, unsafe=args.unsafe_fixes)
+        except NotebookError as error:
+            print(f"jaxmem: cannot fix: {in_session_terms(str(error))}")
+            return
+        for skip in skipped:
+            print(_skipped_line(check.notebook, skip))
+        if not changes:
+            below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH)
+            note = f"; {below} proposal(s) below high confidence: add --unsafe-fixes" if below and not \
+                args.unsafe_fixes else ""
+            print(f"jaxmem: nothing to fix{note}.")
+            return
+        if args.fix and len(changes) == 1:
+            number, _, new = changes[0]
+            self.shell.set_next_input(new.rstrip("\n"), replace=False)
+            print(f"jaxmem: the fixed In [{number}] is in the next input: run it to redefine what it defines "
+                  "with the donation.")
+            return
+        for number, old, new in changes:
+            old, new = _ended(old), _ended(new)  # a cell's last line has no newline to mark
+            print(unified_diff(f"In [{number}]", old, new).replace(f"a/In [{number}]", f"In [{number}]")
+                  .replace(f"b/In [{number}]", f"In [{number}] (fixed)"), end="")
+        if args.fix:
+            print(f"jaxmem: the fix changes {len(changes)} cells; edit them as the diff shows and run them again.")
+
+    # -- on / off --------------------------------------------------------------
+
+    def _start(self, args) -> None:
+        if not self.auto:
+            self.shell.events.register("post_run_cell", self._after_cell)
+        self.auto = True
+        self.auto_options = args
+
+    def _stop(self) -> None:
+        if self.auto:
+            self.shell.events.unregister("post_run_cell", self._after_cell)
+        self.auto = False
+
+    def _after_cell(self, result) -> None:
+        """After each cell (``%jaxmem on``): print the findings not printed before."""
+        raw = getattr(getattr(result, "info", None), "raw_cell", "") or ""
+        if raw.lstrip().startswith("%jaxmem"):
+            return  # the magic printed its own report
+        check = self._check(self.auto_options)
+        if check is not None:
+            self._print(check, self.auto_options, only_new=True)
+
+
+def _ended(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _codes(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def load_ipython_extension(shell) -> None:
+    """``%load_ext jaxmem``: register ``%jaxmem``."""
+    magics = JaxmemMagics(shell)
+    shell.register_magic_function(magics, magic_kind="line", magic_name="jaxmem")
+    shell._jaxmem_magics = magics  # noqa: SLF001 (found again by unload)
+
+
+def unload_ipython_extension(shell) -> None:
+    """``%unload_ext jaxmem``: stop checking after each cell."""
+    magics = getattr(shell, "_jaxmem_magics", None)
+    if magics is not None:
+        magics._stop()

@@ -1,0 +1,109 @@
+"""``%load_ext jaxmem`` and ``%jaxmem`` in a real IPython shell running real JAX on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("IPython", reason="the IPython extension is tested with ipython (the test extras)")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from traitlets.config import Config  # noqa: E402
+
+STEP = "@jax.jit\ndef step(state, x):\n    return state * 0.9 + x\n"
+LOOP = "for i in range(3):\n    state = step(state, 1.0)\n"
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    """A fresh IPython shell, its history in memory, run outside any project."""
+    monkeypatch.chdir(tmp_path)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance(config=config)
+    yield shell
+    shell.run_cell("%unload_ext jaxmem")
+    InteractiveShell.clear_instance()
+
+
+def run(shell, *cells):
+    """Run each cell as a notebook would (into the history); the last cell's result."""
+    result = None
+    for cell in cells:
+        result = shell.run_cell(cell, store_history=True)
+    return result
+
+
+def training_session(shell):
+    run(shell, "%load_ext jaxmem", "import jax, jax.numpy as jnp", STEP, "state = jnp.ones((4, 4))", LOOP)
+
+
+def test_it_reports_a_missed_donation_by_execution_count(shell, capsys):
+    training_session(shell)
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("In [3], line 1:1: JXM001 `step` does not donate `state`, which is dead after "
+                               "every call"), lines
+    assert lines[0].endswith("(high confidence)")
+    assert lines[1] == ("jaxmem: 1 finding(s) in the 6 cell(s) run so far; 1 fixable: `%jaxmem --diff` shows "
+                        "the edits, `%jaxmem --fix` makes them.")
+
+
+def test_the_fixed_cell_comes_as_the_next_input_and_donates_when_run(shell, capsys):
+    training_session(shell)
+    run(shell, "%jaxmem --fix")
+    assert "the fixed In [3] is in the next input" in capsys.readouterr().out
+    fixed = shell.rl_next_input
+    assert fixed == STEP.rstrip("\n").replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+    run(shell, fixed, "old = state\n" + LOOP)
+    assert shell.user_ns["old"].is_deleted()  # the fixed step really took the state's buffers
+    assert not shell.user_ns["state"].is_deleted()
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    assert capsys.readouterr().out == ("jaxmem: no findings in the 9 cell(s) run so far (1 more on definitions "
+                                       "a later cell replaced).\n")
+
+
+def test_diff_shows_each_cell_edit_and_changes_nothing(shell, capsys):
+    training_session(shell)
+    capsys.readouterr()
+    run(shell, "%jaxmem --diff")
+    assert capsys.readouterr().out == (
+        "--- In [3]\n+++ In [3] (fixed)\n@@ -1,3 +1,3 @@\n-@jax.jit\n+@jax.jit(donate_argnums=0)\n"
+        " def step(state, x):\n     return state * 0.9 + x\n")
+    assert getattr(shell, "rl_next_input", None) is None
+
+
+def test_on_mode_prints_each_new_finding_under_the_cell_that_reveals_it(shell, capsys):
+    run(shell, "%load_ext jaxmem", "%jaxmem on", "import jax, jax.numpy as jnp")
+    assert "checking after each cell from now on" in capsys.readouterr().out
+    result = run(shell, "g = jax.jit(lambda a: a + 1, donate_argnums=0)\nb = jnp.ones(3)\nc = g(b)\nprint(b)")
+    assert "Array has been deleted" in str(result.error_in_exec)  # the bug is real
+    out = capsys.readouterr().out
+    assert "In [4], line 4:7: JXM101 `b` is read here after it was donated to `g` at In [4], line 3" in out
+    run(shell, "d = 1")
+    assert capsys.readouterr().out == ""  # printed once, not after every cell
+    run(shell, "%jaxmem off", "e = b")
+    assert capsys.readouterr().out == "jaxmem: no longer checking after each cell.\n"
+
+
+def test_a_cell_that_did_not_compile_and_magics_do_not_hide_the_rest(shell, capsys):
+    run(shell, "%load_ext jaxmem", "import jax, jax.numpy as jnp", "def broken(:\n    pass", STEP,
+        "%time state = jnp.ones((4, 4))", "%%time\n" + LOOP)
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    assert capsys.readouterr().out.startswith("In [4], line 1:1: JXM001 `step` does not donate `state`")
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("%jaxmem --bogus", "unrecognized arguments: --bogus\nusage: %jaxmem"),
+    ("%jaxmem --min-confidence extreme", "jaxmem: error: %jaxmem: --min-confidence: 'extreme' is not a confidence"),
+    ("%jaxmem '", "%jaxmem: No closing quotation; see %jaxmem --help"),
+    ("%jaxmem --help", "usage: %jaxmem"),
+])
+def test_bad_options_say_what_is_wrong_without_a_traceback(shell, capsys, line, expected):
+    run(shell, "%load_ext jaxmem")
+    result = run(shell, line)
+    assert result.success
+    assert capsys.readouterr().out.startswith(expected)
