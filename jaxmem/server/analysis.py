@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import threading
@@ -61,6 +62,7 @@ class DocumentFix:
     edits: tuple = ()
     skipped: tuple = ()
     error: str | None = None
+    cells: tuple = ()  # a notebook's: ``(cell number, old source, new source)`` of each changed code cell
 
 
 def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = True) -> DocumentAnalysis:
@@ -129,17 +131,34 @@ def fix_document(analysis: DocumentAnalysis, findings: Iterable[Finding]) -> Doc
     from jaxmem.codemod.edits import add_donations
     from jaxmem.codemod.project import donation_style_of, project_jax_lower_bound
     from jaxmem.deep import call_deep
+    from jaxmem.notebooks import NotebookError, is_notebook, read_notebook
 
     fixes = [f.fix for f in findings if f.fix is not None and (f.definition_path or f.path) == analysis.name]
+    notebook = read_notebook(analysis.name, analysis.text.encode("utf-8")) if is_notebook(analysis.name) else None
+    code = notebook.text if notebook is not None else analysis.text  # a notebook's fixes count its joined cells
     settings = analysis.settings
     result = call_deep(
-        add_donations, analysis.text, fixes, style=settings.donation_style,
+        add_donations, code, fixes, style=settings.donation_style,
         jax_version=settings.jax_version or project_jax_lower_bound(analysis.root),
         extra_wrappers=settings.extra_wrappers,
         # ``jaxmem-fix FILE`` counts the spec keywords of the files it was given.
-        project_style=lambda: donation_style_of([analysis.text]),
+        project_style=lambda: donation_style_of([code]),
     )
-    return DocumentFix(analysis.text, result.source, tuple(result.edits), tuple(result.skipped), result.error)
+    if notebook is None:
+        return DocumentFix(analysis.text, result.source, tuple(result.edits), tuple(result.skipped), result.error)
+    try:
+        after = notebook.updated(result.source).decode("utf-8")
+    except NotebookError as error:  # an edit on a magic line, or across two cells
+        return DocumentFix(analysis.text, analysis.text, (), tuple(result.skipped), str(error))
+    return DocumentFix(analysis.text, after, tuple(result.edits), tuple(result.skipped), result.error,
+                       tuple(notebook.cell_sources(result.source)))
+
+
+def notebook_text(cells: Iterable[tuple[str, bool]]) -> str:
+    """A notebook of these ``(source, is code)`` cells as JSON: what :func:`analyse_document`
+    reads for an editor's notebook, whose cells arrive as separate texts."""
+    return json.dumps({"cells": [{"cell_type": "code" if code else "markdown", "source": source}
+                                 for source, code in cells], "nbformat": 4})
 
 
 def encode_like_file(text: str) -> bytes:

@@ -8,8 +8,10 @@ advice in another.  Code actions: each JXM001 that ``jaxmem-fix`` would apply is
 quick fix with the edit ``jaxmem-fix`` would make, and ``source.fixAll.jaxmem``
 applies them all.  The initialization option ``unsafeFixes: true`` offers
 the medium-confidence ones too (``jaxmem-fix --unsafe-fixes``), titled as
-unsafe.  Errors go to the client's log (``window/logMessage``); the server
-keeps running.
+unsafe.  A notebook synced as a notebook document is checked as one
+``.ipynb`` (its cells joined, see :mod:`jaxmem.notebooks`); its diagnostics
+and edits land on the cells.  Errors go to the client's log
+(``window/logMessage``); the server keeps running.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -28,7 +31,9 @@ from pygls.uris import from_fs_path, to_fs_path
 
 import jaxmem
 from jaxmem.findings import Confidence, Finding, Severity
-from jaxmem.server.analysis import DocumentAnalysis, DocumentFix, analyse_document, fix_document, fixable
+from jaxmem.server.analysis import (
+    DocumentAnalysis, DocumentFix, analyse_document, fix_document, fixable, notebook_text,
+)
 from jaxmem.server.text import UTF16, LineIndex, text_edits
 
 SOURCE = "jaxmem"
@@ -43,6 +48,22 @@ SEVERITIES = {
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
 OPTIONS = {"unsafeFixes": "unsafe_fixes", "checkOnChange": "check_on_change"}
+# Notebooks (VS Code's Jupyter, any notebook type) with their Python cells.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(
+        cells=[types.NotebookCellLanguage(language="python")], notebook="*")],
+    save=True)
+
+
+@dataclass(frozen=True)
+class _Current:
+    """What a check of an open document reads: its text and version; a notebook's
+    text is its cells as notebook JSON, ``cells`` their (uri, version, is code) in order."""
+
+    text: str
+    version: int | None
+    cells: tuple = ()
+    notebook: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,13 +73,19 @@ class Published:
     analysis: DocumentAnalysis
     version: int | None
     diagnostics: tuple  # (finding, diagnostic) pairs
+    cells: tuple = ()  # a notebook's cells, as (uri, version, is code) in order: finding.cell counts them
+
+    def uri_of(self, finding: Finding, uri: str) -> str:
+        """The document ``finding`` is shown in: its cell's, in a notebook, else ``uri``."""
+        return self.cells[finding.cell - 1][0] if self.cells and finding.cell else uri
 
 
 class JaxmemServer(LanguageServer):
     """The server's state: options, the last analysis of each document, pending checks."""
 
     def __init__(self):
-        super().__init__(SOURCE, jaxmem.__version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(SOURCE, jaxmem.__version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.unsafe_fixes = False
         self.check_on_change = True
         self.published: dict[str, Published] = {}
@@ -85,8 +112,14 @@ class JaxmemServer(LanguageServer):
 
     # -- diagnostics ---------------------------------------------------------
 
+    def document_key(self, uri: str) -> str:
+        """The uri analyses are kept under: a cell's notebook, else ``uri`` itself."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return notebook.uri if notebook is not None else uri
+
     def schedule(self, uri: str, delay: float = 0.0) -> None:
-        """Check ``uri`` after ``delay`` seconds, replacing a check already waiting."""
+        """Check ``uri`` (a cell: its notebook) after ``delay`` seconds, replacing a check already waiting."""
+        uri = self.document_key(uri)
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
@@ -103,14 +136,32 @@ class JaxmemServer(LanguageServer):
             if self.pending.get(uri) is asyncio.current_task():
                 del self.pending[uri]
 
+    def text_document(self, uri: str):
+        """The open text document ``uri`` (a cell's too), or None; the workspace keys them unquoted."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def _current(self, uri: str) -> _Current | None:
+        """The text to check for the open document or notebook ``uri``; None once closed."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None:
+            document = self.text_document(uri)
+            return None if document is None else _Current(document.source, document.version)
+        cells, sources = [], []
+        for cell in notebook.cells:
+            document = self.text_document(cell.document)
+            code = cell.kind == types.NotebookCellKind.Code
+            cells.append((cell.document, document.version if document else None, code))
+            sources.append((document.source if document else "", code))
+        return _Current(notebook_text(sources), notebook.version, tuple(cells), notebook=True)
+
     async def _check_now(self, uri: str) -> None:
         from jaxmem.config import ConfigError
 
-        document = self.workspace.text_documents.get(uri)
+        current = self._current(uri)
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        if document is None or path is None:
+        if current is None or path is None:
             return  # closed meanwhile, or not a file (an untitled buffer)
-        text, version = document.source, document.version
+        text, version, cells = current.text, current.version, current.cells
         loop = asyncio.get_running_loop()
         try:
             analysis = await loop.run_in_executor(self.analyser, analyse_document, path, text)
@@ -120,24 +171,56 @@ class JaxmemServer(LanguageServer):
         except Exception as error:  # a bug in jaxmem: say so, keep serving
             self.internal_error(f"while checking {path}", error)
             return
-        document = self.workspace.text_documents.get(uri)
-        if document is None or document.version != version:
+        if self._current(uri) != current:
             return  # the text changed meanwhile: its own check is on its way
         if analysis.skipped and uri not in self.published:
             self.log(types.MessageType.Info, f"{path}: not checked: {analysis.skipped}")
-        index = LineIndex(text, self.encoding)
-        pairs = tuple((finding, self.diagnostic(finding, index, analysis)) for finding in analysis.findings)
-        self.published[uri] = Published(analysis, version, pairs)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=version, diagnostics=[diagnostic for _, diagnostic in pairs]))
+        if not current.notebook:
+            index = LineIndex(text, self.encoding)
+            pairs = tuple((finding, self.diagnostic(finding, index, analysis)) for finding in analysis.findings)
+            self.published[uri] = Published(analysis, version, pairs)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, version=version, diagnostics=[diagnostic for _, diagnostic in pairs]))
+            return
+        published = self._publish_cells(uri, analysis, version, cells)
+        before = self.published.get(uri)
+        self.published[uri] = published
+        for gone in {c[0] for c in (before.cells if before else ()) if c[2]} - {c[0] for c in cells if c[2]}:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
 
-    def diagnostic(self, finding: Finding, index: LineIndex, analysis: DocumentAnalysis) -> types.Diagnostic:
-        """``finding`` as an LSP diagnostic on the analysed text."""
+    def _publish_cells(self, uri: str, analysis: DocumentAnalysis, version: int | None, cells: tuple) -> Published:
+        """Publish a notebook's diagnostics on its code cells (every cell: none clears old ones)."""
+        code_cells = [(u, version) for u, version, code in cells if code]
+        texts = {u: self.text_document(u).source for u, _ in code_cells}
+        pairs, per_cell = [], {u: [] for u, _ in code_cells}
+        shell = Published(analysis, version, (), cells)
+        for finding in analysis.findings:
+            cell_uri = shell.uri_of(finding, uri)
+            if cell_uri not in per_cell:  # a JXM900 on the whole notebook: shown on its first cell
+                if not code_cells:
+                    continue
+                cell_uri = code_cells[0][0]
+            diagnostic = self.diagnostic(finding, LineIndex(texts[cell_uri], self.encoding), analysis, shell)
+            pairs.append((finding, diagnostic))
+            per_cell[cell_uri].append(diagnostic)
+        for cell_uri, cell_version in code_cells:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=cell_uri, version=cell_version, diagnostics=per_cell[cell_uri]))
+        return Published(analysis, version, tuple(pairs), cells)
+
+    def diagnostic(self, finding: Finding, index: LineIndex, analysis: DocumentAnalysis,
+                   published: Published | None = None) -> types.Diagnostic:
+        """``finding`` as an LSP diagnostic on the analysed text (a notebook's: on its cell)."""
         span = finding.span
+
+        def where(evidence) -> str:
+            if published is not None and evidence.cell is not None and evidence.path == analysis.name:
+                return published.uri_of(evidence, "")
+            return from_fs_path(str(analysis.absolute(evidence.path)))
+
         related = [
             types.DiagnosticRelatedInformation(
-                location=types.Location(uri=from_fs_path(str(analysis.absolute(evidence.path))),
-                                        range=_line_range(evidence.line)),
+                location=types.Location(uri=where(evidence), range=_line_range(evidence.line)),
                 message=evidence.message)
             for evidence in finding.evidence
             if evidence.path and evidence.line
@@ -152,29 +235,33 @@ class JaxmemServer(LanguageServer):
             data={"confidence": finding.confidence.value, "fixable": fixable(finding, self.unsafe_fixes)},
         )
 
-    def forget(self, uri: str) -> None:
-        """Stop checking a closed document and clear its diagnostics."""
+    def forget(self, uri: str, cell_uris: tuple = ()) -> None:
+        """Stop checking a closed document (or notebook, with ``cell_uris``) and clear its diagnostics."""
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
         self.published.pop(uri, None)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for cleared in cell_uris or (uri,):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cleared, diagnostics=[]))
 
     # -- code actions --------------------------------------------------------
 
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         """Quick fixes for the fixable JXM001 findings in ``params.range``, and the fix-all action."""
         uri = params.text_document.uri
-        waiting = self.pending.get(uri)
+        key = self.document_key(uri)  # a cell's actions come from its notebook's analysis
+        waiting = self.pending.get(key)
         if waiting is not None:  # e.g. fix-all on save, right after typing
             await asyncio.wait({waiting}, timeout=ACTION_WAIT_S)
-        published = self.published.get(uri)
-        document = self.workspace.text_documents.get(uri)
-        if published is None or document is None or document.version != published.version:
+        published = self.published.get(key)
+        current = self._current(key)
+        if published is None or current is None or (current.version, current.cells) != (published.version,
+                                                                                         published.cells):
             return None  # no analysis of this text yet: the fixes would name other lines
         wanted = params.context.only
         fixes = [(f, d) for f, d in published.diagnostics if fixable(f, self.unsafe_fixes)]
-        quick = [(f, d) for f, d in fixes if _overlaps(d.range, params.range)] if _asks(wanted, "quickfix") else []
+        quick = [(f, d) for f, d in fixes if published.uri_of(f, key) == uri and _overlaps(d.range, params.range)] \
+            if _asks(wanted, "quickfix") else []
         fix_all = fixes if _asks(wanted, FIX_ALL) and (len(fixes) > 1 or wanted) else []
         actions = []
         for finding, diagnostic in quick:
@@ -186,7 +273,7 @@ class JaxmemServer(LanguageServer):
                     title += f" (unsafe: {finding.confidence.value} confidence)"
                 actions.append(types.CodeAction(
                     title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                    edit=self._workspace_edit(uri, published.version, fix),
+                    edit=self._workspace_edit(key, published, fix),
                     is_preferred=finding.confidence is Confidence.HIGH))
         if fix_all:
             fix = await self._fix(published.analysis, [f for f, _ in fix_all])
@@ -194,7 +281,7 @@ class JaxmemServer(LanguageServer):
                 title = "jaxmem: add all donations" + (" (including unsafe ones)" if self.unsafe_fixes else "")
                 actions.append(types.CodeAction(
                     title=title, kind=FIX_ALL, diagnostics=[d for _, d in fix_all],
-                    edit=self._workspace_edit(uri, published.version, fix)))
+                    edit=self._workspace_edit(key, published, fix)))
         return actions or None
 
     async def _fix(self, analysis: DocumentAnalysis, findings: list[Finding]) -> DocumentFix:
@@ -204,17 +291,22 @@ class JaxmemServer(LanguageServer):
             self.log(types.MessageType.Info, f"{analysis.name}:{line}")
         return fix
 
-    def _workspace_edit(self, uri: str, version: int | None, fix: DocumentFix) -> types.WorkspaceEdit:
-        """The edit turning the document's analysed text (``version``) into the fixed text."""
-        edits = [types.TextEdit(range=_range(e.start, e.end), new_text=e.new_text)
-                 for e in text_edits(fix.before, fix.after, self.encoding)]
+    def _workspace_edit(self, uri: str, published: Published, fix: DocumentFix) -> types.WorkspaceEdit:
+        """The edit turning the document's analysed text into the fixed text (a notebook's: each changed cell)."""
+        if published.cells:
+            changed = [(*published.cells[number - 1][:2], before, after) for number, before, after in fix.cells]
+        else:
+            changed = [(uri, published.version, fix.before, fix.after)]
+        per_document = [(document, version, [types.TextEdit(range=_range(e.start, e.end), new_text=e.new_text)
+                                             for e in text_edits(before, after, self.encoding)])
+                        for document, version, before, after in changed]
         capabilities = self.client_capabilities.workspace
         if capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes:
             # The client applies it only to the text it was computed on.
             return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                edits=edits)])
-        return types.WorkspaceEdit(changes={uri: edits})
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document, version=version),
+                edits=edits) for document, version, edits in per_document])
+        return types.WorkspaceEdit(changes={document: edits for document, _, edits in per_document})
 
 
 def _range(start, end) -> types.Range:
@@ -280,20 +372,40 @@ def build_server() -> JaxmemServer:
         if ls.check_on_change:
             ls.schedule(params.text_document.uri, CHANGE_DELAY_S)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def did_save(ls: JaxmemServer, params: types.DidSaveTextDocumentParams) -> None:
-        saved = params.text_document.uri
+    def saved_file(ls: JaxmemServer, saved: str) -> None:
         ls.schedule(saved)
         root = ls.published[saved].analysis.root if saved in ls.published else None
-        for uri in list(ls.workspace.text_documents):
+        open_documents = {ls.document_key(uri) for uri in ls.workspace.text_documents}
+        for uri in open_documents:
             other = ls.published.get(uri)
             # A saved file changes the advice only within its own project.
             if uri != saved and (root is None or other is None or other.analysis.root == root):
                 ls.schedule(uri)
 
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: JaxmemServer, params: types.DidSaveTextDocumentParams) -> None:
+        saved_file(ls, params.text_document.uri)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: JaxmemServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: JaxmemServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: JaxmemServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        if ls.check_on_change:
+            ls.schedule(params.notebook_document.uri, CHANGE_DELAY_S)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: JaxmemServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        saved_file(ls, params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: JaxmemServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.forget(params.notebook_document.uri, tuple(cell.uri for cell in params.cell_text_documents))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))

@@ -143,6 +143,19 @@ class LspClient:
         }})
         return uri
 
+    def open_notebook(self, path: Path, cells: list[tuple[str, str]], version: int = 1) -> list[str]:
+        """Open ``path`` as an editor's notebook of ``(kind, source)`` cells (``"code"`` or
+        ``"markdown"``), each its own text document, as VS Code sends them; the cells' uris."""
+        uris = [f"vscode-notebook-cell:{path.as_posix()}#W{i}sZmlsZQ%3D%3D" for i in range(len(cells))]
+        self.notify("notebookDocument/didOpen", {
+            "notebookDocument": {"uri": path.as_uri(), "notebookType": "jupyter-notebook", "version": version,
+                                 "cells": [{"kind": 2 if kind == "code" else 1, "document": uri}
+                                           for uri, (kind, _) in zip(uris, cells)]},
+            "cellTextDocuments": [{"uri": uri, "languageId": "python" if kind == "code" else "markdown",
+                                   "version": 1, "text": text} for uri, (kind, text) in zip(uris, cells)],
+        })
+        return uris
+
     def close(self) -> int:
         """``shutdown`` then ``exit``; the server's exit status."""
         response = self.request("shutdown", None)

@@ -373,3 +373,104 @@ def test_the_cli_imports_pygls_only_for_the_server_and_says_when_it_is_missing(t
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert missing.returncode == 2
     assert "pip install 'jaxmem[server]'" in missing.stderr and "pygls" in missing.stderr
+
+
+NOTEBOOK_CAPABILITIES = {
+    "workspace": {"workspaceEdit": {"documentChanges": True}},
+    "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+    "notebookDocument": {"synchronization": {}},
+}
+NOTEBOOK_CELLS = [
+    ("markdown", "# Training"),
+    ("code", "import jax\nimport jax.numpy as jnp\n"),
+    ("code", "@jax.jit\ndef step(state, x):\n    return state * 0.9 + x\n"),
+    ("code", "state = jnp.ones(3)\nfor i in range(3):\n    state = step(state, 1.0)"),
+]
+
+
+def test_a_notebooks_cells_get_the_check_findings_and_the_fix_of_jaxmem_fix(project, tmp_path):
+    """An editor's notebook (cells as separate documents, notebook sync): diagnostics on the
+    cells as `jaxmem check train.ipynb` reports them, the quick fix as `jaxmem-fix` writes it."""
+    from jaxmem.notebooks import read_notebook
+
+    path = project / "train.ipynb"
+    path.write_text(json.dumps({
+        "cells": [{"cell_type": kind, "metadata": {}, "source": text,
+                   **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                  for kind, text in NOTEBOOK_CELLS],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n", encoding="utf-8")
+    client = LspClient(project)
+    try:
+        response = client.initialize(project, capabilities=NOTEBOOK_CAPABILITIES)
+        assert response["result"]["capabilities"]["notebookDocumentSync"]["notebookSelector"] == [
+            {"cells": [{"language": "python"}], "notebook": "*"}]
+        imports, step, loop = client.open_notebook(path, NOTEBOOK_CELLS)[1:]
+        assert client.diagnostics(imports) == [] and client.diagnostics(loop) == []
+        (missed,) = client.diagnostics(step)
+        (expected,) = check_json(project, "train.ipynb")
+        assert expected["cell"] == 3  # counted among all cells, markdown too, in both
+        assert (missed["code"], missed["message"]) == ("JXM001", expected["message"])
+        assert missed["range"]["start"] == {"line": 0, "character": 0}
+        assert {"uri": loop, "range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 0}}} in [
+            related["location"] for related in missed["relatedInformation"]]
+
+        actions = client.request("textDocument/codeAction", {
+            "textDocument": {"uri": step}, "range": missed["range"], "context": {"diagnostics": [missed]},
+        })["result"]
+        (quick_fix,) = [a for a in actions if a["kind"] == "quickfix"]
+        texts = {uri: text for uri, (_, text) in zip([None, imports, step, loop], NOTEBOOK_CELLS)}
+        for change in quick_fix["edit"]["documentChanges"]:
+            assert change["textDocument"]["version"] == 1
+            texts[change["textDocument"]["uri"]] = apply_edits(texts[change["textDocument"]["uri"]], change["edits"])
+        fixed_notebook = tmp_path / "copy" / "train.ipynb"
+        fixed_by_jaxmem_fix(project, "train.ipynb", tmp_path)
+        fixed = read_notebook(str(fixed_notebook), fixed_notebook.read_bytes())
+        assert [texts[uri] for uri in (imports, step, loop)] == ["".join(c.lines) for c in fixed.cells]
+        assert texts[step] != NOTEBOOK_CELLS[2][1]
+
+        # The fixed cells really donate.
+        namespace: dict = {}
+        exec(texts[imports] + texts[step] + "old = jnp.ones(3)\nnew = step(old, 1.0)\n", namespace)
+        assert namespace["old"].is_deleted() and not namespace["new"].is_deleted()
+
+        # An edit of the loop cell that reads the state afterwards takes the proposal back.
+        client.notify("notebookDocument/didChange", {
+            "notebookDocument": {"uri": path.as_uri(), "version": 2},
+            "change": {"cells": {"textContent": [{
+                "document": {"uri": loop, "version": 2},
+                "changes": [{"text": NOTEBOOK_CELLS[3][1].replace("state = step", "new = step") + "\nprint(state)\n"}],
+            }]}},
+        })
+        assert client.diagnostics(step, version=1) == []
+
+        client.notify("notebookDocument/didClose", {
+            "notebookDocument": {"uri": path.as_uri()},
+            "cellTextDocuments": [{"uri": uri} for uri in (imports, step, loop)],
+        })
+        assert client.diagnostics(step) == []
+        assert client.close() == 0
+    finally:
+        client.kill()
+
+
+def test_a_path_with_spaces_and_non_ascii_is_checked(tmp_path):
+    """The client quotes the uri (``my%20project``); the workspace keys documents unquoted."""
+    root = tmp_path / "my project é"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    client = LspClient(root)
+    try:
+        client.initialize(root)
+        uri = client.open(root / "train.py")
+        assert "%20" in uri
+        diagnostics = client.diagnostics(uri)
+        assert {d["code"] for d in diagnostics} == {"JXM001", "JXM101"}
+        (missed,) = by_code(diagnostics, "JXM001")
+        actions = client.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": missed["range"], "context": {"diagnostics": [missed]},
+        })["result"]
+        assert [a["title"] for a in actions if a["kind"] == "quickfix"] == ["jaxmem: donate `state` in `step`"]
+        assert client.close() == 0
+    finally:
+        client.kill()
