@@ -51,13 +51,17 @@ TRAIN = textwrap.dedent("""\
 READ_LINE = 'y = f(x); print("é😀", x)'
 
 
-@pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "project"
+def make_project(root: Path) -> Path:
+    """A project at ``root``: a pyproject.toml and TRAIN as train.py."""
     root.mkdir()
     (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (root / "train.py").write_text(TRAIN, encoding="utf-8")
     return root
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path / "project")
 
 
 @pytest.fixture
@@ -455,10 +459,7 @@ def test_a_notebooks_cells_get_the_check_findings_and_the_fix_of_jaxmem_fix(proj
 
 def test_a_path_with_spaces_and_non_ascii_is_checked(tmp_path):
     """The client quotes the uri (``my%20project``); the workspace keys documents unquoted."""
-    root = tmp_path / "my project é"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    root = make_project(tmp_path / "my project é")
     client = LspClient(root)
     try:
         client.initialize(root)
