@@ -25,12 +25,15 @@ import io
 import json
 import re
 import shlex
+import time
 
 from jaxmem.findings import Confidence
 from jaxmem.notebooks import NotebookError
 
 # The name the session's cells are analysed under: a notebook that no import can name.
 SESSION_PATH = "<ipython-session>.ipynb"
+# After a check slower than this, ``%jaxmem on`` says what it costs (once).
+SLOW_CHECK_S = 2.0
 
 _CELL_LINE = re.compile(re.escape(SESSION_PATH) + r":cell (\d+):(\d+)")
 _CELL_MENTION = re.compile(r"\bcell (\d+), line (\d+)")
@@ -218,6 +221,7 @@ class JaxmemMagics:
     def __init__(self, shell) -> None:
         self.shell = shell
         self.auto = False
+        self.said_slow = False
         self.reported: set = set()
 
     # -- the magic -------------------------------------------------------------
@@ -347,9 +351,20 @@ class JaxmemMagics:
         raw = getattr(getattr(result, "info", None), "raw_cell", "") or ""
         if raw.lstrip().startswith("%jaxmem"):
             return  # the magic printed its own report
-        check = self._check(self.auto_options)
-        if check is not None:
-            self._print(check, self.auto_options, only_new=True)
+        try:
+            started = time.perf_counter()
+            check = self._check(self.auto_options)
+            if check is not None:
+                self._print(check, self.auto_options, only_new=True)
+            took = time.perf_counter() - started
+            if took > SLOW_CHECK_S and not self.said_slow:
+                self.said_slow = True
+                print(f"jaxmem: checking the {len(check.notebook.cells) if check else '?'} cells run so far took "
+                      f"{took:.1f} s after this cell; `%jaxmem off` stops it, `%jaxmem` checks when you ask.")
+        except Exception as error:  # a bug in jaxmem: say it once, do not disturb every cell after
+            self._stop()
+            print(f"jaxmem: internal error ({type(error).__name__}: {error}); stopped checking after each cell. "
+                  "Please report it to the jaxmem developers; `%jaxmem` shows the traceback.")
 
 
 def _ended(text: str) -> str:

@@ -107,3 +107,19 @@ def test_bad_options_say_what_is_wrong_without_a_traceback(shell, capsys, line, 
     result = run(shell, line)
     assert result.success
     assert capsys.readouterr().out.startswith(expected)
+
+
+def test_a_bug_in_on_mode_is_said_once_and_stops_it(shell, capsys, monkeypatch):
+    import jaxmem.ipython
+
+    run(shell, "%load_ext jaxmem", "%jaxmem on")
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(jaxmem.ipython, "check_session", broken)
+    capsys.readouterr()
+    assert run(shell, "x = 1").success  # the user's cell is not disturbed
+    assert capsys.readouterr().out.startswith("jaxmem: internal error (KeyError: 'boom'); stopped checking")
+    run(shell, "y = 2")
+    assert capsys.readouterr().out == ""
