@@ -5,7 +5,9 @@ single-predecessor nodes) must find exactly the writes from which ``Flow.search`
 walk forward per write) reaches the call, and ``Flow.nodes_reaching`` (ancestor
 bits of the whole graph) exactly the nodes a search backward from the call
 finds, and ``Flow.events_about_reaching`` (those bits intersected with the nodes
-of a name's events) exactly the events in those nodes.  This compares both on every call and every written name of every scope
+of a name's events) exactly the events in those nodes, and ``Flow.events_reaching``
+(the walk of ``writes_reaching`` for any event about a name) exactly the events
+from which a forward search reaches the call.  This compares both on every call and every written name of every scope
 of the Python files under the given folders (the corpus's sources, say), as
 ``tests/lint/test_writes_reaching.py`` does on the project's own code::
 
@@ -74,6 +76,9 @@ def compare(flow) -> tuple[int, list[str]]:
             if flow.writes_reaching(key, call_point, candidates) != expected:
                 wrong.append(f"writes_reaching {key} at node {call_point.node}")
             compared += 1
+    compared_about, wrong_about = events_reaching_mismatches(flow, calls)
+    compared += compared_about
+    wrong += wrong_about
     wrong += about_reaching_mismatches(flow, calls)
     compared += len(calls)
     by_bits = [(event.node, flow.nodes_reaching(event.node)) for _, event in calls]
@@ -87,6 +92,29 @@ def compare(flow) -> tuple[int, list[str]]:
             compared += 1
     finally:
         flow_module._ANCESTOR_BITS_MAX_NODES = saved
+    return compared, wrong
+
+
+def events_reaching_mismatches(flow, calls) -> tuple[int, list[str]]:
+    """Where ``Flow.events_reaching`` (one walk back from the call) differs from a forward
+    ``search`` per event (``facts._aliases_of``): for every call and every key an event
+    about a name hands on, the events about that name in the nodes reaching the call."""
+    keys = sorted({key for _, event in flow.events()
+                   for key in [*event.sources, *event.parts, *([event.key] if event.key else [])]})
+    if len(keys) * len(calls) > MAX_QUERIES_PER_SCOPE:
+        return 0, []
+    compared, wrong = 0, []
+    for call_point, call in calls:
+        reaching = flow.nodes_reaching(call.node)
+        for key in keys:
+            about = flow.events_about_reaching(key[0], reaching)
+            if not about:
+                continue
+            expected = {id(event) for point, event in about
+                        if flow.search(Point(point.node, point.index + 1), key, until_call=call.node).reached}
+            if flow.events_reaching(key, call_point, about) != expected:
+                wrong.append(f"events_reaching {key} at node {call_point.node}")
+            compared += 1
     return compared, wrong
 
 

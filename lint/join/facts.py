@@ -1452,7 +1452,12 @@ class FactExtractor:
         ``maybe``: it got it through a call that may return a new value instead."""
         ctx = self.ctx
         # the others cannot overlap ``key``, and from the others no path leads to the call
-        for p, event in flow.events_about_reaching(key[0], flow.nodes_reaching(call)):
+        about = flow.events_about_reaching(key[0], flow.nodes_reaching(call))
+        after_call = flow.point_after(call)
+        # the events whose value of ``key`` reaches the call: one walk back from it
+        reaching = flow.events_reaching(key, Point(after_call.node, after_call.index - 1), about) \
+            if not hops and about and after_call is not None else None
+        for p, event in about:
             if made is not None and not flow.search(made, key, until_event=event).reached:
                 continue  # ``key`` holds another value by then (``R = state.x`` ... ``R = new``)
             if event.kind == ESCAPE and event.key is None:
@@ -1471,7 +1476,8 @@ class FactExtractor:
             # the value made here is the one the call sees: the donated key (or, for an alias of an
             # alias, the name bound here) is not rebound between here and the call
             after_event = Point(p.node, p.index + 1)
-            if not hops and not flow.search(after_event, key, until_call=call).reached:
+            if not hops and (id(event) not in reaching if reaching is not None
+                             else not flow.search(after_event, key, until_call=call).reached):
                 continue
             if kind == "alias" and event.key is not None \
                     and not flow.search(after_event, event.key, until_call=call).reached:

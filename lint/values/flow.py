@@ -500,6 +500,8 @@ class Flow:
         self._exc_preds: list[list[int]] | None = None
         self._write_roots: list[set[str]] = []  # per node, the root names its WRITE events write
         self._trees: _SinglePredecessors | None = None  # see writes_reaching
+        self._about_roots: list[set[str]] = []  # per node, the root names written or with events about them
+        self._about_trees: _SinglePredecessors | None = None  # see events_reaching
         self._candidates: dict[int, tuple] = {}  # id(candidates) -> (candidates, their ids, ids by node)
         self._under: dict[str, list] | None = None  # see writes_under
         self._reaching: dict[int, set[int]] = {}
@@ -606,6 +608,25 @@ class Flow:
         A path stops at a kill of ``key`` (an augmented assignment is none), as the
         forward search does; an exception edge leaves its node before any event, so
         every candidate in that node, and every path into it, reaches its target."""
+        self._reverse_edges()
+        return self._walk_back(key, call_at, candidates, self._write_roots, self._trees)
+
+    def events_reaching(self, key: RefKey, call_at: Point, candidates: list[tuple[Point, Event]]) -> set[int]:
+        """:meth:`writes_reaching` for candidates of any kind among :meth:`events_about`
+        ``key[0]`` (an escape, an alias): the ids of those from which :meth:`search` with
+        ``until_call`` reaches the CALL event at ``call_at``.  The walk passes over whole the
+        nodes with no write of ``key[0]`` and no event about it."""
+        self._reverse_edges()
+        if self._about_trees is None:
+            roots = [set(names) for names in self._write_roots]
+            for name, events in self._by_name_index().items():
+                for point, _ in events:
+                    roots[point.node].add(name)
+            self._about_roots = roots
+            self._about_trees = _SinglePredecessors(self.nodes, self._succ_preds, self._exc_preds, roots)
+        return self._walk_back(key, call_at, candidates, self._about_roots, self._about_trees)
+
+    def _reverse_edges(self) -> None:
         if self._succ_preds is None:
             self._succ_preds = [[] for _ in self.nodes]
             self._exc_preds = [[] for _ in self.nodes]
@@ -619,6 +640,11 @@ class Flow:
                     if event.kind == WRITE and event.key is not None:
                         self._write_roots[index].add(event.key[0])
             self._trees = _SinglePredecessors(self.nodes, self._succ_preds, self._exc_preds, self._write_roots)
+
+    def _walk_back(self, key: RefKey, call_at: Point, candidates: list[tuple[Point, Event]],
+                   roots: list[set[str]], trees: _SinglePredecessors) -> set[int]:
+        """The backward walk of :meth:`writes_reaching`; ``roots[node]`` holds ``key[0]``
+        for every node with a kill of ``key`` or a candidate, ``trees`` jumps over the others."""
         indexed = self._candidates.get(id(candidates))
         if indexed is None or indexed[0] is not candidates:  # the same list is asked about at every call
             in_node_of: dict[int, list[int]] = {}
@@ -634,22 +660,22 @@ class Flow:
             node, upto = work.pop()
             events = self.nodes[node].events
             stopped = False
-            # A kill of ``key`` and every candidate write ``key``'s root name: a node writing
-            # no such name (most of a long scope) is passed over whole.
-            for index in range(upto - 1 if key[0] in self._write_roots[node] else -1, -1, -1):
+            # A kill of ``key`` and every candidate are in a node ``roots`` names ``key[0]`` in:
+            # any other node (most of a long scope) is passed over whole.
+            for index in range(upto - 1 if key[0] in roots[node] else -1, -1, -1):
                 event = events[index]
-                if event.kind != WRITE or event.key is None:
-                    continue
                 if id(event) in wanted:
                     found.add(id(event))
+                if event.kind != WRITE or event.key is None:
+                    continue
                 if kills(event.key, key) and event.origin_kind != "aug":
                     stopped = True
                     break
             if stopped or node in entered:
                 continue
             entered.add(node)  # paths arrive at this node's first event: from the end of a
-            writer = self._trees.writer_before(node, key[0])
-            if writer is not None:  # below another node: the nodes between write no such name
+            writer = trees.writer_before(node, key[0])
+            if writer is not None:  # below another node: the nodes between hold no such event
                 if writer not in scanned:
                     scanned.add(writer)
                     work.append((writer, len(self.nodes[writer].events)))
@@ -762,6 +788,9 @@ class Flow:
         ``ESCAPE`` of a key, a ``WRITE`` or ``ALIAS`` with sources (built once:
         a scope's calls each ask, so reads and plain rebindings, which no asker
         wants, are left out to keep long scopes linear)."""
+        return self._by_name_index().get(name, [])
+
+    def _by_name_index(self) -> dict[str, list]:
         if self._by_name is None:
             index: dict[str, list] = {}
             for point, event in self.events():
@@ -773,7 +802,7 @@ class Flow:
                 for root in names:
                     index.setdefault(root, []).append((point, event))
             self._by_name = index
-        return self._by_name.get(name, [])
+        return self._by_name
 
     def events_about_reaching(self, name: str, reaching: set[int] | _NodeBits | None) -> list:
         """:meth:`events_about` ``name``, only those in the nodes of ``reaching`` (all

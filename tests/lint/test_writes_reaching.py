@@ -6,7 +6,8 @@ cases, the examples, jaxmem's own analysis and fixer code, the generated worst c
 programs written to exercise loops, exceptions, ``finally``, ``match``,
 augmented assignments and ``del``.  ``Flow.nodes_reaching`` (ancestor bits of the
 whole graph) gives the nodes a search backward from each call gives, and
-``Flow.events_about_reaching`` the events of those nodes, on the same code."""
+``Flow.events_about_reaching`` the events of those nodes, and ``Flow.events_reaching``
+the escapes and aliases a forward search per event reaches the call from, on the same code."""
 
 from __future__ import annotations
 
@@ -85,6 +86,24 @@ def shapes(f, g, value):
     return g(state)
 
 
+def aliases(f, g, keep, xs):
+    state = f(0)
+    alias = state
+    keep.append(state)
+    items = [state, alias]
+    for x in items:
+        g(alias)
+        if x:
+            alias = f(x)
+            state = alias
+            continue
+        other = {"s": state}
+        g(other)
+    state.x = alias
+    g(state)
+    return g(alias)
+
+
 def unreachable(f, g, k):
     state = f(0)
     return g(state)
@@ -99,7 +118,9 @@ def unreachable(f, g, k):
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
     import worst_cases
-    from flow_exactness import about_reaching_mismatches, call_events, scopes, write_queries
+    from flow_exactness import (
+        about_reaching_mismatches, call_events, events_reaching_mismatches, scopes, write_queries,
+    )
 finally:
     sys.path.pop(0)
 
@@ -164,3 +185,15 @@ def test_ancestor_bits_give_the_nodes_a_search_backward_from_each_call_gives(nam
 def test_events_about_reaching_are_the_events_of_the_nodes_reaching_the_call(name, source):
     for flow in _flows(source):
         assert about_reaching_mismatches(flow, call_events(flow)) == [], name
+
+
+@pytest.mark.parametrize("name, source", _sources(), ids=lambda value: value if isinstance(value, str) and
+                         len(value) < 80 else None)
+def test_one_walk_backward_finds_the_events_about_a_name_a_forward_search_reaches(name, source):
+    # ``Flow.events_reaching``: the walk of ``writes_reaching`` for escapes and aliases too.
+    compared = 0
+    for flow in _flows(source):
+        count, wrong = events_reaching_mismatches(flow, call_events(flow))
+        assert wrong == [], name
+        compared += count
+    assert compared or len(source) < 2000 or name.startswith(("lint/", "codemod/")), name
