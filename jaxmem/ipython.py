@@ -6,8 +6,9 @@ runs in a notebook is the history, not the file on disk, which may be
 unsaved or run out of order.  ``%jaxmem --diff`` shows the edits
 ``jaxmem-fix`` would make to those cells, and ``%jaxmem --fix`` puts the
 fixed cell in the next input, to run in place of the old one.
-``%jaxmem on`` checks after every cell and prints only what is new;
-``%jaxmem off`` stops.
+``%jaxmem on`` checks each cell before it runs (with the history) and
+prints only what is new, so a read of a donated array is named before it
+raises; ``%jaxmem off`` stops.
 
 Only the text of the cells is read: nothing is imported or run.  A cell that
 did not compile (it never ran) counts as empty.  The project around the
@@ -55,7 +56,7 @@ def _parser() -> _Parser:
     parser = _Parser(prog="%jaxmem", add_help=True,
                      description="Check the cells this session has run for missed and unsafe buffer donations.")
     parser.add_argument("mode", nargs="?", choices=("on", "off"),
-                        help="on: check after every cell and print what is new; off: stop")
+                        help="on: check each cell before it runs and print what is new; off: stop")
     parser.add_argument("--diff", action="store_true", help="show the edits jaxmem-fix would make, per cell")
     parser.add_argument("--fix", action="store_true",
                         help="put the fixed cell in the next input (one changed cell), else show the diff")
@@ -238,7 +239,7 @@ class JaxmemMagics:
             return
         if args.mode == "off":
             self._stop()
-            print("jaxmem: no longer checking after each cell.")
+            print("jaxmem: no longer checking each cell.")
             return
         check = self._check(args)
         if check is None:
@@ -251,9 +252,10 @@ class JaxmemMagics:
             return
         self._print(check, args)
         if args.mode == "on":
-            print("jaxmem: checking after each cell from now on; `%jaxmem off` stops.")
+            print("jaxmem: checking each cell before it runs from now on; `%jaxmem off` stops.")
 
-    def _check(self, args) -> SessionCheck | None:
+    def _check(self, args, next_cell: str | None = None) -> SessionCheck | None:
+        """Check the session's cells (and ``next_cell``, about to run as the next one)."""
         from jaxmem.config import ConfigError, load_config, parse_codes, parse_confidence
         from jaxmem.discovery import DiscoveryError
 
@@ -269,8 +271,8 @@ class JaxmemMagics:
             if args.diff or args.fix:  # the fixer reads medium proposals too
                 changes["min_confidence"] = Confidence.MEDIUM
             settings = dataclasses.replace(settings, **changes)
-            return check_session(session_sources(self.shell.history_manager), settings,
-                                 project=not args.no_project, use_cache=not args.no_cache)
+            sources = session_sources(self.shell.history_manager) + ([] if next_cell is None else [next_cell])
+            return check_session(sources, settings, project=not args.no_project, use_cache=not args.no_cache)
         except (ConfigError, DiscoveryError) as error:
             print(f"jaxmem: error: {error}")
             return None
@@ -337,33 +339,40 @@ class JaxmemMagics:
 
     def _start(self, args) -> None:
         if not self.auto:
-            self.shell.events.register("post_run_cell", self._after_cell)
+            self.shell.events.register("pre_run_cell", self._before_cell)
         self.auto = True
         self.auto_options = args
 
     def _stop(self) -> None:
         if self.auto:
-            self.shell.events.unregister("post_run_cell", self._after_cell)
+            self.shell.events.unregister("pre_run_cell", self._before_cell)
         self.auto = False
 
-    def _after_cell(self, result) -> None:
-        """After each cell (``%jaxmem on``): print the findings not printed before."""
-        raw = getattr(getattr(result, "info", None), "raw_cell", "") or ""
-        if raw.lstrip().startswith("%jaxmem"):
-            return  # the magic printed its own report
+    def _before_cell(self, info) -> None:
+        """Before each cell (``%jaxmem on``): check the history with the cell about to
+        run and print the findings not printed before, so a read of a donated array is
+        named before it raises, not after a long cell fails."""
+        raw = getattr(info, "raw_cell", "") or ""
+        if not getattr(info, "store_history", True) or not raw.strip() or raw.lstrip().startswith("%jaxmem"):
+            return  # not part of the history, or the magic prints its own report
+        try:
+            transformed = getattr(info, "transformed_cell", None) or self.shell.transform_cell(raw)
+            compile(transformed, "<cell>", "exec")
+        except (SyntaxError, ValueError):
+            return  # it will not run
         try:
             started = time.perf_counter()
-            check = self._check(self.auto_options)
+            check = self._check(self.auto_options, next_cell=raw)
             if check is not None:
                 self._print(check, self.auto_options, only_new=True)
             took = time.perf_counter() - started
             if took > SLOW_CHECK_S and not self.said_slow:
                 self.said_slow = True
                 print(f"jaxmem: checking the {len(check.notebook.cells) if check else '?'} cells run so far took "
-                      f"{took:.1f} s after this cell; `%jaxmem off` stops it, `%jaxmem` checks when you ask.")
+                      f"{took:.1f} s before this cell; `%jaxmem off` stops it, `%jaxmem` checks when you ask.")
         except Exception as error:  # a bug in jaxmem: say it once, do not disturb every cell after
             self._stop()
-            print(f"jaxmem: internal error ({type(error).__name__}: {error}); stopped checking after each cell. "
+            print(f"jaxmem: internal error ({type(error).__name__}: {error}); stopped checking each cell. "
                   "Please report it to the jaxmem developers; `%jaxmem` shows the traceback.")
 
 

@@ -75,17 +75,27 @@ def test_diff_shows_each_cell_edit_and_changes_nothing(shell, capsys):
     assert getattr(shell, "rl_next_input", None) is None
 
 
-def test_on_mode_prints_each_new_finding_under_the_cell_that_reveals_it(shell, capsys):
+def test_on_mode_names_a_read_of_a_donated_array_before_the_cell_raises(shell, capsys):
     run(shell, "%load_ext jaxmem", "%jaxmem on", "import jax, jax.numpy as jnp")
-    assert "checking after each cell from now on" in capsys.readouterr().out
+    assert "checking each cell before it runs from now on" in capsys.readouterr().out
+    ran = []
+
+    def said_before(info):
+        ran.append(capsys.readouterr().out)
+
+    shell.events.register("pre_run_cell", said_before)
     result = run(shell, "g = jax.jit(lambda a: a + 1, donate_argnums=0)\nb = jnp.ones(3)\nc = g(b)\nprint(b)")
+    shell.events.unregister("pre_run_cell", said_before)
     assert "Array has been deleted" in str(result.error_in_exec)  # the bug is real
-    out = capsys.readouterr().out
-    assert "In [4], line 4:7: JXM101 `b` is read here after it was donated to `g` at In [4], line 3" in out
+    # said before the cell ran (jaxmem's callback comes first)
+    assert "In [4], line 4:7: JXM101 `b` is read here after it was donated to `g` at In [4], line 3" in ran[0]
+    capsys.readouterr()  # the cell's traceback
     run(shell, "d = 1")
-    assert capsys.readouterr().out == ""  # printed once, not after every cell
+    assert capsys.readouterr().out == ""  # said once, not before every cell
+    run(shell, "def broken(:\n    pass")  # does not compile: not checked, nothing said
+    assert "jaxmem" not in capsys.readouterr().out
     run(shell, "%jaxmem off", "e = b")
-    assert capsys.readouterr().out == "jaxmem: no longer checking after each cell.\n"
+    assert capsys.readouterr().out == "jaxmem: no longer checking each cell.\n"
 
 
 def test_a_cell_that_did_not_compile_and_magics_do_not_hide_the_rest(shell, capsys):
@@ -120,6 +130,6 @@ def test_a_bug_in_on_mode_is_said_once_and_stops_it(shell, capsys, monkeypatch):
     monkeypatch.setattr(jaxmem.ipython, "check_session", broken)
     capsys.readouterr()
     assert run(shell, "x = 1").success  # the user's cell is not disturbed
-    assert capsys.readouterr().out.startswith("jaxmem: internal error (KeyError: 'boom'); stopped checking")
+    assert capsys.readouterr().out.startswith("jaxmem: internal error (KeyError: 'boom'); stopped checking each")
     run(shell, "y = 2")
     assert capsys.readouterr().out == ""
