@@ -23,7 +23,6 @@ import argparse
 import ast
 import dataclasses
 import io
-import json
 import re
 import shlex
 import time
@@ -106,12 +105,11 @@ def check_session(sources: list[str], settings=None, *, project: bool = True, us
     """Check ``sources`` (cell ``i`` is ``In [i + 1]``) as one notebook run top to bottom."""
     from jaxmem.api import check_paths
     from jaxmem.config import load_config
-    from jaxmem.notebooks import read_notebook
+    from jaxmem.notebooks import cells_json, read_notebook
 
     if settings is None:
         settings = load_config(["."]).settings
-    document = {"cells": [{"cell_type": "code", "source": source} for source in sources], "nbformat": 4}
-    data = json.dumps(document).encode("utf-8")
+    data = cells_json((source, True) for source in sources).encode("utf-8")
     reports = check_paths(["-"], settings, use_cache=use_cache, stdin_filename=SESSION_PATH,
                           stdin=io.BytesIO(data), whole_project=project)
     notebook = read_notebook(SESSION_PATH, data)

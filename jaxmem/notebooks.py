@@ -291,8 +291,14 @@ def from_cells(path: str, sources: list[str]) -> Notebook:
     document, whose cells arrive one by one): cell ``i`` of ``sources`` is cell
     number ``i + 1``; :meth:`Notebook.cell_sources` then gives the new text of
     each cell an edit of :attr:`Notebook.text` changes."""
-    document = {"cells": [{"cell_type": "code", "source": source} for source in sources], "nbformat": 4}
-    return read_notebook(path, json.dumps(document).encode("utf-8"))
+    return read_notebook(path, cells_json((source, True) for source in sources).encode("utf-8"))
+
+
+def cells_json(cells) -> str:
+    """The JSON of a notebook of ``(source, is code)`` cells (markdown when not code),
+    as jaxmem reads a notebook whose cells arrive as separate texts."""
+    return json.dumps({"cells": [{"cell_type": "code" if code else "markdown", "source": source}
+                                 for source, code in cells], "nbformat": 4})
 
 
 def _is_python(document: dict) -> bool:

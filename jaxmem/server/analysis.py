@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import re
 import threading
@@ -152,13 +151,6 @@ def fix_document(analysis: DocumentAnalysis, findings: Iterable[Finding]) -> Doc
         return DocumentFix(analysis.text, analysis.text, (), tuple(result.skipped), str(error))
     return DocumentFix(analysis.text, after, tuple(result.edits), tuple(result.skipped), result.error,
                        tuple(notebook.cell_sources(result.source)))
-
-
-def notebook_text(cells: Iterable[tuple[str, bool]]) -> str:
-    """A notebook of these ``(source, is code)`` cells as JSON: what :func:`analyse_document`
-    reads for an editor's notebook, whose cells arrive as separate texts."""
-    return json.dumps({"cells": [{"cell_type": "code" if code else "markdown", "source": source}
-                                 for source, code in cells], "nbformat": 4})
 
 
 def encode_like_file(text: str) -> bytes:

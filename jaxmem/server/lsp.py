@@ -31,9 +31,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 import jaxmem
 from jaxmem.findings import Confidence, Finding, Severity
-from jaxmem.server.analysis import (
-    DocumentAnalysis, DocumentFix, analyse_document, fix_document, fixable, notebook_text,
-)
+from jaxmem.notebooks import cells_json
+from jaxmem.server.analysis import DocumentAnalysis, DocumentFix, analyse_document, fix_document, fixable
 from jaxmem.server.text import UTF16, LineIndex, text_edits
 
 SOURCE = "jaxmem"
@@ -77,7 +76,12 @@ class Published:
 
     def uri_of(self, finding: Finding, uri: str) -> str:
         """The document ``finding`` is shown in: its cell's, in a notebook, else ``uri``."""
-        return self.cells[finding.cell - 1][0] if self.cells and finding.cell else uri
+        return _shown_in(self.cells, finding, uri)
+
+
+def _shown_in(cells: tuple, located, uri: str) -> str:
+    """The cell uri a finding or evidence (``located.cell``) is shown in, else ``uri``."""
+    return cells[located.cell - 1][0] if cells and located.cell else uri
 
 
 class JaxmemServer(LanguageServer):
@@ -152,7 +156,7 @@ class JaxmemServer(LanguageServer):
             code = cell.kind == types.NotebookCellKind.Code
             cells.append((cell.document, document.version if document else None, code))
             sources.append((document.source if document else "", code))
-        return _Current(notebook_text(sources), notebook.version, tuple(cells), notebook=True)
+        return _Current(cells_json(sources), notebook.version, tuple(cells), notebook=True)
 
     async def _check_now(self, uri: str) -> None:
         from jaxmem.config import ConfigError
@@ -193,14 +197,13 @@ class JaxmemServer(LanguageServer):
         code_cells = [(u, version) for u, version, code in cells if code]
         texts = {u: self.text_document(u).source for u, _ in code_cells}
         pairs, per_cell = [], {u: [] for u, _ in code_cells}
-        shell = Published(analysis, version, (), cells)
         for finding in analysis.findings:
-            cell_uri = shell.uri_of(finding, uri)
+            cell_uri = _shown_in(cells, finding, uri)
             if cell_uri not in per_cell:  # a JXM900 on the whole notebook: shown on its first cell
                 if not code_cells:
                     continue
                 cell_uri = code_cells[0][0]
-            diagnostic = self.diagnostic(finding, LineIndex(texts[cell_uri], self.encoding), analysis, shell)
+            diagnostic = self.diagnostic(finding, LineIndex(texts[cell_uri], self.encoding), analysis, cells)
             pairs.append((finding, diagnostic))
             per_cell[cell_uri].append(diagnostic)
         for cell_uri, cell_version in code_cells:
@@ -209,13 +212,13 @@ class JaxmemServer(LanguageServer):
         return Published(analysis, version, tuple(pairs), cells)
 
     def diagnostic(self, finding: Finding, index: LineIndex, analysis: DocumentAnalysis,
-                   published: Published | None = None) -> types.Diagnostic:
-        """``finding`` as an LSP diagnostic on the analysed text (a notebook's: on its cell)."""
+                   cells: tuple = ()) -> types.Diagnostic:
+        """``finding`` as an LSP diagnostic on the analysed text (a notebook's ``cells``: on its cell)."""
         span = finding.span
 
         def where(evidence) -> str:
-            if published is not None and evidence.cell is not None and evidence.path == analysis.name:
-                return published.uri_of(evidence, "")
+            if cells and evidence.cell is not None and evidence.path == analysis.name:
+                return _shown_in(cells, evidence, "")
             return from_fs_path(str(analysis.absolute(evidence.path)))
 
         related = [
