@@ -8,7 +8,9 @@ unsaved or run out of order.  ``%jaxmem --diff`` shows the edits
 fixed cell in the next input, to run in place of the old one.
 ``%jaxmem on`` checks each cell before it runs (with the history) and
 prints only what is new, so a read of a donated array is named before it
-raises; ``%jaxmem off`` stops.
+raises; ``%jaxmem off`` stops.  ``%jaxmem confirm on`` settles the proposals
+the analysis cannot prove on the cells run next (see
+:mod:`jaxmem.ipython_confirm`); ``--fix`` then applies the confirmed ones.
 
 Only the text of the cells is read: nothing is imported or run.  A cell that
 did not compile (it never ran) counts as empty.  The project around the
@@ -54,8 +56,10 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> _Parser:
     parser = _Parser(prog="%jaxmem", add_help=True,
                      description="Check the cells this session has run for missed and unsafe buffer donations.")
-    parser.add_argument("mode", nargs="?", choices=("on", "off"),
-                        help="on: check each cell before it runs and print what is new; off: stop")
+    parser.add_argument("mode", nargs="?", choices=("on", "off", "confirm"),
+                        help="on: check each cell before it runs and print what is new; off: stop; "
+                             "confirm [on|off]: watch the proposed donations on the cells run next, report")
+    parser.add_argument("switch", nargs="?", choices=("on", "off"), help=argparse.SUPPRESS)
     parser.add_argument("--diff", action="store_true", help="show the edits jaxmem-fix would make, per cell")
     parser.add_argument("--fix", action="store_true",
                         help="put the fixed cell in the next input (one changed cell), else show the diff")
@@ -177,16 +181,20 @@ def finding_key(finding) -> tuple:
             finding.function, finding.parameter_index, finding.parameter_name)
 
 
-def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None) -> tuple[list, list]:
+def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
+                confirmations: dict[str, str] | None = None) -> tuple[list, list]:
     """``(changes, skipped)``: ``(cell number, old source, new source)`` of each cell
     ``jaxmem-fix`` (``unsafe``: ``--unsafe-fixes``) would change, and the fixes it
-    would leave alone.  Raises :class:`jaxmem.notebooks.NotebookError` when an edit
-    would touch a magic line or span two cells."""
+    would leave alone.  ``confirmations`` (``%jaxmem confirm``'s outcomes) add the
+    confirmed proposals at any confidence and take the refuted ones out.  Raises
+    :class:`jaxmem.notebooks.NotebookError` when an edit would touch a magic line
+    or span two cells."""
     from jaxmem.codemod.edits import add_donations
+    from jaxmem.ipython_confirm import apply_confirmations
 
     threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
-    fixes = [f.fix for f in check.findings
-             if f.path == SESSION_PATH and f.fix is not None and f.confidence.rank >= threshold.rank]
+    fixes = apply_confirmations([f for f in check.findings if f.path == SESSION_PATH], check.notebook,
+                                confirmations or {}, threshold)
     if not fixes:
         return [], []
     settings = check.settings
@@ -218,10 +226,14 @@ class JaxmemMagics:
     """The ``%jaxmem`` line magic of one IPython shell, and its ``on`` mode."""
 
     def __init__(self, shell) -> None:
+        from jaxmem.ipython_confirm import SessionConfirm
+
         self.shell = shell
         self.auto = False
         self.said_slow = False
         self.reported: set = set()
+        self.confirm = SessionConfirm(shell, self._confirm_check)
+        self.confirm_options = _parser().parse_args(["--min-confidence", "low"])
 
     # -- the magic -------------------------------------------------------------
 
@@ -234,6 +246,12 @@ class JaxmemMagics:
             return
         except ValueError as error:  # shlex: an unclosed quote
             print(f"%jaxmem: {error}; see %jaxmem --help")
+            return
+        if args.switch and args.mode != "confirm":
+            print(f"%jaxmem: `{args.switch}` follows only `confirm`; see %jaxmem --help")
+            return
+        if args.mode == "confirm":
+            self._confirm(args)
             return
         if args.mode == "off":
             self._stop()
@@ -266,8 +284,8 @@ class JaxmemMagics:
                 changes["select"] = parse_codes(_codes(args.select), "%jaxmem", "--select")
             if args.ignore:
                 changes["ignore"] = parse_codes(_codes(args.ignore), "%jaxmem", "--ignore")
-            if args.diff or args.fix:  # the fixer reads medium proposals too
-                changes["min_confidence"] = Confidence.MEDIUM
+            if args.diff or args.fix:  # the fixer reads proposals below high too (--unsafe-fixes, confirmed)
+                changes["min_confidence"] = Confidence.LOW
             settings = dataclasses.replace(settings, **changes)
             sources = session_sources(self.shell.history_manager) + ([] if next_cell is None else [next_cell])
             return check_session(sources, settings, project=not args.no_project, use_cache=not args.no_cache)
@@ -280,8 +298,12 @@ class JaxmemMagics:
         if only_new:
             findings = [f for f in findings if finding_key(f) not in self.reported]
             self.reported.update(finding_key(f) for f in findings)
+        from jaxmem.ipython_confirm import apply_confirmations, outcome_of
+
+        outcomes = self.confirm.outcomes()
         for finding in findings:
-            print(finding_line(finding))
+            outcome = outcome_of(finding, check.notebook, outcomes)
+            print(finding_line(finding) + (f" [{outcome} by this session's run]" if outcome else ""))
         if args.show_skipped:
             for refusal in sorted(check.refusals, key=lambda r: (r.cell or 0, r.line)):
                 where = f"In [{refusal.cell}], line {refusal.line}" if refusal.cell is not None else \
@@ -295,29 +317,37 @@ class JaxmemMagics:
         if not findings:
             print(f"jaxmem: no findings in the {cells} cell(s) run so far{later}.")
             return
-        fixable = sum(1 for f in findings if f.fix is not None and f.confidence is Confidence.HIGH)
-        more = sum(1 for f in findings if f.fix is not None and f.confidence is not Confidence.HIGH)
+        proposed = [f for f in findings if f.fix is not None]
+        fixable = len(apply_confirmations(proposed, check.notebook, outcomes, Confidence.HIGH))
+        refuted = sum(1 for f in proposed if outcome_of(f, check.notebook, outcomes) == "refuted")
+        more = len(proposed) - fixable - refuted
         parts = [f"jaxmem: {len(findings)} finding(s) in the {cells} cell(s) run so far{later}"]
         if fixable:
             parts.append(f"{fixable} fixable: `%jaxmem --diff` shows the edits, `%jaxmem --fix` makes them")
+        if refuted:
+            parts.append(f"{refuted} refuted by this session's run (`%jaxmem confirm` says why)")
         if more:
-            parts.append(f"{more} more at lower confidence: `jaxmem confirm` settles them on a run of your script")
+            parts.append(f"{more} more at lower confidence: `%jaxmem confirm on`, then running the cells again, "
+                         "settles them on this session's run")
         print("; ".join(parts) + ".")
 
     def _show_fixes(self, check: SessionCheck, args) -> None:
         from jaxmem.codemod.cli import unified_diff
+        from jaxmem.ipython_confirm import outcome_of
 
         try:
-            changes, skipped = fixed_cells(check, unsafe=args.unsafe_fixes)
+            changes, skipped = fixed_cells(check, unsafe=args.unsafe_fixes, confirmations=self.confirm.outcomes())
         except NotebookError as error:
             print(f"jaxmem: cannot fix: {in_session_terms(str(error))}")
             return
         for skip in skipped:
             print(_skipped_line(check.notebook, skip))
         if not changes:
-            below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH)
-            note = f"; {below} proposal(s) below high confidence: add --unsafe-fixes" if below and not \
-                args.unsafe_fixes else ""
+            outcomes = self.confirm.outcomes()
+            below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH
+                        and outcome_of(f, check.notebook, outcomes) != "refuted")
+            note = f"; {below} proposal(s) below high confidence: `%jaxmem confirm on` settles them on your run, " \
+                "or add --unsafe-fixes" if below and not args.unsafe_fixes else ""
             print(f"jaxmem: nothing to fix{note}.")
             return
         if args.fix and len(changes) == 1:
@@ -332,6 +362,23 @@ class JaxmemMagics:
                   .replace(f"b/In [{number}]", f"In [{number}] (fixed)"), end="")
         if args.fix:
             print(f"jaxmem: the fix changes {len(changes)} cells; edit them as the diff shows and run them again.")
+
+    # -- confirm -----------------------------------------------------------------
+
+    def _confirm(self, args) -> None:
+        """``%jaxmem confirm [on|off]``: start or stop watching; report what was found."""
+        if args.switch == "on":
+            args.min_confidence = "low"  # the watch takes every proposal
+            self.confirm_options = args
+            print(self.confirm.start())
+            return
+        if args.switch == "off":
+            self.confirm.stop()
+        print(self.confirm.report())
+
+    def _confirm_check(self, next_cell: str) -> SessionCheck | None:
+        """The session with ``next_cell``, every proposal at any confidence (the watch's input)."""
+        return self._check(self.confirm_options, next_cell=next_cell)
 
     # -- on / off --------------------------------------------------------------
 
@@ -394,3 +441,4 @@ def unload_ipython_extension(shell) -> None:
     magics = getattr(shell, "_jaxmem_magics", None)
     if magics is not None:
         magics._stop()
+        magics.confirm.stop()

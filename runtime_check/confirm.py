@@ -36,7 +36,8 @@ import sys
 import warnings
 import weakref
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
 
 from jaxmem.runtime_check.holders import (
     first_user_site, frame_variables, outside_holders, own_nodes, refers_to_itself, repeated_leaves,
@@ -135,16 +136,10 @@ def _leaf_names(label: str, value) -> list[str]:
 class Confirmer:
     """Watches the proposed donations of one run (see the module docstring)."""
 
-    def __init__(self, proposals: list[dict], disabled: set[str]):
+    def __init__(self, proposals: list[dict], disabled: set[str], path_of: Callable[[str], str] | None = None):
         self.watches: dict[tuple[str, int], list[ProposalWatch]] = {}
-        for proposal in proposals:
-            watch = ProposalWatch(**{k: proposal[k] for k in (
-                "definition_path", "definition_line", "function", "parameter_name", "parameter_index",
-                "confidence", "code") if k in proposal})
-            watch.definition_path = os.path.abspath(watch.definition_path)
-            if watch.key in disabled:
-                watch.active = False
-            self.watches.setdefault((watch.definition_path, watch.definition_line), []).append(watch)
+        self.path_of = path_of  # where a definition's file is named otherwise (IPython cells)
+        self.add_proposals(proposals, disabled)
         self.events: dict[int, tuple[weakref.ref, _Donated, int]] = {}
         self.rerun = False
         self.calls_per_definition: dict[tuple[str, int], int] = {}
@@ -155,17 +150,40 @@ class Confirmer:
 
         self._array_type = jax.Array
 
+    def add_proposals(self, proposals: list[dict], disabled: set[str] = frozenset()) -> None:
+        """Watch ``proposals`` too (those already watched stay as they are); ``disabled`` keys start off."""
+        known = {watch.key for watches in self.watches.values() for watch in watches}
+        for proposal in proposals:
+            watch = ProposalWatch(**{k: proposal[k] for k in (
+                "definition_path", "definition_line", "function", "parameter_name", "parameter_index",
+                "confidence", "code") if k in proposal})
+            watch.definition_path = os.path.abspath(watch.definition_path)
+            if watch.key in known:
+                continue
+            known.add(watch.key)
+            if watch.key in disabled:
+                watch.active = False
+            self.watches.setdefault((watch.definition_path, watch.definition_line), []).append(watch)
+
     # -- wrapping --------------------------------------------------------------
 
     def wrap(self, transformed, definition: JitDefinition):
         """The ``wrap`` of :func:`patched_transforms`: only definitions with proposals are watched."""
+        renamed = False
+        if self.path_of is not None:
+            path = self.path_of(definition.path)
+            renamed, definition = path != definition.path, replace(definition, path=path)
         key = (os.path.abspath(definition.path), definition.line)
-        if key not in self.watches:
+        if key not in self.watches and not renamed:
             return transformed
+        # A renamed place (an IPython cell) is wrapped anyway: its proposals may come later, when
+        # the analysis sees the cell that calls it.
         return TransformedProxy(transformed, definition, self._around_call)
 
     def _around_call(self, transformed, definition: JitDefinition, args, kwargs, caller):
         key = (os.path.abspath(definition.path), definition.line)
+        if key not in self.watches:
+            return transformed(*args, **kwargs)
         count = self.calls_per_definition[key] = self.calls_per_definition.get(key, 0) + 1
         site = (caller.f_code.co_filename, caller.f_lineno)
         labels = self._labels(transformed, definition, args, kwargs)
@@ -571,11 +589,14 @@ _ACTIVE: list[Confirmer] = []
 
 
 @contextmanager
-def confirming(proposals: list[dict], disabled: set[str]):
-    """Watch ``proposals`` in the block (jit patched, jax's deleted-array check patched)."""
+def confirming(proposals: list[dict], disabled: set[str], path_of: Callable[[str], str] | None = None):
+    """Watch ``proposals`` in the block (jit patched, jax's deleted-array check patched).
+
+    ``path_of`` names a definition's file as the proposals do, where that is
+    not the file's path (an IPython cell's code name)."""
     from jax._src.array import ArrayImpl
 
-    confirmer = Confirmer(proposals, disabled)
+    confirmer = Confirmer(proposals, disabled, path_of)
     original_check = ArrayImpl._check_if_deleted
 
     def check_if_deleted(array):

@@ -107,11 +107,28 @@ def render(report: dict) -> str:
     """The text report of ``jaxmem confirm``."""
     from jaxmem.runtime_check.runs import relative
 
+    lines, counts = proposal_lines(report["proposals"], lambda path, line: f"{relative(path)}:{line}",
+                                   never_called="the run never called it")
+    runs = report["runs"]
+    rerun = f" (the command ran {runs} times: a read after donation raised, so it ran again without the " \
+            "refuted donations)" if runs > 1 else ""
+    lines.append(f"jaxmem confirm: {counts[CONFIRMED]} confirmed, {counts[REFUTED]} refuted, "
+                 f"{counts[NOT_OBSERVED]} not observed of {len(report['proposals'])} proposed donation(s){rerun}; "
+                 f"the command exited with status {report['exit_status']}")
+    if counts[CONFIRMED]:
+        lines.append("apply the confirmed ones with `jaxmem-fix --verified REPORT` (REPORT: this command's --out); "
+                     "a confirmation covers the paths this run took, not others")
+    return "\n".join(lines)
+
+
+def proposal_lines(proposals: list[dict], where_of, never_called: str) -> tuple[list[str], dict[str, int]]:
+    """``(lines, counts by outcome)``: each merged proposal's outcome in words, its
+    definition named by ``where_of(path, line)``."""
     lines = []
     counts = {CONFIRMED: 0, REFUTED: 0, NOT_OBSERVED: 0}
-    for proposal in report["proposals"]:
+    for proposal in proposals:
         counts[proposal["outcome"]] += 1
-        where = f"{relative(proposal['definition_path'])}:{proposal['definition_line']}"
+        where = where_of(proposal["definition_path"], proposal["definition_line"])
         parameter = proposal["parameter_name"] or f"#{proposal['parameter_index']}"
         head = f"{where}: {proposal['function']}: donate `{parameter}` ({proposal['confidence']} confidence): "
         if proposal["outcome"] == CONFIRMED:
@@ -124,22 +141,13 @@ def render(report: dict) -> str:
             lines.append(head + "REFUTED")
             lines.extend(f"    {r['kind']}: {_relative_text(r['message'])}" for r in proposal["refutations"])
         else:
-            why = ("the run never called it" if proposal["calls"] == 0 else
+            why = (never_called if proposal["calls"] == 0 else
                    f"called {proposal['calls']} time(s) but the donation was never applied"
                    if proposal["donated_calls"] == 0 else
                    f"the reuse check failed: {(proposal.get('reuse') or {}).get('error', 'no reused leaf')}")
             lines.append(head + f"NOT OBSERVED: {why}")
         lines.extend(f"    note: {_relative_text(note)}" for note in proposal["notes"])
-    runs = report["runs"]
-    rerun = f" (the command ran {runs} times: a read after donation raised, so it ran again without the " \
-            "refuted donations)" if runs > 1 else ""
-    lines.append(f"jaxmem confirm: {counts[CONFIRMED]} confirmed, {counts[REFUTED]} refuted, "
-                 f"{counts[NOT_OBSERVED]} not observed of {len(report['proposals'])} proposed donation(s){rerun}; "
-                 f"the command exited with status {report['exit_status']}")
-    if counts[CONFIRMED]:
-        lines.append("apply the confirmed ones with `jaxmem-fix --verified REPORT` (REPORT: this command's --out); "
-                     "a confirmation covers the paths this run took, not others")
-    return "\n".join(lines)
+    return lines, counts
 
 
 def _relative_text(text: str) -> str:

@@ -364,6 +364,8 @@ _NOT_USER_CODE = ("/jax/", "/jaxlib/", "/runpy.py", "/importlib/", "/site-packag
 
 def _is_user_file(path: str) -> bool:
     path = path.replace("\\", "/")
+    if path.startswith("<ipython-input-"):  # a cell of a terminal IPython session
+        return True
     return (not path.startswith("<") and not path.startswith(_JAXMEM_PACKAGES)
             and not any(part in path for part in _NOT_USER_CODE))
 

@@ -133,3 +133,92 @@ def test_a_bug_in_on_mode_is_said_once_and_stops_it(shell, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("jaxmem: internal error (KeyError: 'boom'); stopped checking each")
     run(shell, "y = 2")
     assert capsys.readouterr().out == ""
+
+
+# -- %jaxmem confirm: the session's own run settles what the analysis cannot prove ----------
+
+LOGGERS = {
+    "forgets": "def log(x):\n    pass\n",  # only looks: the donation is safe
+    "keeps": "kept = []\ndef log(x):\n    kept.append(x)\n",  # a list holds every state
+    "remembers": "last = None\ndef log(x):\n    global last\n    last = x\n",  # a global the next cell reads
+}
+
+
+def logged_session(shell, tmp_path, behaviour):
+    """A session whose `step` is proposed at medium confidence only: the state goes to a
+    logger jaxmem cannot see into (a module outside any project)."""
+    module = f"logger_that_{behaviour}"  # one name per behaviour: sys.modules outlives the shell
+    (tmp_path / f"{module}.py").write_text(LOGGERS[behaviour])
+    loop = f"for i in range(3):\n    {module}.log(state)\n    state = step(state, 1.0)\n"
+    run(shell, "%load_ext jaxmem", f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport jax, jax.numpy as jnp\n"
+        f"import {module}", STEP, "state = jnp.ones((4, 4))", loop)
+    return loop
+
+
+def test_confirm_applies_a_medium_proposal_the_run_confirmed_and_it_really_donates(shell, tmp_path, capsys):
+    loop = logged_session(shell, tmp_path, "forgets")
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    out = capsys.readouterr().out
+    assert "(medium confidence: it was passed to `logger_that_forgets.log(state)`" in out
+    assert "1 more at lower confidence: `%jaxmem confirm on`, then running the cells again, settles them" in out
+    run(shell, "%jaxmem --diff")
+    assert capsys.readouterr().out.startswith("jaxmem: nothing to fix; 1 proposal(s) below high confidence")
+    run(shell, "%jaxmem confirm on", STEP, loop)  # In [9] defines step again, In [10] trains: watched
+    capsys.readouterr()
+    run(shell, "%jaxmem confirm")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("In [9], line 1: step: donate `state` (medium confidence): CONFIRMED: 3 call(s) "
+                               "observed, 3 made with the donation, all clean; an output reuses 1 of 1 leaves (64 B")
+    assert "jaxmem confirm (watching): 1 confirmed, 0 refuted, 0 not observed." in lines
+    run(shell, "%jaxmem confirm off", "%jaxmem --fix")
+    assert "the fixed In [9] is in the next input" in capsys.readouterr().out
+    fixed = shell.rl_next_input
+    assert fixed == STEP.rstrip("\n").replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+    run(shell, fixed, "old = state\n" + loop)
+    assert shell.user_ns["old"].is_deleted()  # the applied fix really donates, outside any watch
+    assert not shell.user_ns["state"].is_deleted()
+    import jax
+
+    assert not hasattr(jax.jit, "__jaxmem_original__")  # the watch is over: jax.jit is jax's own again
+
+
+def test_confirm_refutes_a_state_that_a_list_also_holds_and_never_applies_it(shell, tmp_path, capsys):
+    loop = logged_session(shell, tmp_path, "keeps")
+    run(shell, "%jaxmem confirm on", STEP)
+    capsys.readouterr()
+    result = run(shell, loop)
+    assert result.success  # the watch did not donate: the program runs as written
+    assert not any(x.is_deleted() for x in shell.user_ns["logger_that_keeps"].kept)
+    said = capsys.readouterr().out
+    assert said.startswith("jaxmem confirm: In [7], line 1: step: not donating `state` any more: `state` is also "
+                           "held by a list (the global `kept` of module logger_that_keeps)"), said
+    run(shell, "%jaxmem --diff --unsafe-fixes", "%jaxmem")
+    out = capsys.readouterr().out
+    assert out.startswith("jaxmem: nothing to fix.\n"), out  # refuted: not even --unsafe-fixes applies it
+    assert "[refuted by this session's run]" in out
+    assert "1 refuted by this session's run (`%jaxmem confirm` says why)." in out
+
+
+def test_confirm_names_the_cell_that_read_a_donated_state(shell, tmp_path, capsys):
+    loop = logged_session(shell, tmp_path, "remembers")
+    run(shell, "%jaxmem confirm on", STEP, loop)
+    capsys.readouterr()
+    result = run(shell, "float(logger_that_remembers.last.sum())")  # the state of the last call: donated
+    assert "Array has been deleted" in str(result.error_in_exec)
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said == ("jaxmem confirm: In [7], line 1: step: not donating `state` any more: `state` was read at "
+                    "In [9], line 1 in <module>() after the call at In [8], line 3 donated it; the error above "
+                    "comes from this watch's donation, not from your code: run the cells that make it again (the "
+                    "watch no longer donates it)")
+    run(shell, "state = jnp.ones((4, 4))", loop, "print(round(float(logger_that_remembers.last.sum()), 2))")
+    assert capsys.readouterr().out == "43.36\n"  # run again: no longer donated, the program reads its state
+    run(shell, "%jaxmem confirm")
+    assert "    read-after: `state` was read at In [9], line 1 in <module>()" in capsys.readouterr().out
+
+
+def test_confirm_says_how_to_start_and_rejects_a_switch_without_it(shell, capsys):
+    run(shell, "%load_ext jaxmem", "%jaxmem confirm", "%jaxmem on off")
+    assert capsys.readouterr().out == (
+        "jaxmem confirm: nothing watched yet: `%jaxmem confirm on`, then run the cells that define and call your "
+        "jitted functions.\n%jaxmem: `off` follows only `confirm`; see %jaxmem --help\n")
