@@ -62,6 +62,7 @@ def check_paths(
     stdin_filename: str | None = None,
     stdin=None,
     whole_project: bool = True,
+    callee_findings: bool = False,
 ) -> list[FileReport]:
     """Check ``paths`` and return one :class:`FileReport` per file, sorted by path.
 
@@ -72,7 +73,10 @@ def check_paths(
     as ``stdin_filename``.  With ``whole_project`` (the default) the other
     Python files of the project (the folder holding ``pyproject.toml`` or
     ``.git``) are analysed too, without being reported, so that a proposal
-    made for a staged file accounts for every call site.  Raises :class:`jaxmem.config.ConfigError` and
+    made for a staged file accounts for every call site.  With ``callee_findings``,
+    the findings in those other files that the requested files' calls give rise
+    to (evidence in a requested file: ``step`` of ``train.py`` called from a
+    notebook) are returned too, in reports of their own.  Raises :class:`jaxmem.config.ConfigError` and
     :class:`jaxmem.discovery.DiscoveryError` for bad input; any exception
     from ``engine.report`` propagates.
     """
@@ -82,9 +86,12 @@ def check_paths(
     files, context = _discover(paths, config.root, settings, force_exclude, stdin_filename, whole_project)
     caches = _Caches(FactsCache(config.root, settings) if use_cache else None, whole_runs=STDIN not in files)
     run = _Run(settings, caches.facts, progress, total=len(files), context=set(context),
-               per_file_ignores=PerFileIgnores(settings.per_file_ignores, config.root))
+               per_file_ignores=PerFileIgnores(settings.per_file_ignores, config.root),
+               callers=frozenset(stdin_filename if f == STDIN and stdin_filename else f for f in files)
+               if callee_findings else frozenset())
     read = _read(files + context, settings, stdin_filename, stdin)
-    reports = caches.stored_reports((os.getcwd(), paths, whole_project, force_exclude, settings), run, read)
+    reports = caches.stored_reports((os.getcwd(), paths, whole_project, force_exclude, settings, callee_findings),
+                                    run, read)
     if reports is not None:
         return reports
     sources = _decode(run, read)
@@ -452,6 +459,7 @@ class _Run:
     digests: dict[str, str] = field(default_factory=dict)
     done: int = 0
     context: set = field(default_factory=set)  # analysed for their calls, not reported
+    callers: frozenset = frozenset()  # their calls' findings in context files are reported too
     errors: bool = False  # the engine failed on a file (not cached, retried next run)
     packages: dict[str, bool] = field(default_factory=dict)
     notebooks: dict = field(default_factory=dict)  # path -> Notebook: findings on its joined code go to cells
@@ -573,7 +581,10 @@ class _Run:
             report_of(path).findings.append(finding)
         for report in reports.values():
             if report.path in self.context:
-                continue  # not returned
+                if not self.callers:
+                    continue  # not returned
+                report.findings = [f for f in report.findings if any(e.path in self.callers for e in f.evidence)]
+                report.refusals = []
             noqa = parse_noqa(self.texts[report.path]) if report.findings and report.path in self.texts else {}
             ignored = self.per_file_ignores.codes(report.path) if self.per_file_ignores else ()
             kept = [f for f in report.findings
@@ -582,7 +593,8 @@ class _Run:
                 kept = [in_cells(f, self.notebooks) for f in kept]
                 report.refusals = [refusal_in_cells(r, self.notebooks) for r in report.refusals]
             report.findings = sorted(kept, key=lambda f: f.sort_key)
-        return [reports[path] for path in sorted(reports) if path not in self.context]
+        return [reports[path] for path in sorted(reports)
+                if path not in self.context or (self.callers and reports[path].findings)]
 
     def _join(self, stored_join) -> list[FileReport]:
         """``engine.report`` on every file's facts, in order, or the stored join of the same facts."""

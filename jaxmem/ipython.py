@@ -103,6 +103,7 @@ class SessionCheck:
     notebook: object
     settings: object
     superseded: int = 0  # findings left out: their definition was redefined by a later cell
+    digests: dict = dataclasses.field(default_factory=dict)  # project file -> digest of the bytes analysed
 
 
 def check_session(sources: list[str], settings=None, *, project: bool = True, use_cache: bool = True) -> SessionCheck:
@@ -115,13 +116,15 @@ def check_session(sources: list[str], settings=None, *, project: bool = True, us
         settings = load_config(["."]).settings
     data = cells_json((source, True) for source in sources).encode("utf-8")
     reports = check_paths(["-"], settings, use_cache=use_cache, stdin_filename=SESSION_PATH,
-                          stdin=io.BytesIO(data), whole_project=project)
+                          stdin=io.BytesIO(data), whole_project=project, callee_findings=project)
     notebook = read_notebook(SESSION_PATH, data)
     findings = sorted((f for report in reports for f in report.findings), key=lambda f: f.sort_key)
     redefined = _redefined_after(notebook)
     current = [f for f in findings if not _superseded(f, redefined)]
     refusals = [r for report in reports for r in report.refusals]
-    return SessionCheck(current, refusals, notebook, settings, superseded=len(findings) - len(current))
+    digests = {report.path: report.digest for report in reports if report.path != SESSION_PATH}
+    return SessionCheck(current, refusals, notebook, settings, superseded=len(findings) - len(current),
+                        digests=digests)
 
 
 def _redefined_after(notebook) -> dict[str, int]:
@@ -167,12 +170,18 @@ def in_session_terms(text: str) -> str:
 
 
 def finding_line(finding) -> str:
-    """One finding as ``In [3], line 5:9: JXM001 message``."""
+    """One finding as ``In [3], line 5:9: JXM001 message``; one in a project file the
+    session calls as ``train.py:4:1: JXM001 message (called from In [5], line 2)``."""
     if finding.cell is not None:
         where = f"In [{finding.cell}], line {finding.span.line}:{finding.span.col + 1}"
     else:
         where = f"{finding.path}:{finding.span.line}:{finding.span.col + 1}"
-    return f"{where}: {finding.code} {in_session_terms(finding.message)}"
+    line = f"{where}: {finding.code} {in_session_terms(finding.message)}"
+    if finding.path != SESSION_PATH:
+        caller = next((e for e in finding.evidence if e.path == SESSION_PATH and e.cell is not None), None)
+        if caller is not None:
+            line += f" (called from In [{caller.cell}], line {caller.line})"
+    return line
 
 
 def finding_key(finding) -> tuple:
@@ -205,6 +214,47 @@ def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
         raise NotebookError(result.error)
     check.notebook.updated(result.source)  # raises where the edit cannot be written back
     return check.notebook.cell_sources(result.source), list(result.skipped)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileFix:
+    """The edit ``jaxmem-fix`` would make to a project file the session calls."""
+
+    path: str
+    source: object  # jaxmem.codemod.textfile.SourceFile, as read
+    after: str  # its text with the donations
+    edits: int
+    problem: str | None = None  # why it cannot be fixed from here
+
+
+def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None) -> list[FileFix]:
+    """The edits to the project files whose findings the session's calls give rise to
+    (high confidence; ``unsafe``: medium too).  A file changed since the check, or one
+    the codemod cannot edit, comes with its ``problem``."""
+    from jaxmem.codemod import textfile
+    from jaxmem.codemod.edits import add_donations
+    from jaxmem.sources import digest
+
+    threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
+    by_file: dict[str, list] = {}
+    for finding in check.findings:
+        if finding.path != SESSION_PATH and finding.fix is not None and finding.confidence.rank >= threshold.rank:
+            by_file.setdefault(finding.path, []).append(finding.fix)
+    settings, out = check.settings, []
+    for path, fixes in sorted(by_file.items()):
+        try:
+            source = textfile.read(path, settings.max_file_size)
+        except textfile.SourceError as error:
+            out.append(FileFix(path, None, "", 0, str(error)))
+            continue
+        if digest(source.data) != check.digests.get(path):
+            out.append(FileFix(path, source, source.text, 0, f"{path}: changed since the check; run %jaxmem again"))
+            continue
+        result = add_donations(source.text, fixes, style=settings.donation_style,
+                               jax_version=jax_version or settings.jax_version or _installed_jax(),
+                               extra_wrappers=settings.extra_wrappers)
+        out.append(FileFix(path, source, result.source, len(result.edits), result.error and f"{path}: {result.error}"))
+    return out
 
 
 def _installed_jax():
@@ -317,11 +367,16 @@ class JaxmemMagics:
         if not findings:
             print(f"jaxmem: no findings in the {cells} cell(s) run so far{later}.")
             return
-        proposed = [f for f in findings if f.fix is not None]
+        proposed = [f for f in findings if f.fix is not None and f.path == SESSION_PATH]
         fixable = len(apply_confirmations(proposed, check.notebook, outcomes, Confidence.HIGH))
         refuted = sum(1 for f in proposed if outcome_of(f, check.notebook, outcomes) == "refuted")
         more = len(proposed) - fixable - refuted
-        parts = [f"jaxmem: {len(findings)} finding(s) in the {cells} cell(s) run so far{later}"]
+        files = sorted({f.path for f in findings if f.path != SESSION_PATH and f.fix is not None
+                        and f.confidence is Confidence.HIGH})
+        where = f"in the {cells} cell(s) run so far{later}"
+        if any(f.path != SESSION_PATH for f in findings):
+            where += " and the project files they call"
+        parts = [f"jaxmem: {len(findings)} finding(s) {where}"]
         if fixable:
             parts.append(f"{fixable} fixable: `%jaxmem --diff` shows the edits, `%jaxmem --fix` makes them")
         if refuted:
@@ -329,6 +384,9 @@ class JaxmemMagics:
         if more:
             parts.append(f"{more} more at lower confidence: `%jaxmem confirm on`, then running the cells again, "
                          "settles them on this session's run")
+        if files:
+            parts.append(f"{len(files)} project file(s) to fix: `%jaxmem --diff` shows the edits, `%jaxmem --fix` "
+                         "writes them")
         print("; ".join(parts) + ".")
 
     def _show_fixes(self, check: SessionCheck, args) -> None:
@@ -342,13 +400,17 @@ class JaxmemMagics:
             return
         for skip in skipped:
             print(_skipped_line(check.notebook, skip))
-        if not changes:
+        files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes) if fix.problem or fix.edits]
+        if not changes and not files:
             outcomes = self.confirm.outcomes()
             below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH
                         and outcome_of(f, check.notebook, outcomes) != "refuted")
             note = f"; {below} proposal(s) below high confidence: `%jaxmem confirm on` settles them on your run, " \
                 "or add --unsafe-fixes" if below and not args.unsafe_fixes else ""
             print(f"jaxmem: nothing to fix{note}.")
+            return
+        self._fix_files(files, args)
+        if not changes:
             return
         if args.fix and len(changes) == 1:
             number, _, new = changes[0]
@@ -362,6 +424,26 @@ class JaxmemMagics:
                   .replace(f"b/In [{number}]", f"In [{number}] (fixed)"), end="")
         if args.fix:
             print(f"jaxmem: the fix changes {len(changes)} cells; edit them as the diff shows and run them again.")
+
+    def _fix_files(self, files: list[FileFix], args) -> None:
+        """Show (``--diff``) or write (``--fix``) the edits of the project files the session calls."""
+        from jaxmem.codemod import textfile
+        from jaxmem.codemod.cli import unified_diff
+
+        for fix in files:
+            if fix.problem:
+                print(f"jaxmem: cannot fix: {fix.problem}")
+                continue
+            if not args.fix:
+                print(unified_diff(fix.path, fix.source.text, fix.after), end="")
+                continue
+            try:
+                textfile.replace_if_unchanged(fix.path, fix.source.data, fix.source.encode(fix.after))
+            except (textfile.SourceError, OSError) as error:
+                print(f"jaxmem: cannot fix: {getattr(error, 'strerror', None) or error}; {fix.path} left untouched")
+                continue
+            print(f"jaxmem: added {fix.edits} donation(s) to {fix.path}; the session still runs the old "
+                  "definitions: reload the module (importlib.reload) and run the cells that import from it again.")
 
     # -- confirm -----------------------------------------------------------------
 

@@ -222,3 +222,57 @@ def test_confirm_says_how_to_start_and_rejects_a_switch_without_it(shell, capsys
     assert capsys.readouterr().out == (
         "jaxmem confirm: nothing watched yet: `%jaxmem confirm on`, then run the cells that define and call your "
         "jitted functions.\n%jaxmem: `off` follows only `confirm`; see %jaxmem --help\n")
+
+
+# -- project files the session calls ----------------------------------------------------------
+
+def test_a_project_function_the_session_calls_is_reported_fixed_on_disk_and_donates_once_reloaded(
+        shell, tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text("")
+    module = tmp_path / "project_train.py"
+    module.write_text("import jax\n\n\n" + STEP)
+    run(shell, "%load_ext jaxmem", f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport jax.numpy as jnp\n"
+        "import project_train\nfrom project_train import step", "state = jnp.ones((4, 4))\n" + LOOP)
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    assert capsys.readouterr().out == (
+        "project_train.py:4:1: JXM001 `step` does not donate `state`, which is dead after every call and rebound "
+        "from the result: add donate_argnums=(0,) to reuse its memory (high confidence) (called from In [3], "
+        "line 3)\njaxmem: 1 finding(s) in the 4 cell(s) run so far and the project files they call; 1 project "
+        "file(s) to fix: `%jaxmem --diff` shows the edits, `%jaxmem --fix` writes them.\n")
+    run(shell, "%jaxmem --diff")
+    assert "-@jax.jit\n+@jax.jit(donate_argnums=0)\n" in capsys.readouterr().out
+    assert module.read_text() == "import jax\n\n\n" + STEP  # --diff writes nothing
+    run(shell, "%jaxmem --fix")
+    assert capsys.readouterr().out.startswith("jaxmem: added 1 donation(s) to project_train.py; the session still "
+                                              "runs the old definitions: reload the module")
+    assert module.read_text() == "import jax\n\n\n" + STEP.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+    run(shell, "import importlib\nimportlib.reload(project_train)\nfrom project_train import step",
+        "old = state\n" + LOOP)
+    assert shell.user_ns["old"].is_deleted()  # the fixed file, reloaded, really donates
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    assert capsys.readouterr().out == "jaxmem: no findings in the 9 cell(s) run so far.\n"
+
+
+def test_a_project_file_edited_since_the_check_is_left_alone(shell, tmp_path, capsys, monkeypatch):
+    import jaxmem.ipython
+
+    (tmp_path / "pyproject.toml").write_text("")
+    module = tmp_path / "project_train_edited.py"
+    module.write_text("import jax\n\n\n" + STEP)
+    run(shell, "%load_ext jaxmem", f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport jax.numpy as jnp\n"
+        "from project_train_edited import step", "state = jnp.ones((4, 4))\n" + LOOP)
+    check_session = jaxmem.ipython.check_session
+
+    def edited_while_checking(*args, **kwargs):  # an editor saves between the check and the write
+        check = check_session(*args, **kwargs)
+        module.write_text(module.read_text() + "# edited\n")
+        return check
+
+    monkeypatch.setattr(jaxmem.ipython, "check_session", edited_while_checking)
+    capsys.readouterr()
+    run(shell, "%jaxmem --fix")
+    assert capsys.readouterr().out == ("jaxmem: cannot fix: project_train_edited.py: changed since the check; run "
+                                       "%jaxmem again\n")
+    assert module.read_text().endswith("    return state * 0.9 + x\n# edited\n")
