@@ -227,19 +227,23 @@ class FileFix:
     problem: str | None = None  # why it cannot be fixed from here
 
 
-def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None) -> list[FileFix]:
+def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
+                confirmations: dict[str, str] | None = None) -> list[FileFix]:
     """The edits to the project files whose findings the session's calls give rise to
-    (high confidence; ``unsafe``: medium too).  A file changed since the check, or one
+    (high confidence; ``unsafe``: medium too; ``confirmations`` as for :func:`fixed_cells`).  A file changed since the check, or one
     the codemod cannot edit, comes with its ``problem``."""
     from jaxmem.codemod import textfile
     from jaxmem.codemod.edits import add_donations
     from jaxmem.sources import digest
 
+    from jaxmem.ipython_confirm import apply_confirmations
+
     threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
     by_file: dict[str, list] = {}
     for finding in check.findings:
-        if finding.path != SESSION_PATH and finding.fix is not None and finding.confidence.rank >= threshold.rank:
-            by_file.setdefault(finding.path, []).append(finding.fix)
+        if finding.path != SESSION_PATH:
+            for fix in apply_confirmations([finding], check.notebook, confirmations or {}, threshold):
+                by_file.setdefault(finding.path, []).append(fix)
     settings, out = check.settings, []
     for path, fixes in sorted(by_file.items()):
         try:
@@ -367,12 +371,19 @@ class JaxmemMagics:
         if not findings:
             print(f"jaxmem: no findings in the {cells} cell(s) run so far{later}.")
             return
-        proposed = [f for f in findings if f.fix is not None and f.path == SESSION_PATH]
-        fixable = len(apply_confirmations(proposed, check.notebook, outcomes, Confidence.HIGH))
-        refuted = sum(1 for f in proposed if outcome_of(f, check.notebook, outcomes) == "refuted")
-        more = len(proposed) - fixable - refuted
-        files = sorted({f.path for f in findings if f.path != SESSION_PATH and f.fix is not None
-                        and f.confidence is Confidence.HIGH})
+        fixable = refuted = more = 0
+        files = set()  # project files with a fix to make
+        for finding in findings:
+            if finding.fix is None:
+                continue
+            if outcome_of(finding, check.notebook, outcomes) == "refuted":
+                refuted += 1
+            elif not apply_confirmations([finding], check.notebook, outcomes, Confidence.HIGH):
+                more += 1
+            elif finding.path == SESSION_PATH:
+                fixable += 1
+            else:
+                files.add(finding.path)
         where = f"in the {cells} cell(s) run so far{later}"
         if any(f.path != SESSION_PATH for f in findings):
             where += " and the project files they call"
@@ -400,7 +411,8 @@ class JaxmemMagics:
             return
         for skip in skipped:
             print(_skipped_line(check.notebook, skip))
-        files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes) if fix.problem or fix.edits]
+        files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes, confirmations=self.confirm.outcomes())
+                 if fix.problem or fix.edits]
         if not changes and not files:
             outcomes = self.confirm.outcomes()
             below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH

@@ -4,7 +4,8 @@ What the static analysis cannot prove (who else holds a state's arrays,
 whether a later cell reads them) the session's own run can show, as
 ``jaxmem confirm`` shows it for a script.  ``%jaxmem confirm on`` watches
 every donation ``%jaxmem`` proposes, at any confidence, in the jitted
-functions that the cells run from then on define: before each cell runs,
+functions that the cells run from then on define (and the project's, once
+a cell imports or reloads their module): before each cell runs,
 the session with that cell is checked again and its proposals join the
 watch.  Each call of a watched function is made with the donation, after
 checking that nothing else holds the donated arrays (a list, a closure, an
@@ -23,6 +24,7 @@ watched until its cell runs again.
 
 from __future__ import annotations
 
+import os
 import re
 
 from jaxmem.findings import Confidence
@@ -37,31 +39,45 @@ def cell_path(number: int) -> str:
     return f"{SESSION_FOLDER}/In[{number}]"
 
 
-def proposal_key_of(notebook, fix) -> str:
-    """The watch's key of the donation ``fix`` proposes in the session notebook."""
+def _place(finding, notebook) -> tuple[str, int] | None:
+    """``(path, line)`` under which the watch files ``finding``'s proposed definition:
+    a session cell's, or a project Python file's own (None in a project notebook)."""
+    from jaxmem.ipython import SESSION_PATH
+
+    path = finding.definition_path or finding.path
+    if path == SESSION_PATH:
+        cell, line = notebook.locate(finding.fix.definition_line)
+        return None if cell is None else (cell_path(cell), line)
+    if path.endswith(".py"):
+        return os.path.abspath(path), finding.fix.definition_line
+    return None
+
+
+def proposal_key_of(finding, notebook) -> str | None:
+    """The watch's key of the donation ``finding`` proposes (None: not watched)."""
     from jaxmem.runtime_check.confirm import proposal_key
 
-    cell, line = notebook.locate(fix.definition_line)
-    return proposal_key(cell_path(cell or 0), line, fix.name, fix.index)
+    place = _place(finding, notebook)
+    return None if place is None else proposal_key(*place, finding.fix.name, finding.fix.index)
 
 
 def session_proposals(check) -> list[dict]:
-    """The donations ``check`` (a :class:`jaxmem.ipython.SessionCheck`) proposes in the session's cells."""
-    from jaxmem.ipython import SESSION_PATH
+    """The donations ``check`` (a :class:`jaxmem.ipython.SessionCheck`) proposes in the
+    session's cells and in the project files they call."""
     from jaxmem.runtime_check.confirm_report import PROPOSING_CODE
 
     proposals = {}
     for finding in check.findings:
-        if finding.code != PROPOSING_CODE or finding.fix is None or finding.path != SESSION_PATH:
+        if finding.code != PROPOSING_CODE or finding.fix is None:
             continue
-        cell, line = check.notebook.locate(finding.fix.definition_line)
-        if cell is None:
+        place = _place(finding, check.notebook)
+        if place is None:
             continue
-        proposal = {"definition_path": cell_path(cell), "definition_line": line,
+        proposal = {"definition_path": place[0], "definition_line": place[1],
                     "function": finding.function or finding.wrapped or "?",
                     "parameter_name": finding.fix.name, "parameter_index": finding.fix.index,
                     "confidence": finding.confidence.value, "code": finding.code}
-        proposals[proposal_key_of(check.notebook, finding.fix)] = proposal
+        proposals[proposal_key_of(finding, check.notebook)] = proposal
     return list(proposals.values())
 
 
@@ -100,7 +116,7 @@ class SessionConfirm:
         self.shell.events.register("post_run_cell", self._after_cell)
         return ("jaxmem confirm: watching the proposed donations of the cells you run from now on (each call is "
                 "made with the donation, and checked); run the cells that define and call your jitted functions "
-                "again, then `%jaxmem confirm` reports and `%jaxmem --fix` applies what the run confirmed.")
+                "again (importlib.reload the project modules that define them), then `%jaxmem confirm` reports and `%jaxmem --fix` applies what the run confirmed.")
 
     def stop(self) -> None:
         """Stop watching (what was found stays)."""
@@ -194,7 +210,8 @@ class SessionConfirm:
         for name, number in self._cell_numbers().items():
             if name in text:
                 text = re.sub(re.escape(name) + r":(\d+)", lambda m, n=number: f"In [{n}], line {m.group(1)}", text)
-        return _CELL_PATH.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
+        text = _CELL_PATH.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
+        return text.replace(os.getcwd() + os.sep, "")
 
     def _where(self, proposal: dict) -> str:
         where = self.in_cells(f"{proposal['definition_path']}:{proposal['definition_line']}")
@@ -209,7 +226,7 @@ def outcome_of(finding, notebook, outcomes: dict[str, str]) -> str | None:
     """What the watch found of ``finding``'s proposal (confirmed, refuted, not observed), or None."""
     if finding.fix is None or not outcomes:
         return None
-    return outcomes.get(proposal_key_of(notebook, finding.fix))
+    return outcomes.get(proposal_key_of(finding, notebook))
 
 
 def apply_confirmations(findings: list, notebook, outcomes: dict[str, str], threshold: Confidence) -> list:

@@ -276,3 +276,31 @@ def test_a_project_file_edited_since_the_check_is_left_alone(shell, tmp_path, ca
     assert capsys.readouterr().out == ("jaxmem: cannot fix: project_train_edited.py: changed since the check; run "
                                        "%jaxmem again\n")
     assert module.read_text().endswith("    return state * 0.9 + x\n# edited\n")
+
+
+def test_confirm_settles_a_project_function_once_its_module_is_reloaded(shell, tmp_path, tmp_path_factory, capsys):
+    (tmp_path / "pyproject.toml").write_text("")
+    module = tmp_path / "project_train_logged.py"
+    module.write_text("import jax\n\n\n" + STEP)
+    elsewhere = tmp_path_factory.mktemp("outside_the_project")  # a logger jaxmem cannot read
+    (elsewhere / "outside_logger.py").write_text(LOGGERS["forgets"])
+    loop = "for i in range(3):\n    outside_logger.log(state)\n    state = step(state, 1.0)\n"
+    run(shell, "%load_ext jaxmem", f"import sys\nsys.path[:0] = [{str(tmp_path)!r}, {str(elsewhere)!r}]\n"
+        "import jax.numpy as jnp\nimport outside_logger\nimport project_train_logged\n"
+        "from project_train_logged import step", "state = jnp.ones((4, 4))\n" + loop)
+    capsys.readouterr()
+    run(shell, "%jaxmem")
+    out = capsys.readouterr().out
+    assert out.startswith("project_train_logged.py:4:1: JXM001 `step` does not donate `state`") and \
+        "(medium confidence: it was passed to `outside_logger.log(state)`" in out, out
+    assert out.endswith("1 more at lower confidence: `%jaxmem confirm on`, then running the cells again, settles "
+                        "them on this session's run.\n")
+    run(shell, "%jaxmem confirm on", "import importlib\nimportlib.reload(project_train_logged)\n"
+        "from project_train_logged import step", loop)
+    capsys.readouterr()
+    run(shell, "%jaxmem confirm")
+    assert capsys.readouterr().out.startswith(
+        "project_train_logged.py:4: step: donate `state` (medium confidence): CONFIRMED: 3 call(s) observed")
+    run(shell, "%jaxmem confirm off", "%jaxmem --fix")
+    assert "jaxmem: added 1 donation(s) to project_train_logged.py" in capsys.readouterr().out
+    assert module.read_text() == "import jax\n\n\n" + STEP.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
