@@ -104,7 +104,7 @@ class SessionConfirm:
             from jaxmem.runtime_check.confirm import confirming
         except ImportError as error:  # jax is optional for the static tool
             return f"jaxmem confirm: needs jax in this kernel ({error}); install jax and load the extension again."
-        block = confirming([], set(), path_of=self._path_of)
+        block = confirming([], set(), place_of=self._place_of)
         confirmer = block.__enter__()
         if self.confirmer is not None:  # a second watch goes on from what the first found
             confirmer.watches = self.confirmer.watches
@@ -129,9 +129,9 @@ class SessionConfirm:
 
     # -- the watch ---------------------------------------------------------------
 
-    def _path_of(self, code_name: str) -> str:
+    def _place_of(self, code_name: str, line: int) -> tuple[str, int]:
         number = self._cell_numbers().get(code_name)
-        return code_name if number is None else cell_path(number)
+        return (code_name if number is None else cell_path(number)), line
 
     def _cell_numbers(self) -> dict[str, int]:
         """IPython's name of each cell's code -> its execution count."""

@@ -68,12 +68,14 @@ def register(subparsers) -> None:
                     "status passes through.")
     confirm.add_argument("--out", default=None, metavar="FILE",
                          help="write the JSON report here (input of `jaxmem-fix --verified`)")
-    confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS | -- pytest ARGS")
+    confirm.add_argument("command", nargs=argparse.REMAINDER,
+                         help="-- python train.py ARGS | -- pytest ARGS | -- train.ipynb (its code cells, in order)")
     confirm.set_defaults(handler=run_confirm)
 
 
-def _program(command: list[str]) -> tuple[list[str], str | None]:
-    """``[python, target...]`` from the words after ``--``, or an error message."""
+def _program(command: list[str], notebooks: bool = False) -> tuple[list[str], str | None]:
+    """``[python, target...]`` from the words after ``--``, or an error message;
+    ``notebooks``: a ``.ipynb`` may be the target (run cell by cell)."""
     words = list(command)
     if words and words[0] == "--":
         words = words[1:]
@@ -90,6 +92,15 @@ def _program(command: list[str]) -> tuple[list[str], str | None]:
         interpreter, words = words[0], words[1:]
     if not words:
         return [], "give the script to run after the interpreter, e.g. `-- python train.py`"
+    if notebooks and words[0].lower().endswith(".ipynb"):
+        from jaxmem.notebooks import NotebookError, read_notebook
+        from jaxmem.sources import UnreadableFile, read_regular_file
+
+        try:
+            read_notebook(words[0], read_regular_file(words[0], 256 * 1024 * 1024))
+        except (UnreadableFile, NotebookError) as error:
+            return [], f"{words[0]}: {error}"
+        return [interpreter, *words], None
     if words[0] != "-m" and not words[0].endswith(".py") and not os.path.isfile(words[0]):
         return [], f"{words[0]}: not a Python script; expected `-- python script.py ARGS` or `-- python -m module`"
     return [interpreter, *words], None
@@ -129,7 +140,7 @@ def run_confirm(args) -> int:
     from jaxmem.runtime_check.confirm_report import document, render, static_proposals
 
     problem = unwritable_output(args.out) if args.out else None
-    program, error = _program(args.command)
+    program, error = _program(args.command, notebooks=True)
     if problem or error:
         print(f"jaxmem confirm: {problem or error}", file=sys.stderr)
         return 2

@@ -136,9 +136,10 @@ def _leaf_names(label: str, value) -> list[str]:
 class Confirmer:
     """Watches the proposed donations of one run (see the module docstring)."""
 
-    def __init__(self, proposals: list[dict], disabled: set[str], path_of: Callable[[str], str] | None = None):
+    def __init__(self, proposals: list[dict], disabled: set[str],
+                 place_of: Callable[[str, int], tuple[str, int]] | None = None):
         self.watches: dict[tuple[str, int], list[ProposalWatch]] = {}
-        self.path_of = path_of  # where a definition's file is named otherwise (IPython cells)
+        self.place_of = place_of  # where the proposals place code run from elsewhere (notebook cells)
         self.add_proposals(proposals, disabled)
         self.events: dict[int, tuple[weakref.ref, _Donated, int]] = {}
         self.rerun = False
@@ -170,14 +171,15 @@ class Confirmer:
     def wrap(self, transformed, definition: JitDefinition):
         """The ``wrap`` of :func:`patched_transforms`: only definitions with proposals are watched."""
         renamed = False
-        if self.path_of is not None:
-            path = self.path_of(definition.path)
-            renamed, definition = path != definition.path, replace(definition, path=path)
+        if self.place_of is not None:
+            path, line = self.place_of(definition.path, definition.line)
+            renamed = (path, line) != (definition.path, definition.line)
+            definition = replace(definition, path=path, line=line)
         key = (os.path.abspath(definition.path), definition.line)
         if key not in self.watches and not renamed:
             return transformed
-        # A renamed place (an IPython cell) is wrapped anyway: its proposals may come later, when
-        # the analysis sees the cell that calls it.
+        # A renamed place (a notebook cell) is wrapped anyway: in an IPython session its
+        # proposals may come later, when the analysis sees the cell that calls it.
         return TransformedProxy(transformed, definition, self._around_call)
 
     def _around_call(self, transformed, definition: JitDefinition, args, kwargs, caller):
@@ -589,14 +591,15 @@ _ACTIVE: list[Confirmer] = []
 
 
 @contextmanager
-def confirming(proposals: list[dict], disabled: set[str], path_of: Callable[[str], str] | None = None):
+def confirming(proposals: list[dict], disabled: set[str],
+               place_of: Callable[[str, int], tuple[str, int]] | None = None):
     """Watch ``proposals`` in the block (jit patched, jax's deleted-array check patched).
 
-    ``path_of`` names a definition's file as the proposals do, where that is
-    not the file's path (an IPython cell's code name)."""
+    ``place_of(path, line)`` places a definition as the proposals do, where
+    that is not its code's file and line (a notebook cell's code name)."""
     from jax._src.array import ArrayImpl
 
-    confirmer = Confirmer(proposals, disabled, path_of)
+    confirmer = Confirmer(proposals, disabled, place_of)
     original_check = ArrayImpl._check_if_deleted
 
     def check_if_deleted(array):
@@ -625,19 +628,30 @@ def run_confirm(target: list[str], proposals_path: str, out_path: str) -> int:
     import traceback
 
     from jaxmem.runtime_check.launcher import run_program
+    from jaxmem.runtime_check.notebook_run import CellFailed, NotebookRun, notebook_target
 
     with open(proposals_path, encoding="utf-8") as handle:
         given = json.load(handle)
     code = 1
-    with confirming(given["proposals"], set(given.get("disabled", []))) as confirmer:
+    notebook = notebook_target(target)
+    runner = NotebookRun(notebook) if notebook else None
+    with confirming(given["proposals"], set(given.get("disabled", [])),
+                    place_of=runner.place_of if runner else None) as confirmer:
         try:
-            code = run_program(target)
+            code = runner.run() if runner else run_program(target)
+        except CellFailed as failed:  # IPython has shown the cell's traceback
+            confirmer.on_error(failed.__cause__)
+            print(f"jaxmem: {runner.path}: {failed}; the cells after it did not run", file=sys.stderr)
+            code = 1
         except Exception as error:  # noqa: BLE001 - the program's own error, shown as python would
             confirmer.on_error(error)
             traceback.print_exc()
             code = 1
         finally:
+            outcome = {**confirmer.to_json(), "exit_status": code}
+            if runner is not None:  # name cells, not the code names IPython gave them
+                outcome = json.loads(runner.in_cells(json.dumps(outcome)))
             with open(out_path, "w", encoding="utf-8") as handle:
-                json.dump({**confirmer.to_json(), "exit_status": code}, handle, indent=1)
+                json.dump(outcome, handle, indent=1)
                 handle.write("\n")
     return code

@@ -107,8 +107,13 @@ def render(report: dict) -> str:
     """The text report of ``jaxmem confirm``."""
     from jaxmem.runtime_check.runs import relative
 
-    lines, counts = proposal_lines(report["proposals"], lambda path, line: f"{relative(path)}:{line}",
-                                   never_called="the run never called it")
+    notebooks: dict = {}
+
+    def where_of(path: str, line: int) -> str:
+        cell, in_cell = _cell_line(path, line, notebooks)
+        return f"{relative(path)}:{line}" if cell is None else f"{relative(path)}:cell {cell}:{in_cell}"
+
+    lines, counts = proposal_lines(report["proposals"], where_of, never_called="the run never called it")
     runs = report["runs"]
     rerun = f" (the command ran {runs} times: a read after donation raised, so it ran again without the " \
             "refuted donations)" if runs > 1 else ""
@@ -148,6 +153,21 @@ def proposal_lines(proposals: list[dict], where_of, never_called: str) -> tuple[
             lines.append(head + f"NOT OBSERVED: {why}")
         lines.extend(f"    note: {_relative_text(note)}" for note in proposal["notes"])
     return lines, counts
+
+
+def _cell_line(path: str, line: int, notebooks: dict) -> tuple[int | None, int]:
+    """``(cell, line in it)`` of a notebook's joined line ``line``; ``(None, line)`` for any other file."""
+    from jaxmem.notebooks import NotebookError, is_notebook, read_notebook
+    from jaxmem.sources import UnreadableFile, read_regular_file
+
+    if not is_notebook(path):
+        return None, line
+    if path not in notebooks:
+        try:
+            notebooks[path] = read_notebook(path, read_regular_file(path, 256 * 1024 * 1024))
+        except (OSError, UnreadableFile, NotebookError):
+            notebooks[path] = None
+    return (None, line) if notebooks[path] is None else notebooks[path].locate(line)
 
 
 def _relative_text(text: str) -> str:

@@ -388,3 +388,81 @@ def test_verified_with_two_runs_applies_only_what_neither_refuted(tmp_path):
                           "p = {'w': jnp.ones((256,))}\nq = step(p, 0.5)\nprint(p['w'].is_deleted())"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.stdout.strip() == "True", run.stderr
+
+
+# -- a notebook, run cell by cell: `jaxmem confirm -- train.ipynb` -----------------------------
+
+def _notebook(project, name, cells):
+    """Write ``name`` with ``cells`` (source, is code); a markdown cell counts in the numbering."""
+    from jaxmem.notebooks import cells_json
+
+    (project / name).write_text(cells_json(cells))
+    return project / name
+
+
+def _logged_training(logger: str, after=()):
+    """Cells whose `step` is proposed at medium confidence: the state goes to ``logger``,
+    a module outside the project (jaxmem cannot see what it does with it)."""
+    return [("import sys\nsys.path.insert(0, '../elsewhere')\nimport jax, jax.numpy as jnp\nimport " + logger, True),
+            ("## Training", False),
+            ("@jax.jit\ndef step(state, x):\n    return state * 0.9 + x", True),
+            (f"state = jnp.ones((4, 4))\nfor i in range(3):\n    {logger}.log(state)\n    state = step(state, 1.0)\n"
+             "print('trained', float(state.sum()))", True), *after]
+
+
+@pytest.fixture
+def notebook_project(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "quiet_logger.py").write_text("def log(x):\n    pass\n")
+    (elsewhere / "last_logger.py").write_text("last = None\ndef log(x):\n    global last\n    last = x\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'user'\n")
+    return project
+
+
+def test_a_notebook_is_run_cell_by_cell_confirmed_fixed_and_donating(notebook_project):
+    project = notebook_project
+    notebook = _notebook(project, "train.ipynb", _logged_training("quiet_logger"))
+    result, report = _confirm(project, "train.ipynb")
+    assert result.returncode == 0, result.stderr
+    assert "trained 55.02" in result.stdout  # the cells really ran
+    (proposal,) = report["proposals"]
+    assert (proposal["outcome"], proposal["confidence"], proposal["definition_line"]) == ("confirmed", "medium", 5)
+    assert "train.ipynb:cell 3:1: step: donate `state` (medium confidence): CONFIRMED: 3 call(s)" in result.stdout
+    assert "train.ipynb:cell 4, line 4" in proposal["notes"][0]  # cells, not IPython's code names
+    fixed = _fix(project, "train.ipynb")
+    assert "jaxmem-fix: added 1 donation(s) in 1 file(s)" in fixed.stdout, fixed.stdout + fixed.stderr
+    from jaxmem.notebooks import read_notebook
+
+    code = read_notebook("train.ipynb", notebook.read_bytes()).text
+    assert "donate_argnums=0" in code
+    ran = _run(project, code.replace("print('trained'", "old = state\nfor i in range(3):\n"
+                                     "    state = step(state, 1.0)\nprint(old.is_deleted())\nprint('trained'"))
+    assert ran.stdout.startswith("True\n"), ran.stderr  # the fixed notebook's code really donates
+
+
+def test_a_later_cell_reading_the_donated_state_refutes_it_and_the_rerun_passes(notebook_project):
+    project = notebook_project
+    _notebook(project, "reads.ipynb", _logged_training("last_logger", after=[
+        ("print('last', round(float(last_logger.last.sum()), 2))", True)]))
+    result, report = _confirm(project, "reads.ipynb")
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted"
+    assert proposal["refutations"][0]["message"] == (
+        "`state` was read at reads.ipynb:cell 5, line 1 in <module>() after the call at reads.ipynb:cell 4, line 4 "
+        "donated it")
+    assert "reads.ipynb: cell 5 failed; the cells after it did not run" in result.stderr
+    # the rerun without the refuted donation is the notebook's own result
+    assert report["runs"] == 2 and result.returncode == 0 and "last 43.36" in result.stdout
+    fixed = _fix(project, "reads.ipynb")
+    assert "donate" not in (project / "reads.ipynb").read_text()
+    assert "refuted by the run" in fixed.stdout + fixed.stderr
+
+
+def test_a_notebook_that_is_not_json_is_a_usage_error(notebook_project):
+    (notebook_project / "broken.ipynb").write_text("{not json")
+    result, _ = _confirm(notebook_project, "broken.ipynb")
+    assert result.returncode == 2
+    assert result.stderr.startswith("jaxmem confirm: broken.ipynb: ")
