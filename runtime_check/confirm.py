@@ -262,11 +262,17 @@ class Confirmer:
         positional = definition.options.get("_jaxmem_positional") or []
         text = lambda label: label if isinstance(label, str) else (
             positional[label] if label < len(positional) else f"args[{label}]")
+        # nnx.jit passes a graph reached twice (``right = left``) once: only what is left then repeats
+        graph = _graph_leaves(args, kwargs, text) if definition.transform == "nnx.jit" else None
         donated, owners = [], {}
         for watch, label in watched:
             value = _value(args, kwargs, label)
-            leaves = [leaf for leaf in flat[id(watch)][0] if is_array(leaf)]
-            donated.append((text(label), leaves, lambda name=text(label), v=value: _leaf_names(name, v)))
+            if graph is not None:
+                leaves, names = graph.get(text(label), ([], []))
+                donated.append((text(label), leaves, names))
+            else:
+                leaves = [leaf for leaf in flat[id(watch)][0] if is_array(leaf)]
+                donated.append((text(label), leaves, lambda name=text(label), v=value: _leaf_names(name, v)))
             owners[text(label)] = watch
         # Every call, not only scanned ones: jax rejects a donated buffer passed undonated beside it.
         # The definition's own donations count as donated: a shared array is then donated twice.
@@ -277,10 +283,13 @@ class Confirmer:
             if name in owners:
                 continue
             value = _value(args, kwargs, label)
-            leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
+            if graph is not None:
+                leaves, names = graph.get(name, ([], []))
+            else:
+                leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
+                names = lambda name=name, v=value: _leaf_names(name, v)
             if leaves:
-                (donated if name in declared else others).append(
-                    (name, leaves, lambda name=name, v=value: _leaf_names(name, v)))
+                (donated if name in declared else others).append((name, leaves, names))
         for holder in repeated_leaves(donated, others):
             self._refute_holder(owners, holder, site)
         if not scan:
@@ -479,6 +488,36 @@ class Confirmer:
         return {"rerun": self.rerun,
                 "proposals": [{**asdict(watch), "key": watch.key}
                               for watches in self.watches.values() for watch in watches]}
+
+
+def _graph_leaves(args, kwargs, text) -> dict | None:
+    """``label -> (arrays, names)`` of every argument as ``nnx.jit`` passes them: one
+    ``nnx.state`` of all of them, so a graph node or Variable reached twice (within an
+    argument or across two) counts once, in the first argument that reaches it
+    (flax 0.12.8: ``nnx.jit(donate_argnums=0)`` of a Module whose ``right`` is its
+    ``left`` donates the shared array once and runs).  None when nnx cannot take them."""
+    import jax
+
+    try:
+        from flax import nnx
+
+        labels = [*range(len(args)), *kwargs]
+        state = nnx.state(tuple(_value(args, kwargs, label) for label in labels))
+        flattened = jax.tree_util.tree_flatten_with_path(state)[0]
+    except Exception:  # noqa: BLE001 - not nnx values, or another flax: the plain check stands
+        return None
+    out: dict = {}
+    for path, leaf in flattened:
+        if not isinstance(leaf, jax.Array) or not path:
+            continue
+        position = getattr(path[0], "key", getattr(path[0], "idx", None))
+        if not isinstance(position, int) or position >= len(labels):
+            continue
+        name = text(labels[position])
+        leaves, names = out.setdefault(name, ([], []))
+        leaves.append(leaf)
+        names.append(name + jax.tree_util.keystr(tuple(path[1:])))
+    return out
 
 
 def _deleted(array) -> bool:

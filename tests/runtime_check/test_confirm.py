@@ -466,3 +466,32 @@ def test_a_notebook_that_is_not_json_is_a_usage_error(notebook_project):
     result, _ = _confirm(notebook_project, "broken.ipynb")
     assert result.returncode == 2
     assert result.stderr.startswith("jaxmem confirm: broken.ipynb: ")
+
+
+def test_nnx_jit_passes_a_shared_reference_once_so_its_donation_is_confirmed_and_runs(tmp_path):
+    # flax's pytree guide: `right = left`; jax's own flattening sees the array twice, nnx.jit once
+    project = _project(tmp_path, "nnx_shared_reference.py")
+    result, report = _confirm(project, "python", "nnx_shared_reference.py")
+    assert "shared True 4.0" in result.stdout
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "confirmed", proposal
+    _fix(project, "nnx_shared_reference.py")
+    assert "donate_argnums=0" in (project / "nnx_shared_reference.py").read_text()
+    ran = _run(project, """
+        import nnx_shared_reference as program
+        m = program.Parent()
+        old = m.left.x
+        m = program.f(m)
+        print(old.is_deleted(), m.left is m.right, float(m.right.x))
+    """)
+    assert ran.stdout == "True True 2.0\n", ran.stderr
+
+
+def test_nnx_jit_with_one_array_in_two_params_is_refuted_and_runs_undonated(tmp_path):
+    project = _project(tmp_path, "nnx_one_array_two_params.py")
+    result, report = _confirm(project, "python", "nnx_one_array_two_params.py")
+    assert result.returncode == 0 and "twice 12.0 24.0" in result.stdout
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted"
+    assert proposal["refutations"][0]["message"].startswith(
+        "`m['a'].value` is also held by `m['b'].value` (the same array, donated twice)")
