@@ -16,29 +16,26 @@ Only the text of the cells is read: nothing is imported or run.  A cell that
 did not compile (it never ran) counts as empty.  The project around the
 working folder (``pyproject.toml`` or ``.git``) is read as ``jaxmem check``
 reads it, with its cache: its calls count, and the findings reported are the
-session's.
+session's and those of the project's functions the cells call
+(:mod:`jaxmem.ipython_session`); the edits are :mod:`jaxmem.ipython_fixes`'.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import io
-import re
 import shlex
 import time
 
 from jaxmem.findings import Confidence
+from jaxmem.ipython_fixes import FileFix, fixed_cells, fixed_files, skipped_line
+from jaxmem.ipython_session import (
+    SESSION_PATH, SessionCheck, check_session, finding_key, finding_line, in_session_terms, session_sources,
+)
 from jaxmem.notebooks import NotebookError
 
-# The name the session's cells are analysed under: a notebook that no import can name.
-SESSION_PATH = "<ipython-session>.ipynb"
 # After a check slower than this, ``%jaxmem on`` says what it costs (once).
 SLOW_CHECK_S = 2.0
-
-_CELL_LINE = re.compile(re.escape(SESSION_PATH) + r":cell (\d+):(\d+)")
-_CELL_MENTION = re.compile(r"\bcell (\d+), line (\d+)")
 
 
 class _UsageError(Exception):
@@ -74,206 +71,6 @@ def _parser() -> _Parser:
                         help="read only the session's cells, not the project around the working folder")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write .jaxmem_cache/")
     return parser
-
-
-def session_sources(history_manager) -> list[str]:
-    """The source of every cell the session ran: item ``i`` is ``In [i + 1]``.
-
-    A cell whose IPython translation does not compile never ran: it counts as
-    empty, so one typo does not hide the rest of the session."""
-    raw, parsed = history_manager.input_hist_raw, history_manager.input_hist_parsed
-    sources = []
-    for number in range(1, len(raw)):
-        try:
-            compile(parsed[number] if number < len(parsed) else raw[number], f"In[{number}]", "exec")
-        except (SyntaxError, ValueError):
-            sources.append("")
-            continue
-        sources.append(raw[number])
-    return sources
-
-
-@dataclasses.dataclass(frozen=True)
-class SessionCheck:
-    """What ``%jaxmem`` found: the findings (cells as execution counts), the
-    donations not proposed, and the notebook whose lines the fixes count."""
-
-    findings: list
-    refusals: list
-    notebook: object
-    settings: object
-    superseded: int = 0  # findings left out: their definition was redefined by a later cell
-    digests: dict = dataclasses.field(default_factory=dict)  # project file -> digest of the bytes analysed
-
-
-def check_session(sources: list[str], settings=None, *, project: bool = True, use_cache: bool = True) -> SessionCheck:
-    """Check ``sources`` (cell ``i`` is ``In [i + 1]``) as one notebook run top to bottom."""
-    from jaxmem.api import check_paths
-    from jaxmem.config import load_config
-    from jaxmem.notebooks import cells_json, read_notebook
-
-    if settings is None:
-        settings = load_config(["."]).settings
-    data = cells_json((source, True) for source in sources).encode("utf-8")
-    reports = check_paths(["-"], settings, use_cache=use_cache, stdin_filename=SESSION_PATH,
-                          stdin=io.BytesIO(data), whole_project=project, callee_findings=project)
-    notebook = read_notebook(SESSION_PATH, data)
-    findings = sorted((f for report in reports for f in report.findings), key=lambda f: f.sort_key)
-    redefined = _redefined_after(notebook)
-    current = [f for f in findings if not _superseded(f, redefined)]
-    refusals = [r for report in reports for r in report.refusals]
-    digests = {report.path: report.digest for report in reports if report.path != SESSION_PATH}
-    return SessionCheck(current, refusals, notebook, settings, superseded=len(findings) - len(current),
-                        digests=digests)
-
-
-def _redefined_after(notebook) -> dict[str, int]:
-    """For each name a cell binds at its top level, the last cell number that binds it."""
-    last: dict[str, int] = {}
-    for cell in notebook.cells:
-        text = "".join(line if cell.magic.get(i) is None else cell.magic[i][1] for i, line in enumerate(cell.lines))
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for statement in tree.body:
-            for name in _bound_names(statement):
-                last[name] = cell.number
-    return last
-
-
-def _bound_names(statement) -> list[str]:
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [statement.name]
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return [(alias.asname or alias.name).partition(".")[0] for alias in statement.names]
-    targets = statement.targets if isinstance(statement, ast.Assign) else \
-        [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
-    return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
-
-
-def _superseded(finding, redefined: dict[str, int]) -> bool:
-    """Whether ``finding`` is about a definition a later cell replaced: the
-    session no longer runs it, so there is nothing left to fix there.  A
-    finding at a call or a read (JXM101) is about what ran, and stays."""
-    if finding.cell is None or finding.cell != finding.definition_cell or \
-            finding.span.line != finding.definition_line:
-        return False
-    name = finding.function or ""
-    return name.isidentifier() and redefined.get(name, 0) > finding.cell
-
-
-def in_session_terms(text: str) -> str:
-    """``text`` with the session notebook's cell references written as IPython names them (``In [3]``)."""
-    text = _CELL_LINE.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
-    return _CELL_MENTION.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
-
-
-def finding_line(finding) -> str:
-    """One finding as ``In [3], line 5:9: JXM001 message``; one in a project file the
-    session calls as ``train.py:4:1: JXM001 message (called from In [5], line 2)``."""
-    if finding.cell is not None:
-        where = f"In [{finding.cell}], line {finding.span.line}:{finding.span.col + 1}"
-    else:
-        where = f"{finding.path}:{finding.span.line}:{finding.span.col + 1}"
-    line = f"{where}: {finding.code} {in_session_terms(finding.message)}"
-    if finding.path != SESSION_PATH:
-        caller = next((e for e in finding.evidence if e.path == SESSION_PATH and e.cell is not None), None)
-        if caller is not None:
-            line += f" (called from In [{caller.cell}], line {caller.line})"
-    return line
-
-
-def finding_key(finding) -> tuple:
-    """What stays the same for one finding while later cells run (its evidence may grow)."""
-    return (finding.code, finding.path, finding.cell, finding.span.line, finding.span.col,
-            finding.function, finding.parameter_index, finding.parameter_name)
-
-
-def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
-                confirmations: dict[str, str] | None = None) -> tuple[list, list]:
-    """``(changes, skipped)``: ``(cell number, old source, new source)`` of each cell
-    ``jaxmem-fix`` (``unsafe``: ``--unsafe-fixes``) would change, and the fixes it
-    would leave alone.  ``confirmations`` (``%jaxmem confirm``'s outcomes) add the
-    confirmed proposals at any confidence and take the refuted ones out.  Raises
-    :class:`jaxmem.notebooks.NotebookError` when an edit would touch a magic line
-    or span two cells."""
-    from jaxmem.codemod.edits import add_donations
-    from jaxmem.ipython_confirm import apply_confirmations
-
-    threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
-    fixes = apply_confirmations([f for f in check.findings if f.path == SESSION_PATH], check.notebook,
-                                confirmations or {}, threshold)
-    if not fixes:
-        return [], []
-    settings = check.settings
-    result = add_donations(check.notebook.text, fixes, style=settings.donation_style,
-                           jax_version=jax_version or settings.jax_version or _installed_jax(),
-                           extra_wrappers=settings.extra_wrappers)
-    if result.error:
-        raise NotebookError(result.error)
-    check.notebook.updated(result.source)  # raises where the edit cannot be written back
-    return check.notebook.cell_sources(result.source), list(result.skipped)
-
-
-@dataclasses.dataclass(frozen=True)
-class FileFix:
-    """The edit ``jaxmem-fix`` would make to a project file the session calls."""
-
-    path: str
-    source: object  # jaxmem.codemod.textfile.SourceFile, as read
-    after: str  # its text with the donations
-    edits: int
-    problem: str | None = None  # why it cannot be fixed from here
-
-
-def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
-                confirmations: dict[str, str] | None = None) -> list[FileFix]:
-    """The edits to the project files whose findings the session's calls give rise to
-    (high confidence; ``unsafe``: medium too; ``confirmations`` as for :func:`fixed_cells`).  A file changed since the check, or one
-    the codemod cannot edit, comes with its ``problem``."""
-    from jaxmem.codemod import textfile
-    from jaxmem.codemod.edits import add_donations
-    from jaxmem.sources import digest
-
-    from jaxmem.ipython_confirm import apply_confirmations
-
-    threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
-    by_file: dict[str, list] = {}
-    for finding in check.findings:
-        if finding.path != SESSION_PATH:
-            for fix in apply_confirmations([finding], check.notebook, confirmations or {}, threshold):
-                by_file.setdefault(finding.path, []).append(fix)
-    settings, out = check.settings, []
-    for path, fixes in sorted(by_file.items()):
-        try:
-            source = textfile.read(path, settings.max_file_size)
-        except textfile.SourceError as error:
-            out.append(FileFix(path, None, "", 0, str(error)))
-            continue
-        if digest(source.data) != check.digests.get(path):
-            out.append(FileFix(path, source, source.text, 0, f"{path}: changed since the check; run %jaxmem again"))
-            continue
-        result = add_donations(source.text, fixes, style=settings.donation_style,
-                               jax_version=jax_version or settings.jax_version or _installed_jax(),
-                               extra_wrappers=settings.extra_wrappers)
-        out.append(FileFix(path, source, result.source, len(result.edits), result.error and f"{path}: {result.error}"))
-    return out
-
-
-def _installed_jax():
-    """The installed jax's version (read from its metadata, not imported), or None."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("jax")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _skipped_line(notebook, skipped) -> str:
-    cell, line = notebook.locate(skipped.line)
-    return in_session_terms(f"{SESSION_PATH}:cell {cell}:{line}: " + skipped.describe().partition(": ")[2])
 
 
 class JaxmemMagics:
@@ -410,7 +207,7 @@ class JaxmemMagics:
             print(f"jaxmem: cannot fix: {in_session_terms(str(error))}")
             return
         for skip in skipped:
-            print(_skipped_line(check.notebook, skip))
+            print(skipped_line(check.notebook, skip))
         files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes, confirmations=self.confirm.outcomes())
                  if fix.problem or fix.edits]
         if not changes and not files:

@@ -42,7 +42,7 @@ def cell_path(number: int) -> str:
 def _place(finding, notebook) -> tuple[str, int] | None:
     """``(path, line)`` under which the watch files ``finding``'s proposed definition:
     a session cell's, or a project Python file's own (None in a project notebook)."""
-    from jaxmem.ipython import SESSION_PATH
+    from jaxmem.ipython_session import SESSION_PATH
 
     path = finding.definition_path or finding.path
     if path == SESSION_PATH:
@@ -116,7 +116,8 @@ class SessionConfirm:
         self.shell.events.register("post_run_cell", self._after_cell)
         return ("jaxmem confirm: watching the proposed donations of the cells you run from now on (each call is "
                 "made with the donation, and checked); run the cells that define and call your jitted functions "
-                "again (importlib.reload the project modules that define them), then `%jaxmem confirm` reports and `%jaxmem --fix` applies what the run confirmed.")
+                "again (importlib.reload the project modules that define them), then `%jaxmem confirm` reports "
+                "and `%jaxmem --fix` applies what the run confirmed.")
 
     def stop(self) -> None:
         """Stop watching (what was found stays)."""
@@ -244,4 +245,3 @@ def apply_confirmations(findings: list, notebook, outcomes: dict[str, str], thre
         if outcome == CONFIRMED or finding.confidence.rank >= threshold.rank:
             fixes.append(finding.fix)
     return fixes
-

@@ -30,6 +30,7 @@ The outcome is written as JSON to the ``--out`` file of the launcher.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -287,7 +288,7 @@ class Confirmer:
                 leaves, names = graph.get(name, ([], []))
             else:
                 leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)]
-                names = lambda name=name, v=value: _leaf_names(name, v)
+                names = functools.partial(_leaf_names, name, value)
             if leaves:
                 (donated if name in declared else others).append((name, leaves, names))
         for holder in repeated_leaves(donated, others):

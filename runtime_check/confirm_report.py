@@ -113,7 +113,13 @@ def render(report: dict) -> str:
         cell, in_cell = _cell_line(path, line, notebooks)
         return f"{relative(path)}:{line}" if cell is None else f"{relative(path)}:cell {cell}:{in_cell}"
 
-    lines, counts = proposal_lines(report["proposals"], where_of, never_called="the run never called it")
+    called = [p for p in report["proposals"] if p["calls"] or p["refutations"]]
+    lines, counts = proposal_lines(called, where_of, never_called="the run never called it")
+    uncalled = len(report["proposals"]) - len(called)
+    counts[NOT_OBSERVED] += uncalled
+    if uncalled:
+        lines.append(f"{uncalled} more proposed donation(s) the run never called: not observed (the JSON report "
+                     "lists them)")
     runs = report["runs"]
     rerun = f" (the command ran {runs} times: a read after donation raised, so it ran again without the " \
             "refuted donations)" if runs > 1 else ""
