@@ -100,12 +100,13 @@ class SessionConfirm:
         """Start watching; what to tell the user."""
         if self.watching:
             return "jaxmem confirm: already watching; `%jaxmem confirm` reports, `%jaxmem confirm off` stops."
-        try:
-            from jaxmem.runtime_check.confirm import confirming
-        except ImportError as error:  # jax is optional for the static tool
-            return f"jaxmem confirm: needs jax in this kernel ({error}); install jax and load the extension again."
+        from jaxmem.runtime_check.confirm import confirming
+
         block = confirming([], set(), place_of=self._place_of)
-        confirmer = block.__enter__()
+        try:
+            confirmer = block.__enter__()
+        except ImportError as error:  # jax is optional for the static tool
+            return f"jaxmem confirm: needs jax in this kernel ({error}); install jax, then `%jaxmem confirm on`."
         if self.confirmer is not None:  # a second watch goes on from what the first found
             confirmer.watches = self.confirmer.watches
             for watches in confirmer.watches.values():

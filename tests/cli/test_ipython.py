@@ -304,3 +304,23 @@ def test_confirm_settles_a_project_function_once_its_module_is_reloaded(shell, t
     run(shell, "%jaxmem confirm off", "%jaxmem --fix")
     assert "jaxmem: added 1 donation(s) to project_train_logged.py" in capsys.readouterr().out
     assert module.read_text() == "import jax\n\n\n" + STEP.replace("@jax.jit", "@jax.jit(donate_argnums=0)")
+
+
+def test_confirm_without_jax_says_what_to_install(shell, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_jax(name, *args, **kwargs):
+        if name == "jax" or name.startswith("jax."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    run(shell, "%load_ext jaxmem")
+    capsys.readouterr()
+    monkeypatch.setattr(builtins, "__import__", no_jax)
+    run(shell, "%jaxmem confirm on")
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert capsys.readouterr().out.startswith("jaxmem confirm: needs jax in this kernel (No module named 'jax")
+    run(shell, "%jaxmem confirm")
+    assert capsys.readouterr().out.startswith("jaxmem confirm: nothing watched yet")
