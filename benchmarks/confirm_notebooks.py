@@ -13,6 +13,7 @@ download), in a fresh copy of the project:
    that now fails with a deleted or donated buffer is an unsafe fix.
 
     .venv/bin/python benchmarks/confirm_notebooks.py [--out results/confirm-notebooks-DATE.md]
+    .venv/bin/python benchmarks/confirm_notebooks.py --package jax-md==0.2.29 --out X.md notebooks/a.ipynb ...
 
 The default notebooks are flax 0.12.8's that run on a CPU without downloads.
 """
@@ -111,8 +112,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(HERE / "results" / f"confirm-notebooks-{datetime.date.today()}.md"))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per command (default: 900)")
+    parser.add_argument("--package", metavar="NAME==VERSION", help="another sdist (default: flax==0.12.8)")
+    parser.add_argument("notebooks", nargs="*", help="notebooks of that sdist (default: flax's offline ones)")
     args = parser.parse_args(argv)
     name, version, notebooks = NOTEBOOKS
+    if args.package:
+        name, _, version = args.package.partition("==")
+    if args.notebooks or args.package:
+        notebooks = args.notebooks
     source = project_dir(name, version, "sdist")
     results = []
     with tempfile.TemporaryDirectory(prefix="jaxmem-confirm-notebooks-") as folder:
