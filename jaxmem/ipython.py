@@ -149,7 +149,8 @@ class JaxmemMagics:
         if only_new:
             findings = [f for f in findings if finding_key(f) not in self.reported]
             self.reported.update(finding_key(f) for f in findings)
-        from jaxmem.ipython_confirm import apply_confirmations, outcome_of
+        from jaxmem.ipython_confirm import applies, outcome_of
+        from jaxmem.runtime_check.confirm_report import REFUTED
 
         outcomes = self.confirm.outcomes()
         for finding in findings:
@@ -173,9 +174,9 @@ class JaxmemMagics:
         for finding in findings:
             if finding.fix is None:
                 continue
-            if outcome_of(finding, check.notebook, outcomes) == "refuted":
+            if outcome_of(finding, check.notebook, outcomes) == REFUTED:
                 refuted += 1
-            elif not apply_confirmations([finding], check.notebook, outcomes, Confidence.HIGH):
+            elif not applies(finding, check.notebook, outcomes, Confidence.HIGH):
                 more += 1
             elif finding.path == SESSION_PATH:
                 fixable += 1
@@ -200,20 +201,21 @@ class JaxmemMagics:
     def _show_fixes(self, check: SessionCheck, args) -> None:
         from jaxmem.codemod.cli import unified_diff
         from jaxmem.ipython_confirm import outcome_of
+        from jaxmem.runtime_check.confirm_report import REFUTED
 
+        outcomes = self.confirm.outcomes()
         try:
-            changes, skipped = fixed_cells(check, unsafe=args.unsafe_fixes, confirmations=self.confirm.outcomes())
+            changes, skipped = fixed_cells(check, unsafe=args.unsafe_fixes, confirmations=outcomes)
         except NotebookError as error:
             print(f"jaxmem: cannot fix: {in_session_terms(str(error))}")
             return
         for skip in skipped:
             print(skipped_line(check.notebook, skip))
-        files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes, confirmations=self.confirm.outcomes())
+        files = [fix for fix in fixed_files(check, unsafe=args.unsafe_fixes, confirmations=outcomes)
                  if fix.problem or fix.edits]
         if not changes and not files:
-            outcomes = self.confirm.outcomes()
             below = sum(1 for f in check.findings if f.fix is not None and f.confidence is not Confidence.HIGH
-                        and outcome_of(f, check.notebook, outcomes) != "refuted")
+                        and outcome_of(f, check.notebook, outcomes) != REFUTED)
             note = f"; {below} proposal(s) below high confidence: `%jaxmem confirm on` settles them on your run, " \
                 "or add --unsafe-fixes" if below and not args.unsafe_fixes else ""
             print(f"jaxmem: nothing to fix{note}.")

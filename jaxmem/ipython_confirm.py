@@ -73,11 +73,11 @@ def session_proposals(check) -> list[dict]:
         place = _place(finding, check.notebook)
         if place is None:
             continue
-        proposal = {"definition_path": place[0], "definition_line": place[1],
-                    "function": finding.function or finding.wrapped or "?",
-                    "parameter_name": finding.fix.name, "parameter_index": finding.fix.index,
-                    "confidence": finding.confidence.value, "code": finding.code}
-        proposals[proposal_key_of(finding, check.notebook)] = proposal
+        proposals[(place, finding.fix.name, finding.fix.index)] = {
+            "definition_path": place[0], "definition_line": place[1],
+            "function": finding.function or finding.wrapped or "?",
+            "parameter_name": finding.fix.name, "parameter_index": finding.fix.index,
+            "confidence": finding.confidence.value, "code": finding.code}
     return list(proposals.values())
 
 
@@ -132,12 +132,10 @@ class SessionConfirm:
     # -- the watch ---------------------------------------------------------------
 
     def _place_of(self, code_name: str, line: int) -> tuple[str, int]:
-        number = self._cell_numbers().get(code_name)
-        return (code_name if number is None else cell_path(number)), line
+        from jaxmem.runtime_check.notebook_run import cell_numbers
 
-    def _cell_numbers(self) -> dict[str, int]:
-        """IPython's name of each cell's code -> its execution count."""
-        return dict(getattr(self.shell.compile, "_filename_map", {}))
+        number = cell_numbers(self.shell).get(code_name)
+        return (code_name if number is None else cell_path(number)), line
 
     def _before_cell(self, info) -> None:
         raw = getattr(info, "raw_cell", "") or ""
@@ -192,9 +190,8 @@ class SessionConfirm:
                     "call your jitted functions.")
         proposals = self.proposals()
         called = [p for p in proposals if p["calls"] or p["refutations"]]
-        lines, counts = proposal_lines(called, lambda path, line: self.in_cells(f"{path}:{line}"),
-                                       never_called="no cell called it")
-        lines = [self.in_cells(line) for line in lines]
+        lines, counts = proposal_lines(called, lambda path, line: f"{path}:{line}", never_called="no cell called it")
+        lines = [self.in_cells(line) for line in lines]  # the definitions' places and the messages' sites
         uncalled = len(proposals) - len(called)
         state = "watching" if self.watching else "stopped"
         summary = (f"jaxmem confirm ({state}): {counts[CONFIRMED]} confirmed, {counts[REFUTED]} refuted, "
@@ -209,9 +206,9 @@ class SessionConfirm:
 
     def in_cells(self, text: str) -> str:
         """``text`` with the cells' code names and watch paths written ``In [n], line L``."""
-        for name, number in self._cell_numbers().items():
-            if name in text:
-                text = re.sub(re.escape(name) + r":(\d+)", lambda m, n=number: f"In [{n}], line {m.group(1)}", text)
+        from jaxmem.runtime_check.notebook_run import cell_numbers, name_cells
+
+        text = name_cells(text, {name: f"In [{number}]" for name, number in cell_numbers(self.shell).items()})
         text = _CELL_PATH.sub(lambda m: f"In [{m.group(1)}], line {m.group(2)}", text)
         return text.replace(os.getcwd() + os.sep, "")
 
@@ -231,18 +228,12 @@ def outcome_of(finding, notebook, outcomes: dict[str, str]) -> str | None:
     return outcomes.get(proposal_key_of(finding, notebook))
 
 
-def apply_confirmations(findings: list, notebook, outcomes: dict[str, str], threshold: Confidence) -> list:
-    """The fixes to make: those at ``threshold`` or above that the run did not refute, and the
-    ones it confirmed at any confidence."""
+def applies(finding, notebook, outcomes: dict[str, str], threshold: Confidence) -> bool:
+    """Whether ``finding``'s fix is made: at ``threshold`` or above unless the run refuted
+    it, or confirmed by the run at any confidence."""
     from jaxmem.runtime_check.confirm_report import CONFIRMED, REFUTED
 
-    fixes = []
-    for finding in findings:
-        if finding.fix is None:
-            continue
-        outcome = outcome_of(finding, notebook, outcomes)
-        if outcome == REFUTED:
-            continue
-        if outcome == CONFIRMED or finding.confidence.rank >= threshold.rank:
-            fixes.append(finding.fix)
-    return fixes
+    if finding.fix is None:
+        return False
+    outcome = outcome_of(finding, notebook, outcomes)
+    return outcome != REFUTED and (outcome == CONFIRMED or finding.confidence.rank >= threshold.rank)

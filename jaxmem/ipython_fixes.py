@@ -17,18 +17,14 @@ def fixed_cells(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
     confirmed proposals at any confidence and take the refuted ones out.  Raises
     :class:`jaxmem.notebooks.NotebookError` when an edit would touch a magic line
     or span two cells."""
-    from jaxmem.codemod.edits import add_donations
-    from jaxmem.ipython_confirm import apply_confirmations
+    from jaxmem.ipython_confirm import applies
 
     threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
-    fixes = apply_confirmations([f for f in check.findings if f.path == SESSION_PATH], check.notebook,
-                                confirmations or {}, threshold)
+    fixes = [f.fix for f in check.findings
+             if f.path == SESSION_PATH and applies(f, check.notebook, confirmations or {}, threshold)]
     if not fixes:
         return [], []
-    settings = check.settings
-    result = add_donations(check.notebook.text, fixes, style=settings.donation_style,
-                           jax_version=jax_version or settings.jax_version or _installed_jax(),
-                           extra_wrappers=settings.extra_wrappers)
+    result = _add_donations(check.notebook.text, fixes, check.settings, jax_version)
     if result.error:
         raise NotebookError(result.error)
     check.notebook.updated(result.source)  # raises where the edit cannot be written back
@@ -52,17 +48,14 @@ def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
     (high confidence; ``unsafe``: medium too; ``confirmations`` as for :func:`fixed_cells`).
     A file changed since the check, or one the codemod cannot edit, comes with its ``problem``."""
     from jaxmem.codemod import textfile
-    from jaxmem.codemod.edits import add_donations
+    from jaxmem.ipython_confirm import applies
     from jaxmem.sources import digest
-
-    from jaxmem.ipython_confirm import apply_confirmations
 
     threshold = Confidence.MEDIUM if unsafe else Confidence.HIGH
     by_file: dict[str, list] = {}
     for finding in check.findings:
-        if finding.path != SESSION_PATH:
-            for fix in apply_confirmations([finding], check.notebook, confirmations or {}, threshold):
-                by_file.setdefault(finding.path, []).append(fix)
+        if finding.path != SESSION_PATH and applies(finding, check.notebook, confirmations or {}, threshold):
+            by_file.setdefault(finding.path, []).append(finding.fix)
     settings, out = check.settings, []
     for path, fixes in sorted(by_file.items()):
         try:
@@ -73,11 +66,18 @@ def fixed_files(check: SessionCheck, *, unsafe: bool = False, jax_version=None,
         if digest(source.data) != check.digests.get(path):
             out.append(FileFix(path, source, source.text, 0, f"{path}: changed since the check; run %jaxmem again"))
             continue
-        result = add_donations(source.text, fixes, style=settings.donation_style,
-                               jax_version=jax_version or settings.jax_version or _installed_jax(),
-                               extra_wrappers=settings.extra_wrappers)
+        result = _add_donations(source.text, fixes, settings, jax_version)
         out.append(FileFix(path, source, result.source, len(result.edits), result.error and f"{path}: {result.error}"))
     return out
+
+
+def _add_donations(text: str, fixes: list, settings, jax_version):
+    """``jaxmem-fix``'s edit of ``text`` with the project's settings and the jax the fix is for."""
+    from jaxmem.codemod.edits import add_donations
+
+    return add_donations(text, fixes, style=settings.donation_style,
+                         jax_version=jax_version or settings.jax_version or _installed_jax(),
+                         extra_wrappers=settings.extra_wrappers)
 
 
 def _installed_jax():

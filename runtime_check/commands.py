@@ -93,11 +93,12 @@ def _program(command: list[str], notebooks: bool = False) -> tuple[list[str], st
     if not words:
         return [], "give the script to run after the interpreter, e.g. `-- python train.py`"
     if notebooks and words[0].lower().endswith(".ipynb"):
-        from jaxmem.notebooks import NotebookError, read_notebook
-        from jaxmem.sources import UnreadableFile, read_regular_file
+        from jaxmem.notebooks import NotebookError
+        from jaxmem.runtime_check.notebook_run import read_notebook_file
+        from jaxmem.sources import UnreadableFile
 
         try:
-            read_notebook(words[0], read_regular_file(words[0], 256 * 1024 * 1024))
+            read_notebook_file(words[0])
         except (UnreadableFile, NotebookError) as error:
             return [], f"{words[0]}: {error}"
         return [interpreter, *words], None

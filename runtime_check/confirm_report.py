@@ -163,14 +163,15 @@ def proposal_lines(proposals: list[dict], where_of, never_called: str) -> tuple[
 
 def _cell_line(path: str, line: int, notebooks: dict) -> tuple[int | None, int]:
     """``(cell, line in it)`` of a notebook's joined line ``line``; ``(None, line)`` for any other file."""
-    from jaxmem.notebooks import NotebookError, is_notebook, read_notebook
-    from jaxmem.sources import UnreadableFile, read_regular_file
+    from jaxmem.notebooks import NotebookError, is_notebook
+    from jaxmem.runtime_check.notebook_run import read_notebook_file
+    from jaxmem.sources import UnreadableFile
 
     if not is_notebook(path):
         return None, line
     if path not in notebooks:
         try:
-            notebooks[path] = read_notebook(path, read_regular_file(path, 256 * 1024 * 1024))
+            notebooks[path] = read_notebook_file(path)
         except (OSError, UnreadableFile, NotebookError):
             notebooks[path] = None
     return (None, line) if notebooks[path] is None else notebooks[path].locate(line)

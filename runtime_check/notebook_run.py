@@ -19,6 +19,33 @@ import sys
 from jaxmem.notebooks import is_notebook, read_notebook
 
 
+# A notebook with its outputs (images) may be far larger than the code analysed in it.
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+
+
+def read_notebook_file(path: str):
+    """The :class:`jaxmem.notebooks.Notebook` at ``path``; raises
+    :class:`jaxmem.sources.UnreadableFile` or :class:`jaxmem.notebooks.NotebookError`."""
+    from jaxmem.sources import read_regular_file
+
+    return read_notebook(path, read_regular_file(path, MAX_NOTEBOOK_BYTES))
+
+
+def name_cells(text: str, labels: dict[str, str]) -> str:
+    """``text`` with each ``CODE_NAME:LINE`` written ``LABEL, line LINE``: ``labels`` maps the
+    code names IPython gives cells (``<ipython-input-3-...>``, ipykernel's temporary files)
+    to how the user names them (``In [3]``, ``train.ipynb:cell 4``)."""
+    for code_name, label in labels.items():
+        if code_name in text:
+            text = re.sub(re.escape(code_name) + r":(\d+)", lambda m, label=label: f"{label}, line {m.group(1)}", text)
+    return text
+
+
+def cell_numbers(shell) -> dict[str, int]:
+    """IPython's name of each cell's code -> its execution count (``shell.compile``'s record)."""
+    return dict(getattr(shell.compile, "_filename_map", {}))
+
+
 class CellFailed(Exception):
     """A cell raised; ``__cause__`` is its error (IPython has shown the traceback)."""
 
@@ -27,10 +54,8 @@ class NotebookRun:
     """One run of the notebook at ``path``."""
 
     def __init__(self, path: str) -> None:
-        from jaxmem.sources import read_regular_file
-
         self.path = os.path.abspath(path)
-        self.notebook = read_notebook(path, read_regular_file(path, 256 * 1024 * 1024))
+        self.notebook = read_notebook_file(path)
         self.shell = None
         self.cell_of_count: dict[int, int] = {}  # execution count -> cell number
         self._joined: dict[tuple[int, int], int] = {}  # (cell number, line in cell) -> joined line
@@ -46,20 +71,16 @@ class NotebookRun:
     def _cell_of(self, code_name: str) -> int | None:
         if self.shell is None:
             return None
-        count = getattr(self.shell.compile, "_filename_map", {}).get(code_name)
-        return self.cell_of_count.get(count)
+        return self.cell_of_count.get(cell_numbers(self.shell).get(code_name))
 
     def in_cells(self, text: str) -> str:
         """``text`` with each cell's code name and line written as ``train.ipynb:cell 3, line 2``."""
         if self.shell is None:
             return text
         name = os.path.relpath(self.path) if not os.path.relpath(self.path).startswith("..") else self.path
-        for code_name, count in getattr(self.shell.compile, "_filename_map", {}).items():
-            cell = self.cell_of_count.get(count)
-            if cell is not None and code_name in text:
-                text = re.sub(re.escape(code_name) + r":(\d+)",
-                              lambda m, c=cell: f"{name}:cell {c}, line {m.group(1)}", text)
-        return text
+        return name_cells(text, {code_name: f"{name}:cell {self.cell_of_count[count]}"
+                                 for code_name, count in cell_numbers(self.shell).items()
+                                 if count in self.cell_of_count})
 
     def run(self) -> int:
         """Run every code cell in order; 0, or raise :class:`CellFailed` at the first failing cell."""
