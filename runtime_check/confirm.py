@@ -43,7 +43,8 @@ from typing import Callable
 from jaxmem.runtime_check.holders import (
     first_user_site, frame_variables, outside_holders, own_nodes, refers_to_itself, repeated_leaves,
 )
-from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_transforms
+from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_attributes, patched_transforms
+from jaxmem.runtime_check.nnx_splits import SplitSources
 
 SCANNED_CALLS = 3  # heap scans for outside holders on the first calls of each definition,
 SCAN_POLICY = "the first 3 calls of each definition, then its 10th, 100th, 1000th, ... call"
@@ -148,6 +149,7 @@ class Confirmer:
         self.variants: dict[tuple, tuple] = {}
         self.reuse_checked: set[tuple] = set()
         self._prune_at = 20_000
+        self.splits = SplitSources()
         import jax
 
         self._array_type = jax.Array
@@ -297,7 +299,7 @@ class Confirmer:
             return
         for watch, _ in watched:
             watch.scanned_calls += 1
-        roots, inner, own = [], [], {id(args), id(kwargs)}
+        roots, inner, own, expected = [], [], {id(args), id(kwargs)}, {}
         for watch, label in watched:
             if not watch.active:
                 continue
@@ -306,12 +308,18 @@ class Confirmer:
             roots.append((value, name))
             nodes, ids = own_nodes(value, is_array)
             own |= ids
-            inner.extend((node, f"{name}{path}") for node, path in nodes if node is not value)
-            inner.extend(zip([leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)],
-                             _leaf_names(name, value)))
+            mine = [(node, f"{name}{path}") for node, path in nodes if node is not value]
+            mine.extend(zip([leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)],
+                            _leaf_names(name, value)))
+            inner.extend(mine)
+            # nnx's functional API: the objects the state was split from hold it until nnx.update;
+            # a high proposal is the analysis's proof that nothing reads them before (nnx_splits)
+            sources = self.splits.source_objects(value) if watch.confidence == "high" else frozenset()
+            if sources:
+                expected.update((id(node), sources) for node, _ in mine)
         if not roots:
             return
-        for holder in outside_holders(roots, inner, own, {id(self.events), id(self.watches)}):
+        for holder in outside_holders(roots, inner, own, {id(self.events), id(self.watches)}, expected):
             if holder.refutes:
                 self._refute_holder(owners, holder, site)
             else:
@@ -335,7 +343,14 @@ class Confirmer:
 
     def _note_holder(self, owners, holder) -> None:
         watch = self._owner(owners, holder.held)
-        if watch is not None:
+        if watch is None:
+            return
+        if holder.expected:
+            watch.note(f"`{holder.held}` is also bound to {holder.holder}, among the objects `nnx.split` or "
+                       f"`nnx.state` made `{watch.label}` from: the analysis proved nothing reads them again "
+                       "unless `nnx.update` has written them back, and the run did not read them after the "
+                       "donating call")
+        else:
             watch.note(f"`{holder.held}` is also bound to {holder.holder}; the run did not read it after the "
                        "donating call (a path the run did not take could)")
 
@@ -650,7 +665,7 @@ def confirming(proposals: list[dict], disabled: set[str],
     ArrayImpl._check_if_deleted = check_if_deleted
     _ACTIVE.append(confirmer)
     try:
-        with patched_transforms(confirmer.wrap):
+        with patched_transforms(confirmer.wrap), patched_attributes(confirmer.splits.patches()):
             yield confirmer
     finally:
         _ACTIVE.remove(confirmer)

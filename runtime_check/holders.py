@@ -34,6 +34,7 @@ class Holder:
     held: str  # the donated value, as the user would write it: state.params['Dense_0']['kernel']
     holder: str  # who holds it, in words
     refutes: bool  # False: a variable of a running function or a module global (a note)
+    expected: bool = False  # the object an nnx State was split from (a note, with its own words)
 
 
 def repeated_leaves(donated: list[tuple[str, list, list]], others: list[tuple[str, list, list]]) -> list[Holder]:
@@ -167,13 +168,16 @@ def _items(container):
 
 
 def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, str]], own: set[int],
-                    ignore: set[int]) -> list[Holder]:
+                    ignore: set[int], expected: dict[int, frozenset[int]] | None = None) -> list[Holder]:
     """Holders of the donated ``roots``/inner nodes/``leaves`` outside ``own`` (one heap scan).
 
     ``roots`` and ``leaves`` pair each object with its user-facing name
     (inner nodes go with the leaves: every holder of theirs counts).
     ``ignore`` holds ids of jaxmem's own containers (the call's argument tuple).
+    ``expected`` maps an object's id to the ids of holders that are notes, not
+    refutations (the Module an nnx State was split from: ``nnx_splits``).
     """
+    expected = expected or {}
     targets = {id(obj): (obj, name, is_root) for obj, name, is_root in
                [*((o, n, True) for o, n in roots), *((o, n, False) for o, n in leaves)]}
     frame = sys._getframe()
@@ -195,7 +199,9 @@ def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, 
                 if holder is None:
                     continue
                 text, kind = holder
-                if kind == "variable":
+                if id(referrer) in expected.get(key, ()):
+                    found.append(Holder(name, text, False, expected=True))
+                elif kind == "variable":
                     found.append(Holder(name, text, False))
                 elif not is_root or kind in ("container", "generator", "cell", "default"):
                     found.append(Holder(name, text, True))

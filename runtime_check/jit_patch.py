@@ -127,53 +127,50 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         if fullname != self.name:
             return None
+        # The first hook for a module runs every hook's ``then`` (two blocks may patch one module;
+        # asking another hook here would ask this one again, without end).
+        hooks = [finder for finder in sys.meta_path if isinstance(finder, _AfterImport) and finder.name == fullname]
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if isinstance(finder, _AfterImport) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _LoaderThen(spec.loader, self.then)
+                spec.loader = _LoaderThen(spec.loader, [hook.then for hook in hooks])
                 return spec
         return None
 
 
 class _LoaderThen(importlib.abc.Loader):
-    def __init__(self, loader, then: Callable):
-        self.loader, self.then = loader, then
+    def __init__(self, loader, thens: list[Callable]):
+        self.loader, self.thens = loader, thens
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
         self.loader.exec_module(module)
-        self.then(module)
+        for then in self.thens:
+            then(module)
 
 
 @contextmanager
-def patched_transforms(wrap: Callable):
-    """In the block ``jax.jit``, ``jax.pmap``, ``nnx.jit``, ``eqx.filter_jit`` return ``wrap(result, definition)``.
-
-    flax and equinox are patched when already imported, else as soon as the
-    program imports them.
-    """
-    import jax
-
+def patched_attributes(patches: list[tuple[str, str, Callable]]):
+    """In the block, ``module.attribute`` is ``replace(original)`` for each ``(module, attribute,
+    replace)``; a module not yet imported is patched as soon as the program imports it."""
     saved = []
 
-    def patch(module, attribute: str, transform: str) -> None:
+    def patch(module, attribute: str, replace: Callable) -> None:
         original = getattr(module, attribute, None)
         if callable(original):
             saved.append((module, attribute, original))
-            setattr(module, attribute, _patched(original, transform, wrap))
+            setattr(module, attribute, replace(original))
 
-    patch(jax, "jit", "jit")
-    patch(jax, "pmap", "pmap")
     hooks = []
-    for module_name, attribute, transform in _LIBRARY_TRANSFORMS:
+    for module_name, attribute, replace in patches:
         if module_name in sys.modules:
-            patch(sys.modules[module_name], attribute, transform)
+            patch(sys.modules[module_name], attribute, replace)
         else:
-            hooks.append(_AfterImport(module_name, lambda module, a=attribute, t=transform: patch(module, a, t)))
+            hooks.append(_AfterImport(module_name, lambda module, a=attribute, r=replace: patch(module, a, r)))
     sys.meta_path[:0] = hooks
     try:
         yield
@@ -183,6 +180,21 @@ def patched_transforms(wrap: Callable):
                 sys.meta_path.remove(hook)
         for module, attribute, original in reversed(saved):
             setattr(module, attribute, original)
+
+
+@contextmanager
+def patched_transforms(wrap: Callable):
+    """In the block ``jax.jit``, ``jax.pmap``, ``nnx.jit``, ``eqx.filter_jit`` return ``wrap(result, definition)``.
+
+    flax and equinox are patched when already imported, else as soon as the
+    program imports them.
+    """
+    transforms = [("jax", "jit", "jit"), ("jax", "pmap", "pmap"), *_LIBRARY_TRANSFORMS]
+    import jax  # noqa: F401 - jax itself is patched now, not on a later import
+
+    with patched_attributes([(module, attribute, lambda original, t=transform: _patched(original, t, wrap))
+                             for module, attribute, transform in transforms]):
+        yield
 
 
 class TransformedProxy:

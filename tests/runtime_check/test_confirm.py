@@ -487,6 +487,42 @@ def test_nnx_jit_passes_a_shared_reference_once_so_its_donation_is_confirmed_and
     assert ran.stdout == "True True 2.0\n", ran.stderr
 
 
+def test_nnx_split_state_held_by_its_module_until_update_is_confirmed_and_donates(tmp_path):
+    # flax's performance guide: split once, a jax.jit step, nnx.update after the loop.  The
+    # Module holds the state's Variables meanwhile; the high proposal proved nothing reads it.
+    project = _project(tmp_path, "nnx_split_state.py")
+    result, report = _confirm(project, "python", "nnx_split_state.py")
+    assert "updated 36.0" in result.stdout, result.stderr
+    (proposal,) = report["proposals"]
+    assert proposal["confidence"] == "high"
+    assert proposal["outcome"] == "confirmed", proposal
+    assert any("among the objects `nnx.split` or `nnx.state` made `state` from" in note
+               for note in proposal["notes"]), proposal["notes"]
+    _fix(project, "nnx_split_state.py")
+    assert "donate_argnums=1" in (project / "nnx_split_state.py").read_text()
+    ran = _run(project, """
+        import jax.numpy as jnp
+        from flax import nnx
+        import nnx_split_state as program
+        model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        graphdef, state = nnx.split(model)
+        old = state["kernel"].get_value()
+        state = program.step(graphdef, state, jnp.ones(2))
+        nnx.update(model, state)
+        print(old.is_deleted(), float(model.kernel[...].sum() - old.shape[0] * 0))
+    """)
+    assert ran.stdout.startswith("True "), ran.stderr
+
+
+def test_nnx_split_state_whose_module_is_read_before_update_is_refuted(tmp_path):
+    project = _project(tmp_path, "nnx_split_read_before_update.py")
+    result, report = _confirm(project, "python", "nnx_split_read_before_update.py")
+    assert "read -1.584" in result.stdout and "updated 36.0" in result.stdout, result.stderr
+    (proposal,) = report["proposals"]
+    assert proposal["outcome"] == "refuted"
+    assert "also held by the attribute `kernel` of a Linear object" in proposal["refutations"][0]["message"]
+
+
 def test_nnx_jit_with_one_array_in_two_params_is_refuted_and_runs_undonated(tmp_path):
     project = _project(tmp_path, "nnx_one_array_two_params.py")
     result, report = _confirm(project, "python", "nnx_one_array_two_params.py")

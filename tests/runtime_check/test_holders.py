@@ -104,3 +104,24 @@ def test_confirming_in_process_refutes_a_closure_and_confirms_a_fresh_state():
         assert "closure variable `kept`" in watch.refutations[0]["message"]
         assert not tree["w"].is_deleted()  # refuted before the call: not donated
         assert float(reader()[0]) == 5.0
+
+
+def test_an_expected_holder_is_a_note_and_any_other_still_refutes():
+    # nnx's functional API: the Module a State was split from holds its Variables (nnx_splits)
+    class Module:
+        pass
+
+    params = {"layer": {"w": jnp.ones(2)}}
+    source, other = Module(), Module()
+    source.layer = params["layer"]
+    other.layer = params["layer"]
+    nodes, own = own_nodes(params, is_array)
+    inner = [(node, "params" + path) for node, path in nodes if node is not params]
+    expected = {id(params["layer"]): frozenset({id(source), id(vars(source))})}
+    del nodes
+    found = outside_holders([(params, "params")], inner, own, set(), expected)
+    (note,) = [h for h in found if h.expected]
+    assert not note.refutes and "attribute `layer`" in note.holder
+    (refuting,) = [h for h in found if h.refutes]
+    assert refuting.held == "params['layer']" and "attribute `layer`" in refuting.holder
+    del source, other
