@@ -594,6 +594,18 @@ class _Context:
             runs = len(top) == 1 and self._bindings.count_in(name, scope) == 0
         return argument_key_reads(function, reads, call) if runs else {}
 
+    def function_def(self, name: str, scope: cst.FunctionDef | None, provenance: Provenance):
+        """The one def ``name`` means where ``scope`` (None: module-level code) calls it: a def
+        of the scope's own code that nothing else binds, else a top-level one no assignment
+        rebinds; None otherwise."""
+        nested = self._nested_defs(scope).get(name, []) if scope is not None else []
+        if nested:
+            return nested[0] if len(nested) == 1 and len(provenance.writes_of((name,))) == 1 else None
+        if name in provenance.local_names or name in self.rebound_functions():
+            return None
+        defs = self.module_functions.get(name, ())
+        return defs[0] if len(defs) == 1 else None
+
     def _nested_defs(self, scope: cst.FunctionDef) -> dict[str, list[cst.FunctionDef]]:
         """The defs in ``scope``'s own code (not in its nested functions), by name."""
         if id(scope) not in self._nested:
@@ -1022,6 +1034,7 @@ class FactExtractor:
             flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
             array_free_params)
         provenance.module_function = self._module_function
+        provenance.function_def = lambda name: self.ctx.function_def(name, function, provenance)
         provenance.is_module = is_module
         if not is_module:
             provenance.local_names = frozenset(params) | frozenset(assigned)

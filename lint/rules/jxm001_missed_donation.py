@@ -86,7 +86,11 @@ RULE = Rule(
     class or a project class deriving from one: nnx.jit returns every array
     of an nnx object and writes them back, a copy of the whole model per call
     unless it is donated (flax 0.12.8). A pytree that is no nnx object is
-    deleted by a donating `nnx.jit` as by `jax.jit`. No value
+    deleted by a donating `nnx.jit` as by `jax.jit`. A Module an unfiltered
+    `nnx.split` made the donated state from may be read again after
+    `nnx.update(model, state)` when the step returns `nnx.state(...)` of all
+    it merged from that state, unfiltered: the update writes back every
+    donated array (flax's functional API). No value
     that may hold the state's very arrays (`x[:]`, `d.copy()`,
     `list(d.values())`, another name for it) is read after the call. Anything
     less is medium (the message says why) and applied only with
@@ -471,6 +475,48 @@ RULE = Rule(
             """,
             confidence=Confidence.MEDIUM,
             note="`nnx.split(model)` shares leaves with `model`, which is still used",
+        ),
+        Example(
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            @jax.jit  # JXM001
+            def step(graphdef, state, x):
+                model = nnx.merge(graphdef, state)
+                model.kernel[...] = model.kernel[...] - 0.1 * x.sum()
+                return nnx.state(model)
+
+            model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+            graphdef, state = nnx.split(model)
+            for _ in range(3):
+                state = step(graphdef, state, jnp.ones(2))
+            nnx.update(model, state)
+            print(model(jnp.ones((1, 2))).round(3))  # the arrays nnx.update wrote back
+            """,
+            runnable=True,
+            confidence=Confidence.HIGH,
+            note="the step returns the whole state it merged, so nnx.update writes back every donated array "
+                 "and the read after it reads new ones (flax's performance guide)",
+            fixed="""
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            @jax.jit(donate_argnums=1)  # JXM001
+            def step(graphdef, state, x):
+                model = nnx.merge(graphdef, state)
+                model.kernel[...] = model.kernel[...] - 0.1 * x.sum()
+                return nnx.state(model)
+
+            model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+            graphdef, state = nnx.split(model)
+            for _ in range(3):
+                state = step(graphdef, state, jnp.ones(2))
+            nnx.update(model, state)
+            print(model(jnp.ones((1, 2))).round(3))  # the arrays nnx.update wrote back
+            """,
         ),
         Example(
             """

@@ -691,8 +691,9 @@ class Flow:
         return found
 
     def search(self, start: Point, key: RefKey, *, until_call: cst.Call | None = None,
-               until_event: Event | None = None) -> SearchResult:
-        """Walk forward from ``start``; stop each path at the first kill of ``key``.
+               until_event: Event | None = None, stop_at: frozenset[int] = frozenset()) -> SearchResult:
+        """Walk forward from ``start``; stop each path at the first kill of ``key``,
+        and at the CALL event of a call whose id is in ``stop_at``.
 
         An augmented assignment (``xs += [y]``) is no kill: it may change the
         object ``key`` holds in place and leave it bound to the same object
@@ -729,6 +730,9 @@ class Flow:
                 if event.key is None:
                     if until_call is not None and event.kind == CALL and event.node is until_call:
                         result.reached.append(Point(point.node, index))
+                        stopped = True
+                        break
+                    if stop_at and event.kind == CALL and id(event.node) in stop_at:
                         stopped = True
                         break
                     continue

@@ -93,6 +93,7 @@ from jaxmem.lint.values.flow import (
     may_join_containers,
     returns_an_argument,
 )
+from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
 from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
@@ -164,6 +165,8 @@ class Provenance:
         self._through_nnx_graph = 0
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
+        # The one def a called name means in this scope (nested, else top-level), or None.
+        self.function_def = lambda name: None
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
         self._read_holders: dict[tuple, tuple[str, int, bool] | None] = {}  # see _still_read
@@ -173,6 +176,9 @@ class Provenance:
         self._stores = None  # see _stores_by_name
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
+        self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
+        # the nnx.split calls whose arguments' origins are being looked at (see _holder_read_after)
+        self._splitting: list[cst.Call] = []
         self._order_of: dict[RefKey, dict[int, int]] = {}  # see reaching_writes
         self._host_names: frozenset[str] | None = None  # see host_names
         self.nnx_made: dict[str, tuple[bool, bool]] = {}  # lint.join.facts: (any, all) writes make an nnx object
@@ -415,9 +421,12 @@ class Provenance:
         more names back (``ps = [w]; state = ps``, then ``w``), is read after the call:
         it still holds the same arrays.  ``key`` one name back the alias analysis of
         the call already sees (``state = [w]``, then ``w``)."""
-        memo = (key, after, depth >= 2)
+        # a local a split the donated value comes from split, written back by ``nnx.update``: reads
+        # after that read other arrays (the splits being looked at: ``_of_holding_call``)
+        written_back = frozenset().union(*(self._write_backs(key, made_by, after) for made_by in self._splitting))
+        memo = (key, after, depth >= 2, written_back)
         if memo not in self._read_holders:  # a long ``[w] + [w] + ...`` asks once per operand
-            self._read_holders[memo] = self._holder_read_after(key, after, depth >= 2)
+            self._read_holders[memo] = self._holder_read_after(key, after, depth >= 2, written_back)
         found = self._read_holders[memo]
         if found is None:
             return []
@@ -425,10 +434,12 @@ class Provenance:
         holds = "may hold its arrays (a call made it from them and may keep them)" if kept else "still holds its arrays"
         return [Origin(UNKNOWN, line, f"`{holder}` {holds}, read again at line {read_line}")]
 
-    def _holder_read_after(self, key: RefKey, after: Point, itself: bool) -> tuple[str, int, bool] | None:
+    def _holder_read_after(self, key: RefKey, after: Point, itself: bool,
+                           written_back: frozenset[int] = frozenset()) -> tuple[str, int, bool] | None:
         """``(name, line, kept)`` of the first read after the call of a name bound to ``key``'s
-        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``),
-        or (``kept``) of a name made from it by calls that may keep it (:meth:`_made_from`)."""
+        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``; not
+        after one of the ``written_back`` calls), or (``kept``) of a name made from it by calls
+        that may keep it (:meth:`_made_from`)."""
         holders = [key] if itself else []
         holders += [event.key for _, event in self.flow.events_about(key[0])
                     if event.kind in (WRITE, ALIAS) and event.key is not None and len(event.key) == 1
@@ -437,7 +448,7 @@ class Provenance:
             if not any(holder == key or any(overlaps(source, key) for source in event.sources)
                        for event in self.reaching_writes(holder, after)):
                 continue  # bound to another value by the time of the call
-            reads = self.flow.search(after, holder).reads
+            reads = self.flow.search(after, holder, stop_at=written_back if holder == key else frozenset()).reads
             if reads:
                 return holder[0], self.ctx.positions[reads[0].node].start.line, False
         if len(key) == 1:
@@ -584,6 +595,7 @@ class Provenance:
             at_call = self.flow.point_after(call)
             graph = self.ctx.imports.resolve(call.func) in NNX_GRAPH_VIEWS
             self._through_nnx_graph += graph
+            self._splitting.append(call)
             try:
                 for value in held:
                     if self.array_free(value):
@@ -593,6 +605,7 @@ class Provenance:
                             out.append(origin)
             finally:
                 self._through_nnx_graph -= graph
+                self._splitting.pop()
         return out
 
     def _brings_no_array_twice(self, expr) -> bool:
@@ -1124,7 +1137,10 @@ class Provenance:
                 if owner == "param":
                     reasons.append(f"{named}, which the caller may still hold")
                 elif owner == "local" and self.writes_of(key):
-                    reads = self.flow.search(after, key).reads
+                    # written back by nnx.update after a split of it the donated value comes from
+                    written_back = frozenset().union(*(self._write_backs(key, made_by, after)
+                                                       for made_by in (call, *self._splitting)))
+                    reads = self.flow.search(after, key, stop_at=written_back).reads
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
@@ -1133,6 +1149,72 @@ class Provenance:
                     reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "
                                    f"read again at line {read_line}")
         return reasons
+
+    def _write_backs(self, key: RefKey, made_by: cst.Call | None, after: Point) -> frozenset[int]:
+        """Ids of the ``nnx.update(model, state)`` calls after which the local ``key`` (a graph
+        that ``made_by``, an unfiltered ``nnx.split``, split) holds none of the arrays the
+        donating call before ``after`` deletes: the step returns the whole state of what it
+        merged from the split's state, and the update writes that result back (nnx_write_back)."""
+        if made_by is None or len(key) != 1:
+            return frozenset()
+        memo = (id(made_by), after)
+        if memo not in self._written_back:
+            self._written_back[memo] = self._find_write_backs(made_by, after)
+        names, found = self._written_back[memo]
+        return found if key[0] in names else frozenset()
+
+    def _find_write_backs(self, made_by: cst.Call, after: Point) -> tuple[tuple[str, ...], frozenset[int]]:
+        """(the names ``made_by`` splits, the ids of the calls that write them back): see
+        :meth:`_write_backs`."""
+        nothing = ((), frozenset())
+        resolve = self.ctx.imports.resolve
+        source = only_argument(made_by) if resolve(made_by.func) in SPLITS else None
+        names = graph_names(source) if source is not None else None
+        donating = self._call_event_before(after)
+        if not names or donating is None:
+            return nothing
+        donating = donating.node
+        parts = {event.detail: event.key[0] for _, event in self.flow.events()
+                 if event.kind == WRITE and event.origin is made_by and event.origin_kind == "unpack"
+                 and event.key is not None and len(event.key) == 1}
+        graphdef, state = parts.get("0"), parts.get("1")
+        if set(parts) != {"0", "1"} or not isinstance(donating.func, cst.Name):
+            return nothing
+        function = self.function_def(donating.func.value)
+        if function is None:
+            return nothing
+        positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        passed = {}
+        for index, arg in enumerate(donating.args):
+            if arg.star or not isinstance(arg.value, cst.Name):
+                continue
+            param = arg.keyword.value if arg.keyword is not None else \
+                positional[index] if index < len(positional) else None
+            passed[arg.value.value] = param
+        outputs = {event.detail if event.origin_kind == "unpack" else None
+                   for _, event in self.flow.events()
+                   if event.kind == WRITE and event.origin is donating and event.key == (state,)}
+        if (passed.get(state) is None or passed.get(graphdef) is None or len(outputs) != 1
+                or not all(o is None or o.isdigit() for o in outputs)):
+            return nothing
+        output = next(iter(outputs))
+        if not returns_whole_state(function, passed[state], passed[graphdef],
+                                   None if output is None else int(output), resolve):
+            return nothing
+        own = lambda event: event.origin is made_by or event.origin is donating
+        if not all(own(e) for e in self.reaching_writes((state,), after)) or not all(
+                e.origin is made_by for e in self.reaching_writes((graphdef,), after)):
+            return nothing
+        found = set()
+        for update in self.flow.call_nodes:
+            point = self.flow.point_after(update)
+            if (resolve(update.func) in UPDATES and len(update.args) == 2 and point is not None
+                    and all(a.keyword is None and not a.star for a in update.args)
+                    and graph_names(update.args[0].value) == names
+                    and isinstance(update.args[1].value, cst.Name) and update.args[1].value.value == state
+                    and all(own(e) for e in self.reaching_writes((state,), point))):
+                found.add(id(update))
+        return names, frozenset(found)
 
     def _made_from(self, name: str) -> tuple[str, ...]:
         """The other locals some write of which is a call that receives the local

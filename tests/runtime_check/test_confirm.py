@@ -514,6 +514,34 @@ def test_nnx_split_state_held_by_its_module_until_update_is_confirmed_and_donate
     assert ran.stdout.startswith("True "), ran.stderr
 
 
+def test_performance_guide_with_an_evaluation_after_update_is_high_confirmed_and_runs_fixed(tmp_path):
+    # the step returns the whole state of what it merged, so nnx.update writes back every
+    # donated array: the evaluation after it reads new arrays (lint/values/nnx_write_back.py)
+    name = "nnx_split_eval_after_update.py"
+    project = _project(tmp_path, name)
+    plain = _run(project, f"import runpy; runpy.run_path({name!r}, run_name='__main__')")
+    assert "eval 1.881 steps 5" in plain.stdout, plain.stderr
+    result, report = _confirm(project, "python", name)
+    (proposal,) = [p for p in report["proposals"] if p["function"] == "train_step"]
+    assert (proposal["confidence"], proposal["outcome"]) == ("high", "confirmed"), proposal
+    fixed = subprocess.run([sys.executable, "-m", "jaxmem.codemod.cli", name], cwd=project, capture_output=True,
+                           text=True, timeout=300)
+    assert "@partial(jax.jit, donate_argnums=1)" in (project / name).read_text(), fixed.stdout + fixed.stderr
+    ran = _run(project, f"""
+        import runpy
+        import jax
+        from flax import nnx
+        program = runpy.run_path({name!r})
+        seen = []  # the arrays of the first state, as split (its Variables get new ones from nnx.update)
+        original = nnx.split
+        nnx.split = lambda *a: seen.append((parts := original(*a), jax.tree.leaves(parts[1]))) or parts
+        program["__name__"] = "__main__"
+        exec(compile(open({name!r}).read(), {name!r}, "exec"), program)
+        print("deleted", sum(leaf.is_deleted() for leaf in seen[0][1]), "of", len(seen[0][1]))
+    """)
+    assert "eval 1.881 steps 5" in ran.stdout and "deleted 0 of" not in ran.stdout, ran.stdout + ran.stderr
+
+
 def test_nnx_split_state_whose_module_is_read_before_update_is_refuted(tmp_path):
     project = _project(tmp_path, "nnx_split_read_before_update.py")
     result, report = _confirm(project, "python", "nnx_split_read_before_update.py")

@@ -1,0 +1,232 @@
+"""nnx's functional API: when ``nnx.update`` writes back every array a step donated.
+
+flax's performance guide (flax 0.12.8) trains with::
+
+    graphdef, state = nnx.split(model)            # state holds model's Variables
+    for batch in data:
+        loss, state = train_step(graphdef, state, batch)
+    nnx.update(model, state)                      # model gets the last step's arrays
+    evaluate(model)
+
+where the jitted step is::
+
+    def train_step(graphdef, state, batch):
+        model = nnx.merge(graphdef, state)
+        ...                                       # updates model in place
+        state = nnx.state(model)
+        return loss, state
+
+``model`` holds the first state's arrays until ``nnx.update``.  Donating
+``state`` deletes them; a read of ``model`` after the update reads the new
+arrays only if the update writes *every* Variable the donation deleted.  It
+does when the step returns the whole state of the graph it merged from its
+input (``nnx.merge`` accepts only a complete state, and ``nnx.state`` with no
+filter returns every Variable), and the split had no filter either.  Anything
+else (a filter, a body that may return its input, a ``del``) is not
+recognised, and reads after the update still count.
+
+This module checks the jitted body (pure libcst); ``provenance`` checks the
+calling scope.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+SPLITS = frozenset({"flax.nnx.split", "flax.nnx.graph.split"})
+STATES = frozenset({"flax.nnx.state", "flax.nnx.graph.state"})
+MERGES = frozenset({"flax.nnx.merge", "flax.nnx.graph.merge"})
+UPDATES = frozenset({"flax.nnx.update", "flax.nnx.graph.update"})
+
+Resolve = Callable[[cst.BaseExpression], "str | None"]
+
+
+def only_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The one positional argument of ``call`` (no filter, no keyword), or None."""
+    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0].value
+    return None
+
+
+def graph_names(expr: cst.BaseExpression) -> tuple[str, ...] | None:
+    """``model`` -> ("model",); ``(model, optimizer)`` -> ("model", "optimizer"); else None."""
+    if isinstance(expr, cst.Name):
+        return (expr.value,)
+    if isinstance(expr, (cst.Tuple, cst.List)) and expr.elements and all(
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in expr.elements):
+        return tuple(e.value.value for e in expr.elements)
+    return None
+
+
+def returns_whole_state(function: cst.FunctionDef, state_param: str, graphdef_param: str, output: int | None,
+                        resolve: Resolve) -> bool:
+    """Whether every return of ``function`` gives, as output ``output`` (None: the whole
+    result), ``nnx.state(M)`` where ``M`` is what ``nnx.merge(graphdef_param, state_param)``
+    made at the top of the body, unfiltered and never rebound."""
+    if not isinstance(function.body, cst.IndentedBlock) or _has_del(function):
+        return False
+    body = list(function.body.body)
+    merged = _merge_statement(body, state_param, graphdef_param, resolve)
+    if merged is None:
+        return False
+    merge_at, names = merged
+    if any(_assigns(stmt, name) for stmt in body[merge_at + 1:] for name in names) or any(
+            _assigns(stmt, name) for stmt in body[:merge_at] for name in names):
+        return False
+    returns = _returns(function)
+    if not returns:
+        return False
+    state_at: dict[str, int] = {}  # a name bound once, at the top, to nnx.state(M)
+    for index, stmt in enumerate(body):
+        bound = _state_binding(stmt, names, resolve)
+        if bound is not None and index > merge_at:
+            state_at.setdefault(bound, index)
+    for ret in returns:
+        value = _output(ret.value, output)
+        if value is None:
+            return False
+        if isinstance(value, cst.Call) and _is_whole_state(value, names, resolve):
+            continue
+        if not isinstance(value, cst.Name) or value.value not in state_at:
+            return False
+        at = state_at[value.value]
+        writes = [i for i, stmt in enumerate(body) if _assigns(stmt, value.value)]
+        if writes != [at] or _statement_index(body, ret) <= at:
+            return False
+        # (the state parameter itself may be rebound so: the merge read it first, and every
+        # return comes after the one unconditional rebinding)
+        if value.value == graphdef_param or _assigned_in_nested_blocks(function, value.value):
+            return False
+    return True
+
+
+def _merge_statement(body, state_param, graphdef_param, resolve):
+    """(index, target names) of the top-level ``M = nnx.merge(graphdef_param, state_param)``
+    that comes before any rebinding of ``state_param``."""
+    for index, stmt in enumerate(body):
+        if (_assigns(stmt, state_param) or _assigns(stmt, graphdef_param)) \
+                and not _is_merge_of(stmt, state_param, graphdef_param, resolve):
+            return None
+        if _is_merge_of(stmt, state_param, graphdef_param, resolve):
+            target = stmt.body[0].targets[0].target
+            names = graph_names(target)
+            return (index, names) if names else None
+    return None
+
+
+def _is_merge_of(stmt, state_param, graphdef_param, resolve) -> bool:
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1):
+        return False
+    value = stmt.body[0].value
+    return (isinstance(value, cst.Call) and resolve(value.func) in MERGES and len(value.args) == 2
+            and all(a.keyword is None and not a.star for a in value.args)
+            and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == graphdef_param
+            and isinstance(value.args[1].value, cst.Name) and value.args[1].value.value == state_param)
+
+
+def _is_whole_state(call: cst.Call, names: tuple[str, ...], resolve: Resolve) -> bool:
+    argument = only_argument(call)
+    return resolve(call.func) in STATES and argument is not None and graph_names(argument) == names
+
+
+def _state_binding(stmt, names, resolve) -> str | None:
+    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)
+            and isinstance(stmt.body[0].value, cst.Call) and _is_whole_state(stmt.body[0].value, names, resolve)):
+        return stmt.body[0].targets[0].target.value
+    return None
+
+
+def _output(value, output: int | None):
+    if value is None:
+        return None
+    if output is None:
+        return value
+    if isinstance(value, cst.Tuple) and output < len(value.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value.elements[output].value
+    return None
+
+
+def _assigns(stmt: cst.CSTNode, name: str) -> bool:
+    """Whether ``stmt`` (nested functions and classes included: conservative) binds ``name``."""
+    for target in _binding_targets(stmt):
+        if any(isinstance(n, cst.Name) and n.value == name for n in _names(target)):
+            return True
+    return False
+
+
+def _binding_targets(stmt):
+    for node in _walk(stmt):
+        if isinstance(node, cst.Assign):
+            yield from (t.target for t in node.targets)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            yield node.target
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            yield node.target
+        elif isinstance(node, cst.NamedExpr):
+            yield node.target
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            yield node.asname.name
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            yield from (n.name for n in node.names)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            yield node.name
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            yield node.name.name
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                yield alias.asname.name if alias.asname is not None else alias.name
+
+
+def _names(target):
+    """The names a binding target binds (``a, (b, *c)``; not ``x.f`` nor ``x[i]``)."""
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _names(element.value)
+    elif isinstance(target, (cst.StarredElement, cst.Element)):
+        yield from _names(target.value)
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    """The return statements of ``function``'s own code (not of nested functions)."""
+    found, stack = [], list(function.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+def _has_del(function: cst.FunctionDef) -> bool:
+    return any(isinstance(node, cst.Del) for node in _walk(function.body))
+
+
+def _assigned_in_nested_blocks(function: cst.FunctionDef, name: str) -> bool:
+    """Whether a nested function or class of ``function`` rebinds ``name`` (``nonlocal``)."""
+    return any(isinstance(node, cst.Nonlocal) and any(n.name.value == name for n in node.names)
+               for node in _walk(function.body))
+
+
+def _statement_index(body, node) -> int:
+    """The index of the top-level statement of ``body`` that contains ``node``."""
+    for index, stmt in enumerate(body):
+        if any(inner is node for inner in _walk(stmt)):
+            return index
+    return -1
