@@ -594,13 +594,16 @@ class _Context:
             runs = len(top) == 1 and self._bindings.count_in(name, scope) == 0
         return argument_key_reads(function, reads, call) if runs else {}
 
-    def function_def(self, name: str, scope: cst.FunctionDef | None, provenance: Provenance):
-        """The one def ``name`` means where ``scope`` (None: module-level code) calls it: a def
-        of the scope's own code that nothing else binds, else a top-level one no assignment
-        rebinds; None otherwise."""
-        nested = self._nested_defs(scope).get(name, []) if scope is not None else []
-        if nested:
-            return nested[0] if len(nested) == 1 and len(provenance.writes_of((name,))) == 1 else None
+    def function_def(self, name: str, scope: cst.FunctionDef | None, provenance: Provenance, at: Point):
+        """The one def ``name`` means at the call before ``at`` in ``scope`` (None: module-level
+        code): the def every write of the name reaching the call binds (a notebook may define
+        a step again in a later cell), else, for a name the scope never binds, the file's one
+        top-level def of it that no assignment rebinds; None otherwise."""
+        writes = provenance.reaching_writes((name,), at)
+        if writes:
+            defs = {id(event.node): event.node for event in writes}
+            (only,) = defs.values() if len(defs) == 1 else (None,)
+            return only if isinstance(only, cst.FunctionDef) else None
         if name in provenance.local_names or name in self.rebound_functions():
             return None
         defs = self.module_functions.get(name, ())
@@ -1034,7 +1037,7 @@ class FactExtractor:
             flow, self.ctx, lambda key: _owner(key, flow, params, assigned, is_module, self_name), class_scope,
             array_free_params)
         provenance.module_function = self._module_function
-        provenance.function_def = lambda name: self.ctx.function_def(name, function, provenance)
+        provenance.function_def = lambda name, at: self.ctx.function_def(name, function, provenance, at)
         provenance.is_module = is_module
         if not is_module:
             provenance.local_names = frozenset(params) | frozenset(assigned)

@@ -61,10 +61,12 @@ def graph_names(expr: cst.BaseExpression) -> tuple[str, ...] | None:
 
 
 def returns_whole_state(function: cst.FunctionDef, state_param: str, graphdef_param: str, output: int | None,
-                        resolve: Resolve) -> bool:
+                        resolve: Resolve, *, split_only: bool = False) -> bool:
     """Whether every return of ``function`` gives, as output ``output`` (None: the whole
-    result), ``nnx.state(M)`` where ``M`` is what ``nnx.merge(graphdef_param, state_param)``
-    made at the top of the body, unfiltered and never rebound."""
+    result), ``nnx.state(M)`` (or the state of ``nnx.split(M)``) where ``M`` is what
+    ``nnx.merge(graphdef_param, state_param)`` made at the top of the body, unfiltered and
+    never rebound.  ``split_only``: every return is ``nnx.split(M)`` (the caller rebinds
+    the graphdef from output 0 too)."""
     if not isinstance(function.body, cst.IndentedBlock) or _has_del(function):
         return False
     body = list(function.body.body)
@@ -73,7 +75,7 @@ def returns_whole_state(function: cst.FunctionDef, state_param: str, graphdef_pa
         return False
     merge_at, names = merged
     if any(_assigns(stmt, name) for stmt in body[merge_at + 1:] for name in names) or any(
-            _assigns(stmt, name) for stmt in body[:merge_at] for name in names):
+            _assigns(stmt, name) for stmt in body[:merge_at] for name in names) or _restructures(function, names):
         return False
     returns = _returns(function)
     if not returns:
@@ -84,6 +86,10 @@ def returns_whole_state(function: cst.FunctionDef, state_param: str, graphdef_pa
         if bound is not None and index > merge_at:
             state_at.setdefault(bound, index)
     for ret in returns:
+        if output == 1 and isinstance(ret.value, cst.Call) and _is_whole_split(ret.value, names, resolve):
+            continue  # return nnx.split(model), rebound as ``graphdef, state = step(...)``
+        if split_only:
+            return False
         value = _output(ret.value, output)
         if value is None:
             return False
@@ -132,11 +138,22 @@ def _is_whole_state(call: cst.Call, names: tuple[str, ...], resolve: Resolve) ->
     return resolve(call.func) in STATES and argument is not None and graph_names(argument) == names
 
 
+def _is_whole_split(call: cst.Call, names: tuple[str, ...], resolve: Resolve) -> bool:
+    argument = only_argument(call)
+    return resolve(call.func) in SPLITS and argument is not None and graph_names(argument) == names
+
+
 def _state_binding(stmt, names, resolve) -> str | None:
-    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
-            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)
-            and isinstance(stmt.body[0].value, cst.Call) and _is_whole_state(stmt.body[0].value, names, resolve)):
-        return stmt.body[0].targets[0].target.value
+    """``S`` of ``S = nnx.state(M)`` or ``_, S = nnx.split(M)`` (``M`` the merged ``names``)."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].value, cst.Call)):
+        return None
+    target, value = stmt.body[0].targets[0].target, stmt.body[0].value
+    if isinstance(target, cst.Name) and _is_whole_state(value, names, resolve):
+        return target.value
+    parts = graph_names(target) if isinstance(target, (cst.Tuple, cst.List)) else None
+    if parts is not None and len(parts) == 2 and parts[0] != parts[1] and _is_whole_split(value, names, resolve):
+        return parts[1]
     return None
 
 
@@ -212,6 +229,47 @@ def _returns(function: cst.FunctionDef) -> list[cst.Return]:
             found.append(node)
         stack.extend(node.children)
     return found
+
+
+def _restructures(function: cst.FunctionDef, names: tuple[str, ...]) -> bool:
+    """Whether the body may change which Variables the merged graph has: an attribute of it
+    assigned (``model.layer = None`` drops the layer's Variables from ``nnx.state``; only a
+    Variable's ``.value`` and item assignment, ``model.w[...] = x``, keep them), or
+    ``setattr``/``delattr`` anywhere."""
+    for node in _walk(function.body):
+        if isinstance(node, cst.Name) and node.value in ("setattr", "delattr"):
+            return True
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+        if any(not isinstance(part, cst.Name) and not _keeps_variables(part) and _rooted_at(part, names)
+               for target in targets for part in _target_parts(target)):
+            return True
+    return False
+
+
+def _target_parts(target):
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_parts(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_parts(target.value)
+    else:
+        yield target
+
+
+def _keeps_variables(target) -> bool:
+    """``v.value = x`` or ``v[...] = x``: a Variable's value set, the graph unchanged."""
+    if isinstance(target, cst.Attribute):
+        return target.attr.value == "value"
+    return (isinstance(target, cst.Subscript) and len(target.slice) == 1
+            and isinstance(target.slice[0].slice, cst.Index)
+            and isinstance(target.slice[0].slice.value, cst.Ellipsis))
+
+
+def _rooted_at(expr, names: tuple[str, ...]) -> bool:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in names
 
 
 def _has_del(function: cst.FunctionDef) -> bool:

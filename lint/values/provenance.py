@@ -165,8 +165,8 @@ class Provenance:
         self._through_nnx_graph = 0
         # The file's top-level functions: name -> (FunctionSummary, Signature), or None.
         self.module_function = lambda name: None
-        # The one def a called name means in this scope (nested, else top-level), or None.
-        self.function_def = lambda name: None
+        # The one def a called name means at the call before a point (``name, point``), or None.
+        self.function_def = lambda name, at: None
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
         self._read_holders: dict[tuple, tuple[str, int, bool] | None] = {}  # see _still_read
@@ -1180,7 +1180,7 @@ class Provenance:
         graphdef, state = parts.get("0"), parts.get("1")
         if set(parts) != {"0", "1"} or not isinstance(donating.func, cst.Name):
             return nothing
-        function = self.function_def(donating.func.value)
+        function = self.function_def(donating.func.value, after)
         if function is None:
             return nothing
         positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
@@ -1198,12 +1198,17 @@ class Provenance:
                 or not all(o is None or o.isdigit() for o in outputs)):
             return nothing
         output = next(iter(outputs))
-        if not returns_whole_state(function, passed[state], passed[graphdef],
-                                   None if output is None else int(output), resolve):
+        graphdef_outputs = {event.detail for _, event in self.flow.events()
+                            if event.kind == WRITE and event.origin is donating and event.key == (graphdef,)}
+        if graphdef_outputs - {"0"} or (graphdef_outputs and output != "1"):
             return nothing
+        if not returns_whole_state(function, passed[state], passed[graphdef], None if output is None else int(output),
+                                   resolve, split_only=bool(graphdef_outputs)):
+            return nothing
+        # (``graphdef, state = step(graphdef, state)`` when the step returns ``nnx.split(model)``)
         own = lambda event: event.origin is made_by or event.origin is donating
         if not all(own(e) for e in self.reaching_writes((state,), after)) or not all(
-                e.origin is made_by for e in self.reaching_writes((graphdef,), after)):
+                own(e) for e in self.reaching_writes((graphdef,), after)):
             return nothing
         found = set()
         for update in self.flow.call_nodes:

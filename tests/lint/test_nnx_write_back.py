@@ -158,3 +158,58 @@ def test_a_step_defined_in_the_training_function_counts_too():
     owned = source.replace("def main(model, batches):",
                            "def main(batches):\n    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))")
     assert _confidence(owned) == "high"
+
+
+@pytest.mark.parametrize("changes", [
+    # flax's nnx_basics: the state of a split in the step
+    pytest.param({"STATE": "_, state = nnx.split(model)"}, id="split-in-the-step"),
+])
+def test_other_spellings_of_the_whole_state(changes):
+    assert _confidence(_program(**changes)) == "high"
+
+
+def test_a_step_returning_the_whole_split_rebinds_both_parts():
+    # flax's jax_and_nnx_transforms guide: ``return nnx.split(model)``,
+    # ``graphdef, state = train_step(graphdef, state, x)``
+    source = _program().replace("    STATE_UNUSED", "")
+    source = source.replace("    state = nnx.state(model)\n    return y.mean(0), state  # a (4,) output: a donated "
+                            "batch statistic fits it", "    return nnx.split(model)")
+    source = source.replace("loss, state = train_step(graphdef, state, x)", "graphdef, state = train_step(graphdef, state, x)")
+    assert "return nnx.split(model)" in source and "graphdef, state = train_step" in source
+    assert _confidence(source) == "high"
+    # the graphdef taken from another output is not the split's
+    swapped = source.replace("graphdef, state = train_step(graphdef, state, x)", "state, graphdef = train_step(graphdef, state, x)")
+    assert _confidence(swapped) != "high"
+
+
+def test_the_step_a_notebook_defined_last_is_the_one_checked():
+    # a notebook defines its step again in a later cell: the def that reaches the call counts
+    program = _program().replace("def main():", "def unused():\n    pass\n\n\ndef main():")
+    top = program.index("@jax.jit")
+    body = program[top:program.index("def unused():")]
+    filtered = body.replace("state = nnx.state(model)", "state = nnx.state(model, nnx.Param)")
+    script = "\n".join(line[4:] if line.startswith("    ") else line
+                       for line in program[program.index("def main():"):].splitlines()[1:])
+    script = script.split('if __name__')[0]
+    header = program[:top]
+    redefined_whole = header + filtered + body + script
+    redefined_filtered = header + body + filtered + script
+    assert _confidence(redefined_whole) == "high"
+    assert _confidence(redefined_filtered) == "medium"
+
+
+@pytest.mark.parametrize("statement", [
+    "model.bn = None",  # the statistics leave the graph: nnx.state no longer returns them
+    "model.linear.kernel = model.linear.kernel[...] * 2",  # a Variable replaced by an array
+    "delattr(model, 'bn')",
+    "model.linear.kernel[0] = 1.0",
+])
+def test_a_step_that_may_change_the_graph_stays_medium(statement):
+    source = _program().replace("    y = model(x)\n", f"    y = model(x)\n    {statement}\n")
+    assert statement in source
+    assert _confidence(source) == "medium"
+
+
+def test_setting_a_variables_value_keeps_the_graph():
+    source = _program().replace("    y = model(x)\n", "    y = model(x)\n    model.linear.bias.value = y.mean(0)\n")
+    assert _confidence(source) == "high"
