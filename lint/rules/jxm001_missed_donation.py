@@ -500,11 +500,13 @@ RULE = Rule(
             note="the step returns the whole state it merged, so nnx.update writes back every donated array "
                  "and the read after it reads new ones (flax's performance guide)",
             fixed="""
+            from functools import partial
+
             import jax
             import jax.numpy as jnp
             from flax import nnx
 
-            @jax.jit(donate_argnums=1)  # JXM001
+            @partial(jax.jit, donate_argnums=1)  # JXM001
             def step(graphdef, state, x):
                 model = nnx.merge(graphdef, state)
                 model.kernel[...] = model.kernel[...] - 0.1 * x.sum()
