@@ -601,8 +601,8 @@ class _Context:
         top-level def of it that no assignment rebinds; None otherwise."""
         writes = provenance.reaching_writes((name,), at)
         if writes:
-            defs = {id(event.node): event.node for event in writes}
-            (only,) = defs.values() if len(defs) == 1 else (None,)
+            nodes = {id(event.node): event.node for event in writes}
+            only = next(iter(nodes.values())) if len(nodes) == 1 else None
             return only if isinstance(only, cst.FunctionDef) else None
         if name in provenance.local_names or name in self.rebound_functions():
             return None

@@ -35,6 +35,8 @@ from typing import Callable
 
 import libcst as cst
 
+from jaxmem.lint.syntax.walk import bound_names, descendants, descendants_of_type, small_statements, suite_statements
+
 SPLITS = frozenset({"flax.nnx.split", "flax.nnx.graph.split"})
 STATES = frozenset({"flax.nnx.state", "flax.nnx.graph.state"})
 MERGES = frozenset({"flax.nnx.merge", "flax.nnx.graph.merge"})
@@ -169,66 +171,15 @@ def _output(value, output: int | None):
 
 
 def _assigns(stmt: cst.CSTNode, name: str) -> bool:
-    """Whether ``stmt`` (nested functions and classes included: conservative) binds ``name``."""
-    for target in _binding_targets(stmt):
-        if any(isinstance(n, cst.Name) and n.value == name for n in _names(target)):
-            return True
-    return False
-
-
-def _binding_targets(stmt):
-    for node in _walk(stmt):
-        if isinstance(node, cst.Assign):
-            yield from (t.target for t in node.targets)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            yield node.target
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            yield node.target
-        elif isinstance(node, cst.NamedExpr):
-            yield node.target
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            yield node.asname.name
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            yield from (n.name for n in node.names)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            yield node.name
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            yield node.name.name
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                yield alias.asname.name if alias.asname is not None else alias.name
-
-
-def _names(target):
-    """The names a binding target binds (``a, (b, *c)``; not ``x.f`` nor ``x[i]``)."""
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _names(element.value)
-    elif isinstance(target, (cst.StarredElement, cst.Element)):
-        yield from _names(target.value)
-
-
-def _walk(node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+    """Whether ``stmt`` (nested functions and classes included: conservative; their
+    parameters aside) binds ``name``."""
+    return any(name in bound_names(node) for node in (stmt, *descendants(stmt)) if type(node) is not cst.Param)
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:
     """The return statements of ``function``'s own code (not of nested functions)."""
-    found, stack = [], list(function.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Return):
-            found.append(node)
-        stack.extend(node.children)
-    return found
+    return [small for small in small_statements(suite_statements(function.body), into_scopes=False)
+            if isinstance(small, cst.Return)]
 
 
 def _restructures(function: cst.FunctionDef, names: tuple[str, ...]) -> bool:
@@ -236,7 +187,7 @@ def _restructures(function: cst.FunctionDef, names: tuple[str, ...]) -> bool:
     assigned (``model.layer = None`` drops the layer's Variables from ``nnx.state``; only a
     Variable's ``.value`` and item assignment, ``model.w[...] = x``, keep them), or
     ``setattr``/``delattr`` anywhere."""
-    for node in _walk(function.body):
+    for node in descendants(function.body):
         if isinstance(node, cst.Name) and node.value in ("setattr", "delattr"):
             return True
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
@@ -273,18 +224,17 @@ def _rooted_at(expr, names: tuple[str, ...]) -> bool:
 
 
 def _has_del(function: cst.FunctionDef) -> bool:
-    return any(isinstance(node, cst.Del) for node in _walk(function.body))
+    return bool(descendants_of_type(function.body, cst.Del))
 
 
 def _assigned_in_nested_blocks(function: cst.FunctionDef, name: str) -> bool:
     """Whether a nested function or class of ``function`` rebinds ``name`` (``nonlocal``)."""
-    return any(isinstance(node, cst.Nonlocal) and any(n.name.value == name for n in node.names)
-               for node in _walk(function.body))
+    return any(name in bound_names(node) for node in descendants_of_type(function.body, cst.Nonlocal))
 
 
 def _statement_index(body, node) -> int:
     """The index of the top-level statement of ``body`` that contains ``node``."""
     for index, stmt in enumerate(body):
-        if any(inner is node for inner in _walk(stmt)):
+        if any(inner is node for inner in descendants(stmt)):
             return index
     return -1

@@ -423,7 +423,7 @@ class Provenance:
         the call already sees (``state = [w]``, then ``w``)."""
         # a local a split the donated value comes from split, written back by ``nnx.update``: reads
         # after that read other arrays (the splits being looked at: ``_of_holding_call``)
-        written_back = frozenset().union(*(self._write_backs(key, made_by, after) for made_by in self._splitting))
+        written_back = self._write_backs(key, after)
         memo = (key, after, depth >= 2, written_back)
         if memo not in self._read_holders:  # a long ``[w] + [w] + ...`` asks once per operand
             self._read_holders[memo] = self._holder_read_after(key, after, depth >= 2, written_back)
@@ -1138,9 +1138,7 @@ class Provenance:
                     reasons.append(f"{named}, which the caller may still hold")
                 elif owner == "local" and self.writes_of(key):
                     # written back by nnx.update after a split of it the donated value comes from
-                    written_back = frozenset().union(*(self._write_backs(key, made_by, after)
-                                                       for made_by in (call, *self._splitting)))
-                    reads = self.flow.search(after, key, stop_at=written_back).reads
+                    reads = self.flow.search(after, key, stop_at=self._write_backs(key, after, call)).reads
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
@@ -1150,18 +1148,25 @@ class Provenance:
                                    f"read again at line {read_line}")
         return reasons
 
-    def _write_backs(self, key: RefKey, made_by: cst.Call | None, after: Point) -> frozenset[int]:
+    def _write_backs(self, key: RefKey, after: Point, made_by: cst.Call | None = None) -> frozenset[int]:
         """Ids of the ``nnx.update(model, state)`` calls after which the local ``key`` (a graph
-        that ``made_by``, an unfiltered ``nnx.split``, split) holds none of the arrays the
-        donating call before ``after`` deletes: the step returns the whole state of what it
-        merged from the split's state, and the update writes that result back (nnx_write_back)."""
-        if made_by is None or len(key) != 1:
-            return frozenset()
-        memo = (id(made_by), after)
-        if memo not in self._written_back:
-            self._written_back[memo] = self._find_write_backs(made_by, after)
-        names, found = self._written_back[memo]
-        return found if key[0] in names else frozenset()
+        that ``made_by`` or a split being looked at, an unfiltered ``nnx.split``, split) holds
+        none of the arrays the donating call before ``after`` deletes: the step returns the
+        whole state of what it merged from the split's state, and the update writes that
+        result back (nnx_write_back)."""
+        found: frozenset[int] = frozenset()
+        if len(key) != 1:
+            return found
+        for split in (made_by, *self._splitting):
+            if split is None:
+                continue
+            memo = (id(split), after)
+            if memo not in self._written_back:
+                self._written_back[memo] = self._find_write_backs(split, after)
+            names, calls = self._written_back[memo]
+            if key[0] in names:
+                found |= calls
+        return found
 
     def _find_write_backs(self, made_by: cst.Call, after: Point) -> tuple[tuple[str, ...], frozenset[int]]:
         """(the names ``made_by`` splits, the ids of the calls that write them back): see
@@ -1192,14 +1197,12 @@ class Provenance:
                 positional[index] if index < len(positional) else None
             passed[arg.value.value] = param
         outputs = {event.detail if event.origin_kind == "unpack" else None
-                   for _, event in self.flow.events()
-                   if event.kind == WRITE and event.origin is donating and event.key == (state,)}
+                   for event in self.writes_of((state,)) if event.origin is donating}
         if (passed.get(state) is None or passed.get(graphdef) is None or len(outputs) != 1
                 or not all(o is None or o.isdigit() for o in outputs)):
             return nothing
         output = next(iter(outputs))
-        graphdef_outputs = {event.detail for _, event in self.flow.events()
-                            if event.kind == WRITE and event.origin is donating and event.key == (graphdef,)}
+        graphdef_outputs = {event.detail for event in self.writes_of((graphdef,)) if event.origin is donating}
         if graphdef_outputs - {"0"} or (graphdef_outputs and output != "1"):
             return nothing
         if not returns_whole_state(function, passed[state], passed[graphdef], None if output is None else int(output),
