@@ -57,7 +57,10 @@ from jaxmem.lint.join.facts import (
     ATTRIBUTE,
     GLOBAL,
     LOCAL,
+    NESTED_DEF,
     PARAM,
+    PRIVATE_FUNCTION,
+    PRIVATE_METHOD,
     ArgFacts,
     CallFacts,
     FileFacts,
@@ -834,7 +837,7 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> tup
     callers = arg.callers
     if callers is None or not callers.calls:
         return None, None
-    if callers.private_method and project.named_elsewhere(rc.path, callers.function):
+    if callers.reach != NESTED_DEF and project.named_elsewhere(rc.path, callers.function):
         return None, None  # another file may call it (a subclass, a test) with a value it still holds
     lines, verdicts = [], []
     for call, number in callers.calls:
@@ -850,7 +853,11 @@ def _released_by_callers(arg: ArgFacts, rc: ResolvedCall, project: Index) -> tup
                      f"donating: {verdicts[0].useless}"
     if any(verdict.useless or verdict.confidence != Confidence.HIGH for verdict in verdicts):
         return None, None
-    if callers.private_method:
+    if callers.reach == PRIVATE_FUNCTION:
+        return (f"the private function `{callers.function}` is called only in this file ({where}; no other file "
+                f"names it), and each call passes for `{callers.param}` a value dead after it, held by nothing "
+                f"else"), None
+    if callers.reach == PRIVATE_METHOD:
         return (f"the private method `{callers.function}` is called only by `{callers.parent}`'s own methods "
                 f"({where}; no other file names it), and each call passes for `{callers.param}` a value dead after "
                 f"it, held by nothing else"), None

@@ -101,6 +101,7 @@ from jaxmem.lint.values.provenance import (
     array_free_at_call,
     stores_one_value_twice,
     summarize_function,
+    without_caller_of,
 )
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.values.usefulness import CalledFunctions, output_reach
@@ -195,20 +196,25 @@ class CallFacts:
         return list(self.positional) + [arg for _, arg in self.keywords] + list(self.starred)
 
 
+# How a function's every call is in view (CallerFacts.reach).
+NESTED_DEF = "nested def"  # called only by name in its parent's own code
+PRIVATE_METHOD = "private method"  # called only through ``self`` in its class's own methods
+PRIVATE_FUNCTION = "private function"  # a top-level ``_helper`` called only by name in its file
+
+
 @dataclass(frozen=True)
 class CallerFacts:
-    """Every call of a nested def, for one of its parameters: the def is only
-    ever called by name in its parent's own code (or a private method only
-    through ``self`` in its class's own methods), so these are all the values
-    the parameter can hold, and whether the caller still holds one can be decided."""
+    """Every call of a function, for one of its parameters, when all of them are in
+    view (``reach``): these are all the values the parameter can hold, and whether
+    the caller still holds one can be decided."""
 
-    function: str  # the nested def, or the private method
-    parent: str  # the function it is defined in, or the method's class
+    function: str  # the nested def, the private method or the private function
+    parent: str  # the function it is defined in, the method's class, or the module
     param: str
     calls: tuple[tuple[CallFacts, int], ...]  # each call, and which of its args binds ``param``
-    # A private method called through ``self`` in its class: these are all its
-    # calls only if no other file of the project names it (decided at the join).
-    private_method: bool = False
+    # A private method or function: these are all its calls only if no other file
+    # of the project names it (decided at the join).
+    reach: str = NESTED_DEF
 
 
 @dataclass
@@ -922,11 +928,16 @@ class FactExtractor:
         self.scope: _Scope | None = None
         self.depth = 0
         self.children: dict[str, list[cst.FunctionDef]] = {}  # parent scope -> its nested defs
+        # (def, scopes, class scope) of the file's top-level functions and methods: a private
+        # function's callers (CallerFacts); and the module's own code, once extracted.
+        self.top_level: list[tuple[cst.FunctionDef, tuple[str, ...], str | None]] = []
+        self.module_scope: _Scope | None = None
         self.summaries: _Summaries | None = None
         self.nested_summaries: dict[str, tuple[FunctionSummary, Signature]] = {}
         self._caller_calls: dict[tuple[int, int], CallFacts] = {}
         self._assigned_in_file: dict[str, bool] = {}  # a method name -> the file assigns or annotates it
         self._method_scopes: dict[int, _Scope] = {}
+        self._function_calls: dict[int, list | None] = {}  # id(private def) -> its calls in view
         self._signatures: dict[int, Signature] = {}  # id(def) -> its signature, see callers_of
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
@@ -949,6 +960,7 @@ class FactExtractor:
         self.provenance = self.scope.provenance
         if is_module:
             self._module_provenance = self.provenance
+            self.module_scope = self.scope
         if parent:
             self.parents[scopes[0]] = None if scopes[0] in self.parents else self.scope
             self.provenance.nested_functions = self.summarize_nested(self.scope)
@@ -1045,18 +1057,23 @@ class FactExtractor:
                       self_name, provenance)
 
     def method_scope(self, method: cst.FunctionDef, class_name: str) -> _Scope:
-        """The scope of ``method`` of top-level class ``class_name``, built once (its calls are
-        extracted later, in file order; a private method's callers may need it first)."""
-        if id(method) not in self._method_scopes:
-            flow = _flow_builder(self.ctx, method).build_function(method)
-            sig = Signature.of(method)
+        """The scope of ``method`` of top-level class ``class_name`` (see :meth:`top_level_scope`)."""
+        return self.top_level_scope(method, (f"{class_name}.{method.name.value}", MODULE_SCOPE),
+                                    "class:" + class_name)
+
+    def top_level_scope(self, function: cst.FunctionDef, scopes: tuple[str, ...], class_scope: str | None) -> _Scope:
+        """The scope of a top-level function or method, built once (its calls are extracted
+        later, in file order; a private method's or function's callers may need it first)."""
+        if id(function) not in self._method_scopes:
+            flow = _flow_builder(self.ctx, function).build_function(function)
+            sig = Signature.of(function)
             params = {p.name for p in sig.params}
-            self_name = sig.params[0].name if sig.params else "self"
-            self._method_scopes[id(method)] = self._new_scope(
-                flow, (f"{class_name}.{method.name.value}", MODULE_SCOPE), "class:" + class_name,
-                id(method) in self.ctx.jitted_functions or _staged(method, self.ctx.imports), params, self_name, False,
-                annotated_array_free(method, self.ctx.imports), method)
-        return self._method_scopes[id(method)]
+            self_name = (sig.params[0].name if sig.params else "self") if class_scope is not None else None
+            self._method_scopes[id(function)] = self._new_scope(
+                flow, scopes, class_scope,
+                id(function) in self.ctx.jitted_functions or _staged(function, self.ctx.imports), params, self_name,
+                False, annotated_array_free(function, self.ctx.imports), function)
+        return self._method_scopes[id(function)]
 
     def call_facts(self, call, key, qualified, flow, point, scopes, class_scope, traced, params, assigned,
                    self_name, is_module, partial: cst.Call | None = None) -> CallFacts:
@@ -1195,6 +1212,17 @@ class FactExtractor:
         callers = None
         if owner == PARAM and _holds_entry_value(flow, key[0], call):
             callers = self.callers_of(key[0])
+        elif owner == PARAM and len(key) == 1 and _only_rebound(flow, key[0]):
+            # the caller's value on the first pass, then what the scope rebinds it to
+            # (``state = step(state, batch)`` in a loop): the callers decide the first,
+            # the origins of the scope's own writes the others
+            callers = self.callers_of(key[0])
+            if callers is not None:
+                # whether the caller holds the first value is the callers' to decide
+                origins = tuple(without_caller_of(origin, key[0])
+                                for origin in self.provenance.of_key(key, point, entry=False))
+                if origins and (beside := self.provenance.passed_beside(value, call, point, values)) is not None:
+                    origins += (beside,)
         if id(call) not in self._arg_ids:
             self._arg_ids[id(call)] = {id(a.value) for a in call.args}
         arg_nodes = self._arg_ids[id(call)]
@@ -1373,6 +1401,8 @@ class FactExtractor:
             return None
         if len(scope.scopes) == 2 and scope.class_scope is not None:
             return self._private_method_callers(function, scope, signature, param)
+        if len(scope.scopes) == 2:
+            return self._private_function_callers(function, scope, signature, param)
         if len(scope.scopes) < 3:
             return None
         parent = self.parents.get(scope.scopes[1])
@@ -1414,7 +1444,53 @@ class FactExtractor:
         out = self._facts_of_calls(calls, signature, param, 1)
         if out is None:
             return None
-        return CallerFacts(name, class_name, param, out, private_method=True)
+        return CallerFacts(name, class_name, param, out, reach=PRIVATE_METHOD)
+
+    def _private_function_callers(self, function: cst.FunctionDef, scope: _Scope, signature: Signature,
+                                  param: str) -> CallerFacts | None:
+        """:meth:`callers_of` for a top-level function whose name is private (``_advance``),
+        defined once: every mention of the name in the file is its def or a call
+        ``_advance(...)`` in the module's own code, a top-level function or a method of a
+        top-level class (counted in the whole text, comments and strings too), none of them
+        traced.  The join checks that no other file names it."""
+        if id(function) not in self._function_calls:  # asked once per parameter
+            self._function_calls[id(function)] = self._private_function_calls(function, scope)
+        calls = self._function_calls[id(function)]
+        if calls is None:
+            return None
+        out = self._facts_of_calls(calls, signature, param, 0)
+        if out is None:
+            return None
+        return CallerFacts(function.name.value, "this module", param, out, reach=PRIVATE_FUNCTION)
+
+    def _private_function_calls(self, function: cst.FunctionDef, scope: _Scope) -> list | None:
+        """``(call, caller scope)`` of every call of the private top-level ``function``
+        (see :meth:`_private_function_callers`), or None when not all are in view."""
+        name = function.name.value
+        if not name.startswith("_") or name.startswith("__") or self.ctx.source is None or self.module_scope is None \
+                or self.functions.get(scope.scopes[0]) is not function \
+                or len(self.ctx.module_functions.get(name, ())) != 1:
+            return None
+        mentions = len(re.findall(rf"\b{re.escape(name)}\b", self.ctx.source))
+        if mentions < 2:
+            return None
+        callers = [self.module_scope]
+        for other, scopes, class_scope in self.top_level:  # a flow only for those that call it
+            if other is function:
+                callers.append(scope)
+            elif any(isinstance(call.func, cst.Name) and call.func.value == name
+                     for call in descendants_of_type(other, cst.Call)):
+                callers.append(self.top_level_scope(other, scopes, class_scope))
+        calls = []
+        for caller in callers:
+            for call in caller.flow.call_nodes:
+                if isinstance(call.func, cst.Name) and call.func.value == name:
+                    if caller.traced:
+                        return None  # called while tracing: the values are tracers
+                    calls.append((call, caller))
+        if not calls or mentions != 1 + len(calls):
+            return None  # mentioned elsewhere: passed as a value, called from a nested def, ...
+        return calls
 
     def _facts_of_calls(self, calls: list[tuple[cst.Call, _Scope]], signature: Signature, param: str,
                         shift: int) -> tuple[tuple[CallFacts, int], ...] | None:
@@ -1564,6 +1640,11 @@ class _Scope:
     assigned: set[str]
     self_name: str | None
     provenance: Provenance
+
+
+def _only_rebound(flow: Flow, param: str) -> bool:
+    """Whether every write to ``param`` rebinds the name as a whole (none into it)."""
+    return all(event.key == (param,) for _, event in flow.writes_under(param))
 
 
 def _holds_entry_value(flow: Flow, param: str, call: cst.Call) -> bool:
@@ -1836,6 +1917,8 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
             if id(function) in ctx.jitted_functions or _staged(function, imports) or function.name.value in only_staged
             or id(function) in staged_in_parent}
     traced_by = traced_functions(functions, base, imports, source, ctx.top_level_classes())
+    extractor.top_level = [(function, scopes, class_scope) for function, scopes, class_scope in functions
+                           if len(scopes) == 2]
     for function, scopes, class_scope in functions:
         flow = _flow_builder(ctx, function).build_function(function)
         sig = Signature.of(function)

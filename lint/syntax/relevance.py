@@ -77,7 +77,7 @@ _FROM_IMPORT = re.compile(
     r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|((?:\\\n|[^\n])*))", re.MULTILINE
 )
 _COMMENT = re.compile(r"#[^\n]*")
-_INDENTED_PRIVATE_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(_\w+)", re.MULTILINE)
+_PRIVATE_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(_\w+)", re.MULTILINE)
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 # What another file may read the facts of: a function (its summary, signature, returned
 # function) or a class it constructs (whether it is clean, whether it derives from nnx).
@@ -688,8 +688,8 @@ def context_selector(requested: dict[str, str], own_packages=()):
     It can when it is a module they import from the project (definitions,
     factories and wrappers they use live there), when its code mentions a
     name they jit at module level (a call site, or the name passed around),
-    or when it names a private method they define (a call jaxmem would
-    otherwise take for the only ones: see ``FactExtractor.callers_of``).
+    or when it names a private method or function they define (a call jaxmem
+    would otherwise take for the only ones: see ``FactExtractor.callers_of``).
     Anything else neither calls their jitted functions nor defines what they
     call, so a partial run (pre-commit's staged files) reads it, tests it
     with one regular expression, and analyses nothing of it.
@@ -701,7 +701,7 @@ def context_selector(requested: dict[str, str], own_packages=()):
     for text in map(_lf, requested.values()):
         names.update(_jitted_defs(text))
         names.update(_JITTED_ASSIGNMENT.findall(text))
-        names.update(_INDENTED_PRIVATE_DEF.findall(text))  # see FactExtractor.callers_of
+        names.update(_PRIVATE_DEF.findall(text))  # see FactExtractor.callers_of
         for relative, plain in _IMPORTED_MODULE.findall(text):
             module = (relative or plain).lstrip(".")
             if module and is_project_module(relative or plain, own_packages):

@@ -38,6 +38,7 @@ whether it holds one value twice) that the join applies at call sites.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import libcst as cst
@@ -138,6 +139,21 @@ class Origin:
     # For a project function's result: per argument slot ("0", "1", ... or a keyword),
     # why the value passed there is still held; the join keeps those the function returns.
     arg_reasons: tuple[tuple[str, str], ...] = ()
+
+
+def caller_holds(param: str) -> str:
+    """Why a value a call made from parameter ``param`` may share buffers (``shared_with``)."""
+    return f"`{param}`, which the caller may still hold"
+
+
+def without_caller_of(origin: Origin, param: str) -> Origin:
+    """``origin`` without the reasons that the caller may hold parameter ``param`` itself:
+    for when the callers are proved not to (``CallerFacts``)."""
+    reason = caller_holds(param)
+    if reason not in origin.shared_with:
+        return origin
+    return dataclasses.replace(origin, shared_with=tuple(r for r in origin.shared_with if r != reason),
+                               arg_reasons=tuple((slot, r) for slot, r in origin.arg_reasons if r != reason))
 
 
 # Literals (and lambdas): values that hold no device array.
@@ -277,8 +293,9 @@ class Provenance:
             work.extend(self.reaching_writes(key, point))
         return found
 
-    def of_key(self, key: RefKey, after: Point, depth: int = 0) -> list[Origin]:
-        """Origins of the value ``key`` (a local name) holds at a call."""
+    def of_key(self, key: RefKey, after: Point, depth: int = 0, entry: bool = True) -> list[Origin]:
+        """Origins of the value ``key`` (a local name) holds at a call; without ``entry``, of
+        the values the scope binds it to, not the parameter's own (the caller's value)."""
         if depth == 0 and (host := self._host_at_call(key, after)):
             return host
         # The donated value itself is made by one of the writes that reach the call (a
@@ -286,6 +303,8 @@ class Provenance:
         # those that read the name again.  Deeper, a name is read where its holder was
         # made, not at the call: every write counts there.
         writes = self._writes_into(key, after) if depth == 0 else self.writes_of(key)
+        if not entry:
+            writes = [event for event in writes if not isinstance(event.node, cst.Param)]
         if not writes or depth > _MAX_DEPTH:
             return [Origin(UNKNOWN, 0, f"`{key[0]}` is not assigned here")]
         out: list[Origin] = []
@@ -1135,7 +1154,7 @@ class Provenance:
                 owner = self.owner_of(key)
                 named = f"`{key[0]}`" + (f" (through `{via}`)" if via else "")
                 if owner == "param":
-                    reasons.append(f"{named}, which the caller may still hold")
+                    reasons.append(caller_holds(key[0]) if not via else f"{named}, which the caller may still hold")
                 elif owner == "local" and self.writes_of(key):
                     # written back by nnx.update after a split of it the donated value comes from
                     reads = self.flow.search(after, key, stop_at=self._write_backs(key, after, call)).reads

@@ -14,7 +14,9 @@ result and its old state deleted.
 * flax's ``examples/lm1b``: the state saved after every step by flax's
   synchronous ``checkpoints.save_checkpoint_multiprocess`` (it keeps nothing);
 * tpu-inference's runner: the update called in a private method whose only
-  call, through ``self`` in its class, passes a value dead after it.
+  call, through ``self`` in its class, passes a value dead after it;
+* a training script's private helper (``_train_epoch``) around the jitted step,
+  called only by its own file's ``train()`` with the state it rebinds.
 """
 
 import os
@@ -250,8 +252,45 @@ if __name__ == "__main__":
     print(Runner(4).prepare(1))
 """
 
-PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER, "checkpoint-loop": CHECKPOINT_LOOP,
-            "private-method": PRIVATE_METHOD}
+# A private module-level helper around the step: its only call, in ``train()``,
+# passes the state it rebinds from the helper's result.
+PRIVATE_FUNCTION = """\
+import jax
+import jax.numpy as jnp
+import optax
+
+
+@jax.jit  # the step
+def _step(state, batch):
+    params, opt_state = state
+    grads = jax.grad(lambda p: jnp.sum((batch @ p["w"]) ** 2))(params)
+    updates, opt_state = optax.sgd(0.01, momentum=0.9).update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def _train_epoch(state, batches):
+    for batch in batches:
+        state = _step(state, batch)
+    return state
+
+
+def train(epochs):
+    params = {"w": jnp.ones((4, 2))}
+    first = params["w"]
+    state = (params, optax.sgd(0.01, momentum=0.9).init(params))
+    batches = [jnp.full((3, 4), i / 10) for i in range(3)]
+    for _ in range(epochs):
+        state = _train_epoch(state, batches)
+    print("first state deleted:", first.is_deleted())
+    return float(state[0]["w"].sum())
+
+
+if __name__ == "__main__":
+    print(round(train(2), 4))
+"""
+
+PROGRAMS = {"brax-sac-like": BRAX_SAC_LIKE, "nnx-split-loop": NNX_SPLIT_LOOP, "evaluate-helper": EVALUATE_HELPER,
+            "checkpoint-loop": CHECKPOINT_LOOP, "private-method": PRIVATE_METHOD, "private-function": PRIVATE_FUNCTION}
 
 
 def _run(folder: Path, *command) -> subprocess.CompletedProcess:
