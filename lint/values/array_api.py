@@ -645,8 +645,11 @@ ARRAY_FREE_CALLS: dict[str, str] = {
     )},
 }
 
-# Attributes that read metadata, never arrays (``x.shape[0]`` is an int).
-METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "nbytes", "itemsize", "sharding"})
+# Attributes answered from the array's abstract value, never from its buffer
+# (``x.shape[0]`` is an int).
+METADATA_ATTRIBUTES = frozenset(
+    {"shape", "dtype", "ndim", "size", "sharding", "nbytes", "aval", "weak_type", "itemsize"}
+)
 
 
 def array_free_call(qualified: str | None) -> str | None:

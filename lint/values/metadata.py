@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxmem.lint.values.array_api import TREE_MAPS
+from jaxmem.lint.values.array_api import METADATA_ATTRIBUTES, TREE_MAPS
 from jaxmem.lint.values.refs import RefKey, ref_key
-
-# Attributes answered from the array's abstract value, never from its buffer.
-METADATA_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "ndim", "size", "sharding", "nbytes", "aval", "weak_type", "itemsize"}
-)
 
 # Functions (import-resolved) that read only their array arguments' metadata.
 METADATA_FUNCTIONS = frozenset(

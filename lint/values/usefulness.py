@@ -45,8 +45,10 @@ import libcst as cst
 from jaxmem.lint.callables.definition_scopes import bindings
 from jaxmem.lint.callables.imports import ImportTable
 from jaxmem.lint.syntax.walk import (
+    bound_names,
     call_argument,
     children,
+    descendants,
     descendants_of_type,
     small_statements,
     suite_statements,
@@ -54,6 +56,7 @@ from jaxmem.lint.syntax.walk import (
 )
 from jaxmem.lint.values.array_api import (
     INDEXED_UPDATE_METHODS,
+    METADATA_ATTRIBUTES,
     PRNG_CONSUMERS_PREFIX,
     RESULT_OF_ARGUMENT,
     SHAPE_CHANGING,
@@ -83,16 +86,24 @@ _MUTATING_METHODS = frozenset({"update"})  # nnx.Optimizer.update(model, grads)
 _MUTATING_FUNCTIONS = frozenset({"flax.nnx.update"})
 # Verdicts of a called function's parameter under which its argument reaches no output.
 _REACHES_NOTHING = frozenset({NONE, UNUSED, UNUSED_KEPT, PRNG})
-_Flow = tuple[frozenset, frozenset]  # (params preserved, params that may flow)
-_EMPTY: _Flow = (frozenset(), frozenset())
+# (params preserved, params that may flow, params whose dtype it has, params whose shape it has):
+# the last two from a cast or reshape to a parameter's own metadata (see _Body.restored).
+_Flow = tuple[frozenset, frozenset, frozenset, frozenset]
+_EMPTY: _Flow = (frozenset(), frozenset(), frozenset(), frozenset())
+# Casts and reshapes (jax 0.10.2): the (position, keyword) of the operand, and of the
+# dtype or shape; as methods, the operand is the receiver and the target argument 0.
+_CASTS = {"jax.numpy.astype": ((0, "x"), (1, "dtype")),
+          "jax.lax.convert_element_type": ((0, "operand"), (1, "new_dtype"))}
+_RESHAPES = {"jax.numpy.reshape": ((0, "a"), (1, "shape")), "jax.lax.reshape": ((0, "operand"), (1, "new_sizes"))}
+_CAST_METHOD, _RESHAPE_METHOD = "astype", "reshape"
 
 
 def _union(*flows: _Flow) -> _Flow:
-    return frozenset().union(*(f[0] for f in flows)), frozenset().union(*(f[1] for f in flows))
+    return tuple(frozenset().union(*(f[i] for f in flows)) for i in range(4))
 
 
 def _maybe(flow: _Flow) -> _Flow:
-    return frozenset(), flow[0] | flow[1]
+    return frozenset(), flow[0] | flow[1], frozenset(), frozenset()
 
 
 class _Body:
@@ -109,7 +120,12 @@ class _Body:
         self._params: dict[str, cst.Param] = {}  # the function's parameters, with _bound
         self._bound: dict[str, list] | None = None  # what the body binds (see pallas_aliased)
         self._calls_pallas: bool | None = None  # whether the body calls pallas_call at all
-        self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset()) for p in params}
+        self.names: dict[str, _Flow] = {p: (frozenset({p}), frozenset(), frozenset(), frozenset()) for p in params}
+        # Names bound once, to a parameter's ``.shape`` or ``.dtype`` (``x_dtype = x.dtype``):
+        # name -> (attribute, the parameters); see restored.
+        self.metadata: dict[str, tuple[str, frozenset]] = {}
+        self._bound_once: frozenset[str] | None = None
+        self._data_read: frozenset[str] | None = None  # see data_read
         self.prng_uses: dict[str, int] = {}
         self.other_uses: dict[str, int] = {}
         self.receivers: set[str] = set()
@@ -152,6 +168,8 @@ class _Body:
         self._note_uses(call, qualified, args)
         if qualified is not None and qualified.startswith(PRNG_CONSUMERS_PREFIX):
             return _EMPTY
+        if (restored := self.restored(call, qualified)) is not None:
+            return restored
         if (aliased := self.pallas_aliased(call)) is not None:
             # each aliased operand's buffer becomes an output of its shape and dtype
             return _union(*(self.expr(operand) for operand in aliased),
@@ -185,6 +203,73 @@ class _Body:
         if (flow := self.helper_call(call)) is not None:
             return flow
         return _maybe(_union(self.expr(call.func), *arg_flows, *self.closures([call.func, *args])))
+
+    def restored(self, call: cst.Call, qualified: str | None) -> _Flow | None:
+        """A cast to a parameter's dtype or a reshape to its shape (``y.astype(x.dtype)``,
+        ``y.reshape(x_shape)`` with ``x_shape = x.shape`` bound before ``x`` is rebound):
+        the result has that metadata whatever came before, so a value cast in and out of
+        float32 (``x.astype(jnp.float32)`` ... ``.astype(x_dtype).reshape(x_shape)``) has the
+        parameter's shape and dtype again once both are restored, and is built from it when
+        the parameter flows into it at all.  None for any other call."""
+        if qualified is None and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value in (_CAST_METHOD, _RESHAPE_METHOD):
+            cast = call.func.attr.value == _CAST_METHOD
+            operand = call.func.value
+            target = call_argument(call, 0, "dtype") if cast else \
+                (call.args[0].value if len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None
+                 else None)  # x.reshape(n, m) spells the shape out: not a parameter's
+        elif qualified in _CASTS or qualified in _RESHAPES:
+            cast = qualified in _CASTS
+            operand_at, target_at = (_CASTS if cast else _RESHAPES)[qualified]
+            operand, target = call_argument(call, *operand_at), call_argument(call, *target_at)
+        else:
+            return None
+        if operand is None or target is None:
+            return None
+        params = self.metadata_params(target, "dtype" if cast else "shape")
+        if not params:
+            return None
+        preserved, maybe, dtype_of, shape_of = self.expr(operand)
+        # the other half of the metadata: kept by the cast (shape), or by the reshape (dtype);
+        # and the parameter's data must be read (jit drops one read only for its metadata)
+        other = (preserved | shape_of) if cast else (preserved | dtype_of)
+        restored = frozenset(p for p in params if p in other and p in self.data_read)
+        if cast:  # a cast keeps the shape; what does not come back whole may still flow
+            return restored, (preserved | maybe) - restored, params, preserved | shape_of
+        return restored, frozenset(), preserved | dtype_of, params  # a reshape keeps only the dtype
+
+    @property
+    def data_read(self) -> frozenset[str]:
+        """The names the body reads other than for their metadata (``x.shape``, ``x.dtype``...)."""
+        if self._data_read is None:
+            mentions: dict[str, int] = {}
+            for node in descendants(self.function.body) if self.function is not None else ():
+                if type(node) is cst.Name:
+                    mentions[node.value] = mentions.get(node.value, 0) + 1
+                elif type(node) is cst.Attribute and node.attr.value in METADATA_ATTRIBUTES \
+                        and type(node.value) is cst.Name:
+                    mentions[node.value.value] = mentions.get(node.value.value, 0) - 1
+            self._data_read = frozenset(name for name, count in mentions.items() if count > 0)
+        return self._data_read
+
+    @property
+    def bound_once(self) -> frozenset[str]:
+        """The names the body binds exactly once (asked only where one is bound to metadata)."""
+        if self._bound_once is None:
+            self._bound_once = _bound_once(self.function) if isinstance(self.function, cst.FunctionDef) \
+                else frozenset()
+        return self._bound_once
+
+    def metadata_params(self, node, attribute: str) -> frozenset:
+        """The parameters whose ``.shape`` or ``.dtype`` (``attribute``) ``node`` is: ``x.dtype``
+        of a name holding the parameter itself, or a name bound once to such a value."""
+        if isinstance(node, cst.Name):
+            kind, params = self.metadata.get(node.value, (None, frozenset()))
+            return params if kind == attribute else frozenset()
+        if isinstance(node, cst.Attribute) and node.attr.value == attribute and isinstance(node.value, cst.Name):
+            preserved, maybe, _, _ = self.names.get(node.value.value, _EMPTY)
+            return preserved if len(preserved) == 1 and not maybe else frozenset()
+        return frozenset()
 
     def helper_call(self, call: cst.Call) -> _Flow | None:
         """A call of one of the file's own functions by name (``cache = update_cache(new, cache)``):
@@ -427,6 +512,16 @@ def interpret(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
     return body, returned, [small.value for small in statements if isinstance(small, cst.Return)]
 
 
+def _bound_once(function: cst.FunctionDef) -> frozenset[str]:
+    """The names ``function``'s body binds exactly once (nested scopes included, so a
+    closure's or comprehension's own binding of the name disqualifies it too)."""
+    counts: dict[str, int] = {}
+    for node in descendants(function.body):
+        for name in bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+    return frozenset(name for name, count in counts.items() if count == 1)
+
+
 def output_reach(function: cst.FunctionDef | cst.Lambda, imports: ImportTable,
                  preserving: frozenset[str] = frozenset(),
                  helpers: CalledFunctions | None = None) -> dict[str, str]:
@@ -464,6 +559,14 @@ def _statement(body: _Body, small, replaces: bool = True) -> _Flow:
     if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
         value = body.expr(small.value)
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        # ``x_dtype = x.dtype`` at the top level, read in source order on the first pass (the
+        # second one would see ``x`` as the body leaves it)
+        if replaces and isinstance(small, cst.Assign) and len(targets) == 1 and isinstance(targets[0], cst.Name) \
+                and targets[0].value not in body.metadata \
+                and isinstance(small.value, cst.Attribute) and small.value.attr.value in ("shape", "dtype") \
+                and targets[0].value in body.bound_once:
+            attribute = small.value.attr.value
+            body.metadata[targets[0].value] = (attribute, body.metadata_params(small.value, attribute))
         for target in targets:
             body.note_mutation(target)
             for name in target_names(target):
