@@ -123,6 +123,10 @@ def test_the_evidence_names_the_calls():
     pytest.param(STEP + HELPER + CALLER + "\n\ndef later(x):\n    def inner():\n        return _advance(x, 1)\n"
                                           "    return inner(), x\n", None, id="called-from-a-nested-def"),
     pytest.param(STEP + HELPER + CALLER + "\n\nSTEPS = [_advance]\n", None, id="passed-as-a-value"),
+    pytest.param(STEP + HELPER + "\n\nclass C:\n    base = jnp.zeros((4,))\n    y = _advance(base, jnp.ones((4,)))\n"
+                                 "    print(base)\n", None, id="called-in-a-class-body"),
+    pytest.param(STEP + HELPER + "\n\ndef run(x):\n    f = lambda s: _advance(s, jnp.ones((4,)))\n"
+                                 "    return f(x), x\n", None, id="called-in-a-lambda"),
     pytest.param(STEP + HELPER + CALLER + "\n\nstate = jnp.zeros((4,))\nnew = _advance(state, jnp.ones((4,)))\n"
                                           "print(state)\n", None, id="module-code-reads-its-global-after"),
     pytest.param(STEP + HELPER + CALLER.replace("def train", "# _advance is also used by tools\ndef train"), None,
