@@ -6,12 +6,10 @@ the step's result in a loop (``state = step(state, batch)``): the callers then
 decide the first value, the loop's own writes the others.  VALID: the donation
 inside it is proposed at high confidence; INVALID: it stays medium."""
 
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from partial_runs import assert_partial_run_reads_the_other_file
 
 from jaxmem.findings import Confidence
 from jaxmem.lint.engine import facts_for_file, project_hints, report
@@ -153,17 +151,8 @@ def test_kept_at_medium_when_a_call_may_be_unseen_or_the_caller_holds_it(program
     assert finding is None or finding.confidence == Confidence.MEDIUM, finding.message
 
 
-def _jaxmem(folder: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "jaxmem"), *args], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_a_partial_run_reads_the_other_files_that_import_the_private_function(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(textwrap.dedent(STEP + HELPER + CALLER))
-    (tmp_path / "tools.py").write_text("from train import _advance\n\n\ndef poke(x):\n    return _advance(x, 1), x\n")
-    partial = _jaxmem(tmp_path, "check", "--no-cache", "train.py")
-    assert "JXM001" in partial.stdout and "(medium confidence" in partial.stdout, partial.stdout + partial.stderr
-    (tmp_path / "tools.py").write_text("def poke(x):\n    return x\n")
-    again = _jaxmem(tmp_path, "check", "train.py")  # the cache must see the edit of the other file
-    assert "(high confidence)" in again.stdout, again.stdout + again.stderr
+    assert_partial_run_reads_the_other_file(
+        tmp_path, "train.py", STEP + HELPER + CALLER,
+        naming="from train import _advance\n\n\ndef poke(x):\n    return _advance(x, 1), x\n",
+        clean="def poke(x):\n    return x\n")

@@ -3,12 +3,10 @@
 class, and named by no other file, has all its calls in view.  VALID: the
 donation inside it is proposed at high confidence; INVALID: it stays medium."""
 
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from partial_runs import assert_partial_run_reads_the_other_file
 
 from jaxmem.findings import Confidence
 from jaxmem.lint.engine import facts_for_file, project_hints, report
@@ -86,17 +84,8 @@ def test_a_public_method_is_not_followed():
     assert _confidence({"runner.py": public})[0] == Confidence.MEDIUM
 
 
-def _jaxmem(folder: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "jaxmem"), *args], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_a_partial_run_reads_the_other_files_that_name_the_private_method(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "runner.py").write_text(textwrap.dedent(RUNNER + CALLER))
-    (tmp_path / "tools.py").write_text("def poke(runner, x):\n    return runner._subtract(x, 1), x\n")
-    partial = _jaxmem(tmp_path, "check", "--no-cache", "runner.py")
-    assert "JXM001" in partial.stdout and "(medium confidence" in partial.stdout, partial.stdout + partial.stderr
-    (tmp_path / "tools.py").write_text("def poke(runner, x):\n    return x\n")
-    again = _jaxmem(tmp_path, "check", "runner.py")  # the cache must see the edit of the other file
-    assert "(high confidence)" in again.stdout, again.stdout + again.stderr
+    assert_partial_run_reads_the_other_file(
+        tmp_path, "runner.py", RUNNER + CALLER,
+        naming="def poke(runner, x):\n    return runner._subtract(x, 1), x\n",
+        clean="def poke(runner, x):\n    return x\n")
