@@ -85,6 +85,9 @@ class JaxmemMagics:
         self.reported: set = set()
         self.confirm = SessionConfirm(shell, self._confirm_check)
         self.confirm_options = _parser().parse_args(["--min-confidence", "low"])
+        # With ``on`` and ``confirm on`` both, the cell about to run is checked once, at any
+        # confidence: ``(what was checked, the check)``; ``on`` prints its part of it.
+        self._shared: tuple | None = None
 
     # -- the magic -------------------------------------------------------------
 
@@ -139,10 +142,24 @@ class JaxmemMagics:
                 changes["min_confidence"] = Confidence.LOW
             settings = dataclasses.replace(settings, **changes)
             sources = session_sources(self.shell.history_manager) + ([] if next_cell is None else [next_cell])
+            if next_cell is not None and self.auto and self.confirm.watching and not (args.select or args.ignore):
+                return self._shared_check(sources, settings, args)
             return check_session(sources, settings, project=not args.no_project, use_cache=not args.no_cache)
         except (ConfigError, DiscoveryError) as error:
             print(f"jaxmem: error: {error}")
             return None
+
+    def _shared_check(self, sources: list[str], settings, args) -> SessionCheck:
+        """The check of ``sources`` at any confidence, made once for both watches of a cell,
+        seen with ``settings``' lowest confidence (the analysis does not depend on it)."""
+        every = dataclasses.replace(settings, min_confidence=Confidence.LOW)
+        key = (sources, every, not args.no_project, not args.no_cache)
+        if self._shared is None or self._shared[0] != key:
+            self._shared = (key, check_session(sources, every, project=not args.no_project,
+                                               use_cache=not args.no_cache))
+        check = self._shared[1]
+        shown = [f for f in check.findings if f.confidence.rank >= settings.min_confidence.rank]
+        return dataclasses.replace(check, findings=shown, settings=settings)
 
     def _print(self, check: SessionCheck, args, only_new: bool = False) -> None:
         findings = check.findings

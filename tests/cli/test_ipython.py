@@ -183,6 +183,33 @@ def test_confirm_applies_a_medium_proposal_the_run_confirmed_and_it_really_donat
     assert not hasattr(jax.jit, "__jaxmem_original__")  # the watch is over: jax.jit is jax's own again
 
 
+def test_on_and_confirm_on_check_each_cell_once_and_both_see_it(shell, tmp_path, capsys, monkeypatch):
+    import jaxmem.ipython
+
+    checks = []
+    real = jaxmem.ipython.check_session
+
+    def counted(sources, settings, **options):
+        checks.append(settings.min_confidence.value)
+        return real(sources, settings, **options)
+
+    monkeypatch.setattr(jaxmem.ipython, "check_session", counted)
+    module = "logger_that_forgets_too"  # see logged_session
+    (tmp_path / f"{module}.py").write_text(LOGGERS["forgets"])
+    run(shell, "%load_ext jaxmem", "%jaxmem on --min-confidence medium", "%jaxmem confirm on")
+    capsys.readouterr()
+    checks.clear()
+    cells = [f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport jax, jax.numpy as jnp\nimport {module}",
+             STEP, "state = jnp.ones((4, 4))",
+             f"for i in range(3):\n    {module}.log(state)\n    state = step(state, 1.0)\n"]
+    run(shell, *cells)
+    assert checks == ["low"] * len(cells)  # one check a cell for both watches, at any confidence
+    said = capsys.readouterr().out
+    assert "JXM001 `step` does not donate `state`" in said and "(medium confidence" in said  # on's part of it
+    run(shell, "%jaxmem confirm")
+    assert "step: donate `state` (medium confidence): CONFIRMED" in capsys.readouterr().out  # confirm's part
+
+
 def test_confirm_refutes_a_state_that_a_list_also_holds_and_never_applies_it(shell, tmp_path, capsys):
     loop = logged_session(shell, tmp_path, "keeps")
     run(shell, "%jaxmem confirm on", STEP)
