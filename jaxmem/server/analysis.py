@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Iterable
 
 from jaxmem.findings import Confidence, Finding
+from jaxmem.notebooks import is_notebook
 from jaxmem.settings import Settings
+from jaxmem.sources import read_source
 
 FIXED_CODE = "JXM001"
 # ``check_paths`` resolves the project from the current folder, which is the
@@ -45,6 +47,10 @@ class DocumentAnalysis:
     settings: Settings
     findings: list[Finding] = field(default_factory=list)
     skipped: str | None = None  # why the document was not checked
+    # The findings in other project files that the document's calls give rise to (a
+    # jitted ``step`` defined in ``lib.py`` and called here), with those files' texts.
+    called: list[Finding] = field(default_factory=list)
+    called_texts: dict[str, str] = field(default_factory=dict)
 
     def absolute(self, relative: str) -> Path:
         """The absolute path of a file a finding names."""
@@ -86,9 +92,17 @@ def analyse_document(path: str | os.PathLike, text: str, *, use_cache: bool = Tr
         return DocumentAnalysis(path, name, text, root, config.settings, skipped=skipped)
     with _CWD_LOCK, _working_directory(root):
         reports = check_paths(["-"], config.settings, use_cache=use_cache, stdin_filename=name,
-                              stdin=io.BytesIO(encode_like_file(text)))
-    findings = [finding for report in reports for finding in report.findings]
-    return DocumentAnalysis(path, name, text, root, config.settings, findings)
+                              stdin=io.BytesIO(encode_like_file(text)), callee_findings=has_project)
+    findings = [finding for report in reports if report.path == name for finding in report.findings]
+    called, texts = [], {}
+    for report in reports:
+        if report.path == name or not report.findings or is_notebook(report.path):
+            continue
+        source = read_source(str(root / report.path))  # as the analysis read it, to place the findings
+        if source.text is not None:
+            called.extend(report.findings)
+            texts[report.path] = source.text
+    return DocumentAnalysis(path, name, text, root, config.settings, findings, called=called, called_texts=texts)
 
 
 def skip_reason(path: Path, root: Path, settings: Settings) -> str | None:

@@ -4,7 +4,9 @@ Diagnostics: a document is checked when it is opened or saved, and after
 a short pause in typing (its unsaved text replaces the file, see
 :func:`jaxmem.server.analysis.analyse_document`); a save checks the other
 open documents of its project again, since a call in one file decides the
-advice in another.  Code actions: each JXM001 that ``jaxmem-fix`` would apply is a
+advice in another, and a project file that is not open shows what the open
+documents' calls find in it (``step`` of ``lib.py``, "called from train.py,
+line 8").  Code actions: each JXM001 that ``jaxmem-fix`` would apply is a
 quick fix with the edit ``jaxmem-fix`` would make, and ``source.fixAll.jaxmem``
 applies them all.  The initialization option ``unsafeFixes: true`` offers
 the medium-confidence ones too (``jaxmem-fix --unsafe-fixes``), titled as
@@ -93,6 +95,9 @@ class JaxmemServer(LanguageServer):
         self.unsafe_fixes = False
         self.check_on_change = True
         self.published: dict[str, Published] = {}
+        # Diagnostics of project files that are not open, from the checks of the open
+        # documents that call them: file uri -> {open document uri -> diagnostics}.
+        self.called: dict[str, dict[str, list[types.Diagnostic]]] = {}
         self.pending: dict[str, asyncio.Task] = {}
         # One analysis at a time: each one changes the working directory.
         self.analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxmem-analysis")
@@ -179,6 +184,7 @@ class JaxmemServer(LanguageServer):
             return  # the text changed meanwhile: its own check is on its way
         if analysis.skipped and uri not in self.published:
             self.log(types.MessageType.Info, f"{path}: not checked: {analysis.skipped}")
+        self._publish_called(uri, analysis, cells)
         if not current.notebook:
             index = LineIndex(text, self.encoding)
             pairs = tuple((finding, self.diagnostic(finding, index, analysis)) for finding in analysis.findings)
@@ -210,6 +216,43 @@ class JaxmemServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=cell_uri, version=cell_version, diagnostics=per_cell[cell_uri]))
         return Published(analysis, version, tuple(pairs), cells)
+
+    def _publish_called(self, uri: str, analysis: DocumentAnalysis, cells: tuple) -> None:
+        """Show the findings ``uri``'s calls give rise to in project files that are not open
+        (``step`` of ``lib.py`` called from here): on those files, each naming the call."""
+        by_file: dict[str, list[types.Diagnostic]] = {}
+        for finding in analysis.called:
+            index = LineIndex(analysis.called_texts[finding.path], self.encoding)
+            diagnostic = self.diagnostic(finding, index, analysis, cells)
+            caller = next((e for e in finding.evidence if e.path == analysis.name and e.line), None)
+            if caller is not None:
+                where = f"cell {caller.cell}, line {caller.line}" if caller.cell else f"line {caller.line}"
+                diagnostic.message += f" (called from {analysis.name}, {where})"
+            by_file.setdefault(from_fs_path(str(analysis.absolute(finding.path))), []).append(diagnostic)
+        for target in {t for t, sources in self.called.items() if uri in sources} | set(by_file):
+            sources = self.called.setdefault(target, {})
+            if target in by_file:
+                sources[uri] = by_file[target]
+            else:
+                sources.pop(uri, None)
+            self._show_called(target)
+
+    def _show_called(self, target: str) -> None:
+        """Publish what the open documents' checks found in ``target``, unless it is open:
+        then its own check shows it."""
+        if self._current(target) is not None:
+            return
+        seen, diagnostics = set(), []
+        for found in self.called.get(target, {}).values():
+            for diagnostic in found:
+                key = (diagnostic.code, diagnostic.range.start.line, diagnostic.range.start.character,
+                       diagnostic.message)
+                if key not in seen:
+                    seen.add(key)
+                    diagnostics.append(diagnostic)
+        if not self.called.get(target):
+            self.called.pop(target, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=target, diagnostics=diagnostics))
 
     def diagnostic(self, finding: Finding, index: LineIndex, analysis: DocumentAnalysis,
                    cells: tuple = ()) -> types.Diagnostic:
@@ -246,6 +289,11 @@ class JaxmemServer(LanguageServer):
         self.published.pop(uri, None)
         for cleared in cell_uris or (uri,):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cleared, diagnostics=[]))
+        for target in [t for t, sources in self.called.items() if uri in sources]:
+            del self.called[target][uri]  # what its calls gave rise to elsewhere goes with it
+            self._show_called(target)
+        if self.called.get(uri):
+            self._show_called(uri)  # closed: what the open documents' calls find in it is shown again
 
     # -- code actions --------------------------------------------------------
 

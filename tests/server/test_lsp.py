@@ -294,6 +294,69 @@ def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
         client.kill()
 
 
+def test_a_caller_shows_what_its_calls_find_in_a_file_that_is_not_open(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "lib.py").write_text(LIB)
+    (root / "train.py").write_text(CALLER)
+    lib = (root / "lib.py").as_uri()
+    client = LspClient(root)
+    try:
+        client.initialize(root)
+        caller = client.open(root / "train.py")
+        assert client.diagnostics(caller) == []
+        (missed,) = client.diagnostics(lib)  # lib.py is not open: shown there all the same
+        (expected,) = check_json(root, "lib.py")
+        assert missed["code"] == "JXM001" and missed["data"]["confidence"] == "high"
+        call = CALLER.splitlines().index("        state = step(state, batch)") + 1
+        assert missed["message"] == f"{expected['message']} (called from train.py, line {call})"
+        assert missed["range"] == lsp_range(LIB, expected)
+
+        # Unsaved: the caller now reads `state` after the call, so the advice in lib.py is gone.
+        unsafe = CALLER.replace("        return state", "        return state, batches")
+        unsafe = unsafe.replace("state = step(state, batch)", "new = step(state, batch)")
+        client.notify("textDocument/didChange", {"textDocument": {"uri": caller, "version": 2},
+                                                 "contentChanges": [{"text": unsafe}]})
+        assert client.diagnostics(lib) == []
+        client.notify("textDocument/didChange", {"textDocument": {"uri": caller, "version": 3},
+                                                 "contentChanges": [{"text": CALLER}]})
+        assert [d["code"] for d in client.diagnostics(lib)] == ["JXM001"]
+
+        # Opened, lib.py shows its own check; closing the caller clears what it showed.
+        own = client.open(root / "lib.py")
+        assert [d["message"] for d in client.diagnostics(own)] == [expected["message"]]
+        client.notify("textDocument/didClose", {"textDocument": {"uri": own}})
+        assert client.diagnostics(lib) == []  # closed: cleared ...
+        assert [d["code"] for d in client.diagnostics(lib)] == ["JXM001"]  # ... and the caller's view is back
+        client.notify("textDocument/didClose", {"textDocument": {"uri": caller}})
+        assert client.diagnostics(lib) == []
+        assert client.close() == 0
+    finally:
+        client.kill()
+
+
+def test_a_notebook_shows_what_its_cells_find_in_the_project_files_they_call(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "lib.py").write_text(LIB)
+    client = LspClient(root)
+    try:
+        client.initialize(root)
+        client.open_notebook(root / "train.ipynb", [
+            ("markdown", "# Training"),
+            ("code", "import jax.numpy as jnp\nfrom lib import step"),
+            ("code", "state = jnp.zeros(3)\nfor batch in [jnp.ones(3)] * 3:\n    state = step(state, batch)"),
+        ])
+        (missed,) = client.diagnostics((root / "lib.py").as_uri())
+        assert missed["code"] == "JXM001" and missed["data"]["confidence"] == "high"
+        assert missed["message"].endswith("(called from train.ipynb, cell 3, line 3)"), missed["message"]
+        assert client.close() == 0
+    finally:
+        client.kill()
+
+
 def test_config_and_unsafe_fixes(tmp_path):
     root = tmp_path / "p"
     root.mkdir()
