@@ -154,15 +154,34 @@ def _always_copies(call) -> bool:
 def maps_to_new_arrays(function, resolve) -> bool:
     """Whether ``tree_map(function, tree)`` makes new leaves: ``function`` is a fresh
     constructor (``jnp.zeros_like``) or a lambda whose result is computed by an
-    operator (``lambda x: x / 10.0``: jax operators return new arrays, jax 0.10.2)
-    or made by a fresh constructor (``lambda x: jnp.zeros(x.shape, x.dtype)``);
+    operator (``lambda x: x / 10.0``: jax operators return new arrays, jax 0.10.2),
+    by indexing that adds or drops an axis (``lambda x: x[None]``), or made by a fresh
+    constructor (``lambda x: jnp.zeros(x.shape, x.dtype)``);
     ``resolve`` gives an expression's qualified name."""
     if isinstance(function, cst.Lambda):
         body = function.body
         if isinstance(body, cst.Call):
             return is_fresh_constructor(resolve(body.func), body)
+        if isinstance(body, cst.Subscript):
+            return _changes_rank(body)
         return isinstance(body, (cst.BinaryOperation, cst.UnaryOperation))
     return is_fresh_constructor(resolve(function))
+
+
+def _changes_rank(subscript: cst.Subscript) -> bool:
+    """Whether indexing adds or drops an axis (``x[None]``, ``x[0]``, ``x[-1, ...]``): its result
+    cannot be the array itself, which a trivial slice (``x[:]``, ``x[...]``, ``x[0:n]`` over all
+    n rows) is (jax 0.10.2 hands ``x`` back)."""
+    for element in subscript.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index):
+            continue
+        value = index.value
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        if isinstance(value, cst.Integer) or (isinstance(value, cst.Name) and value.value == "None"):
+            return True
+    return False
 
 
 def is_host_producer(qualified: str | None) -> bool:

@@ -606,6 +606,25 @@ def test_tree_map_of_an_operator_lambda_makes_new_arrays():
     assert not maps_to_new_arrays(cst.parse_expression("lambda x: x"), resolve)
 
 
+def test_tree_map_of_an_indexing_lambda_makes_new_arrays_only_when_it_changes_the_rank():
+    # optax's _conditionality_test: jax.tree.map(lambda x: x[None], params) stacks a leading axis.
+    params = _params()
+    assert not _shares(jax.tree.map(lambda x: x[None], params), params)
+    assert not _shares(jax.tree.map(lambda x: x[0], params), params)
+    assert not _shares(jax.tree.map(lambda x: x[-1, ...], params), params)
+    rows = next(iter(jax.tree.leaves(params))).shape[0]
+    for trivial in (lambda x: x[:], lambda x: x[...], lambda x: x[0:rows]):
+        assert _shares(jax.tree.map(trivial, params), params)  # jax hands the array itself back
+
+    def resolve(_):
+        return None
+
+    for source in ("lambda x: x[None]", "lambda x: x[0]", "lambda x: x[-1, ...]", "lambda x: x[:, None]"):
+        assert maps_to_new_arrays(cst.parse_expression(source), resolve), source
+    for source in ("lambda x: x[:]", "lambda x: x[...]", "lambda x: x[0:n]", "lambda x: x[i]"):
+        assert not maps_to_new_arrays(cst.parse_expression(source), resolve), source
+
+
 def test_tree_map_of_a_constructor_lambda_makes_new_arrays():
     # brax's running_statistics._zeros_like: tree_map(lambda x: jnp.zeros(x.shape, ...), nest)
     params = _params()
