@@ -767,7 +767,7 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     if arg.owner != LOCAL and released is None:
         confidence = Confidence.MEDIUM
         reasons.append("the caller of the enclosing function may still hold it" if arg.owner == PARAM
-                       else f"`{subject}` is owned outside this function")
+                       else f"`{subject}` is owned outside this function{_other_uses(arg)}")
     for use in arg.escapes:
         if use.kind == "borrowed":
             confidence = Confidence.MEDIUM
@@ -788,6 +788,18 @@ def _verdict(rc: ResolvedCall, arg: ArgFacts | None, project: Index) -> _Verdict
     carried = arg.rebound_by_result and rc.call.callee in arg.made_by
     return _Verdict(confidence=confidence, rebound=arg.rebound_by_result, carried=carried, evidence=text,
                     doubts=tuple(reasons))
+
+
+def _other_uses(arg: ArgFacts, shown: int = 3) -> str:
+    """Where else the class uses the attribute ``arg`` passes: `` (`save` (line 40) and
+    `get_variables` (line 52) use it too)``, the places to read before donating it."""
+    uses = [f"`{use.text}` (line {use.line})" for use in arg.attribute_uses]
+    if not uses:
+        return ""
+    more = len(uses) - shown
+    listed = uses[:shown] + ([f"{more} more"] if more > 0 else [])
+    names = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    return f" ({names} use{'s' if len(uses) == 1 else ''} it too)"
 
 
 def _host_only(arg: ArgFacts) -> bool:

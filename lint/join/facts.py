@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from jaxmem.lint.callables.definition_scopes import decorator_names
 from jaxmem.lint.callables.definitions import (
     MODULE_SCOPE,
     DefinitionFinder,
@@ -155,6 +156,9 @@ class ArgFacts:
     # The parts are what a call may return as they are (``jnp.asarray(x)``, ``x.reshape(n)``):
     # the argument is each part itself, or a copy of it.
     through_view: bool = False
+    # ``self.x`` of a method: the class's other methods that use ``self.x`` too (the method's
+    # name as ``text``, its first use), for the message that says where else it is held.
+    attribute_uses: tuple[Use, ...] = ()
 
     @property
     def is_temporary(self) -> bool:
@@ -938,6 +942,7 @@ class FactExtractor:
         self._assigned_in_file: dict[str, bool] = {}  # a method name -> the file assigns or annotates it
         self._method_scopes: dict[int, _Scope] = {}
         self._function_calls: dict[int, list | None] = {}  # id(private def) -> its calls in view
+        self._attribute_uses: dict[tuple, tuple[Use, ...]] = {}  # see attribute_uses
         self._signatures: dict[int, Signature] = {}  # id(def) -> its signature, see callers_of
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
@@ -1261,12 +1266,38 @@ class FactExtractor:
             # A notebook's top-level function reads the notebook's object.  In a module another
             # file may import the object and hold its arrays while it calls the function.
             nnx_own = self.module_nnx_own(key[0])
+        attribute_uses = ()
+        if owner == ATTRIBUTE and len(key) == 2 and key[0] == self_name and self.scope.class_scope is not None:
+            attribute_uses = self.attribute_uses(self.scope.class_scope, key[1], self.scope.function)
         return ArgFacts(
             owner=owner, reads_after=tuple(reads), reaches_exit=result.reached_exit,
             rebound_by_result=rebound_by_result, rebound_line=rebound_line, escapes=tuple(escapes),
             alias_reads=tuple(alias_reads), origins=origins, made_by=made_by, callers=callers, nnx_own=nnx_own,
-            **base,
+            attribute_uses=attribute_uses, **base,
         )
+
+    def attribute_uses(self, class_scope: str, attribute: str, function) -> tuple[Use, ...]:
+        """The other methods of the top-level class ``class_scope`` that use ``self.<attribute>``
+        (through their own first parameter), each with its first use, in the class's order."""
+        memo = (class_scope, attribute, id(function))
+        if memo not in self._attribute_uses:
+            found = []
+            classes = self.ctx.top_level_classes().get(class_scope.removeprefix("class:"), ())
+            for method in classes[0].body.body if len(classes) == 1 else ():
+                if not isinstance(method, cst.FunctionDef) or method is function:
+                    continue
+                params = method.params.posonly_params or method.params.params
+                if not params or "staticmethod" in decorator_names(method):
+                    continue
+                own = params[0].name.value
+                use = next((node for node in descendants_of_type(method, cst.Attribute)
+                            if node.attr.value == attribute and isinstance(node.value, cst.Name)
+                            and node.value.value == own), None)
+                if use is not None:
+                    where = self.ctx.positions[use].start
+                    found.append(Use(where.line, where.column, method.name.value, "attribute"))
+            self._attribute_uses[memo] = tuple(found)
+        return self._attribute_uses[memo]
 
     def nnx_own(self, name: str, point: Point) -> Ownership | None:
         """Whether the local ``name`` of the current scope, an nnx object, owns its arrays
