@@ -260,12 +260,19 @@ UNSAFE_CALLER = textwrap.dedent("""\
     """)
 
 
-def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
+def lib_project(tmp_path: Path, **files: str) -> Path:
+    """A project holding LIB as lib.py and ``files`` (name without ``.py`` -> text)."""
     root = tmp_path / "p"
     root.mkdir()
     (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (root / "lib.py").write_text(LIB)
-    (root / "train.py").write_text(CALLER)
+    for name, text in files.items():
+        (root / f"{name}.py").write_text(text)
+    return root
+
+
+def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
+    root = lib_project(tmp_path, train=CALLER)
     client = LspClient(root)
     try:
         client.initialize(root)
@@ -295,11 +302,7 @@ def test_the_whole_project_decides_and_a_save_rechecks_the_open_files(tmp_path):
 
 
 def test_a_caller_shows_what_its_calls_find_in_a_file_that_is_not_open(tmp_path):
-    root = tmp_path / "p"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "lib.py").write_text(LIB)
-    (root / "train.py").write_text(CALLER)
+    root = lib_project(tmp_path, train=CALLER)
     lib = (root / "lib.py").as_uri()
     client = LspClient(root)
     try:
@@ -337,10 +340,7 @@ def test_a_caller_shows_what_its_calls_find_in_a_file_that_is_not_open(tmp_path)
 
 
 def test_a_notebook_shows_what_its_cells_find_in_the_project_files_they_call(tmp_path):
-    root = tmp_path / "p"
-    root.mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "lib.py").write_text(LIB)
+    root = lib_project(tmp_path)
     client = LspClient(root)
     try:
         client.initialize(root)
