@@ -1211,23 +1211,23 @@ class FactExtractor:
         owner = _owner(key, flow, params, assigned, is_module, self_name)
         if owner == PARAM and len(key) == 1 and not self.provenance.entry_value_reaches(key, point):
             owner = LOCAL  # rebound on every path before the call: what it holds was made here
-        origins = tuple(self.provenance.of_key(key, point)) if owner == LOCAL and len(key) == 1 else ()
-        if origins and (beside := self.provenance.passed_beside(value, call, point, values)) is not None:
-            origins += (beside,)
         callers = None
+        # A parameter the scope also rebinds (``state = step(state, batch)`` in a loop) holds
+        # the caller's value on the first pass only: the callers decide that one, the origins
+        # of the scope's own writes the others.
+        rebound_param = False
         if owner == PARAM and _holds_entry_value(flow, key[0], call):
             callers = self.callers_of(key[0])
         elif owner == PARAM and len(key) == 1 and _only_rebound(flow, key[0]):
-            # the caller's value on the first pass, then what the scope rebinds it to
-            # (``state = step(state, batch)`` in a loop): the callers decide the first,
-            # the origins of the scope's own writes the others
             callers = self.callers_of(key[0])
-            if callers is not None:
-                # whether the caller holds the first value is the callers' to decide
-                origins = tuple(without_caller_of(origin, key[0])
-                                for origin in self.provenance.of_key(key, point, entry=False))
-                if origins and (beside := self.provenance.passed_beside(value, call, point, values)) is not None:
-                    origins += (beside,)
+            rebound_param = callers is not None
+        origins = ()
+        if (owner == LOCAL and len(key) == 1) or rebound_param:
+            origins = tuple(self.provenance.of_key(key, point, entry=not rebound_param))
+            if rebound_param:  # whether the caller holds the first value is the callers' to decide
+                origins = tuple(without_caller_of(origin, key[0]) for origin in origins)
+            if origins and (beside := self.provenance.passed_beside(value, call, point, values)) is not None:
+                origins += (beside,)
         if id(call) not in self._arg_ids:
             self._arg_ids[id(call)] = {id(a.value) for a in call.args}
         arg_nodes = self._arg_ids[id(call)]

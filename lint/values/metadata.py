@@ -36,9 +36,15 @@ def reads_only_metadata(function: cst.BaseExpression) -> bool:
     params = {p.name.value for p in function.params.params}
     if not params or function.params.star_arg is not cst.MaybeSentinel.DEFAULT or function.params.kwonly_params:
         return False
-    finder = _ParamUses(params)
-    function.body.visit(finder)
-    return finder.only_metadata
+    return not data_reads(function.body, params)
+
+
+def data_reads(node: cst.CSTNode, names) -> frozenset[str]:
+    """The ``names`` that ``node`` reads other than for their metadata (``x + 1`` does,
+    ``x.shape`` does not; a nested lambda, which could shadow or capture them, reads all)."""
+    finder = _ParamUses(set(names))
+    node.visit(finder)
+    return frozenset(finder.read)
 
 
 def is_metadata_call(qualified: str | None, call: cst.Call) -> bool:
@@ -49,11 +55,11 @@ def is_metadata_call(qualified: str | None, call: cst.Call) -> bool:
 
 
 class _ParamUses(cst.CSTVisitor):
-    """Whether every use of the given names is a metadata read."""
+    """Which of the given names are used other than to read their metadata."""
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
-        self.only_metadata = True
+        self.read: set[str] = set()  # the names used other than for their metadata
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         key = ref_key(node)
@@ -62,9 +68,9 @@ class _ParamUses(cst.CSTVisitor):
         return True
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        self.only_metadata = False  # a nested lambda could shadow or capture: not worth following
+        self.read |= self.names  # a nested lambda could shadow or capture: not worth following
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names:
-            self.only_metadata = False
+            self.read.add(node.value)

@@ -141,15 +141,16 @@ class Origin:
     arg_reasons: tuple[tuple[str, str], ...] = ()
 
 
-def caller_holds(param: str) -> str:
-    """Why a value a call made from parameter ``param`` may share buffers (``shared_with``)."""
-    return f"`{param}`, which the caller may still hold"
+def caller_holds(named: str) -> str:
+    """Why a value a call made from a parameter (``named`` as the message writes it,
+    ```state``` or ```s`` (through `state`)``) may share buffers (``shared_with``)."""
+    return f"{named}, which the caller may still hold"
 
 
 def without_caller_of(origin: Origin, param: str) -> Origin:
     """``origin`` without the reasons that the caller may hold parameter ``param`` itself:
     for when the callers are proved not to (``CallerFacts``)."""
-    reason = caller_holds(param)
+    reason = caller_holds(f"`{param}`")
     if reason not in origin.shared_with:
         return origin
     return dataclasses.replace(origin, shared_with=tuple(r for r in origin.shared_with if r != reason),
@@ -1154,7 +1155,7 @@ class Provenance:
                 owner = self.owner_of(key)
                 named = f"`{key[0]}`" + (f" (through `{via}`)" if via else "")
                 if owner == "param":
-                    reasons.append(caller_holds(key[0]) if not via else f"{named}, which the caller may still hold")
+                    reasons.append(caller_holds(named))
                 elif owner == "local" and self.writes_of(key):
                     # written back by nnx.update after a split of it the donated value comes from
                     reads = self.flow.search(after, key, stop_at=self._write_backs(key, after, call)).reads

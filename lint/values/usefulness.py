@@ -56,7 +56,6 @@ from jaxmem.lint.syntax.walk import (
 )
 from jaxmem.lint.values.array_api import (
     INDEXED_UPDATE_METHODS,
-    METADATA_ATTRIBUTES,
     PRNG_CONSUMERS_PREFIX,
     RESULT_OF_ARGUMENT,
     SHAPE_CHANGING,
@@ -68,6 +67,7 @@ from jaxmem.lint.values.array_api import (
     is_constructor_like,
 )
 from jaxmem.lint.values.flow import free_names
+from jaxmem.lint.values.metadata import data_reads
 from jaxmem.lint.values.pallas_aliases import PALLAS_CALLS, aliased_operands
 
 PRESERVED = "preserved"
@@ -240,16 +240,12 @@ class _Body:
 
     @property
     def data_read(self) -> frozenset[str]:
-        """The names the body reads other than for their metadata (``x.shape``, ``x.dtype``...)."""
+        """The parameters the body reads other than for their metadata (``x.shape``, ``x.dtype``...)."""
         if self._data_read is None:
-            mentions: dict[str, int] = {}
-            for node in descendants(self.function.body) if self.function is not None else ():
-                if type(node) is cst.Name:
-                    mentions[node.value] = mentions.get(node.value, 0) + 1
-                elif type(node) is cst.Attribute and node.attr.value in METADATA_ATTRIBUTES \
-                        and type(node.value) is cst.Name:
-                    mentions[node.value.value] = mentions.get(node.value.value, 0) - 1
-            self._data_read = frozenset(name for name, count in mentions.items() if count > 0)
+            function = self.function
+            self._data_read = frozenset() if function is None else data_reads(function.body, {
+                p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                       *function.params.kwonly_params)})
         return self._data_read
 
     @property
