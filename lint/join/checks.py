@@ -961,7 +961,7 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
         return f"{own.doubt}; {generic}"
     for line, col in own.calls:
         if (rc.path, line, col) not in project.nnx_calls:
-            return f"`{arg.text}` is passed to a call at line {line} that is not an nnx.jit call; {generic}"
+            return f"`{arg.text}` is passed to a call at {rc.path}:{line} that is not an nnx.jit call; {generic}"
     for qualified in own.classes:
         if qualified.lstrip(".") not in project.clean_classes:
             return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "

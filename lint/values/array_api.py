@@ -28,6 +28,11 @@ import libcst as cst
 
 _JNP = "jax.numpy."
 
+# Top-level packages of the libraries these tables describe: a capitalised name
+# imported from one is a library class, a function imported from one no function
+# of the project being checked.
+KNOWN_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "haiku", "chex", "orbax", "numpy", "ml_collections"})
+
 FRESH_CONSTRUCTORS = frozenset(
     {_JNP + name for name in (
         "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",

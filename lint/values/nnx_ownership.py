@@ -49,6 +49,7 @@ from types import MappingProxyType
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import children
+from jaxmem.lint.values.array_api import KNOWN_LIBRARIES
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
 _VIEW = "flax.nnx.view"
@@ -341,8 +342,10 @@ class _Finder:
                 return f"`{name}` is bound by `{_code(call)[:60]}`, called where jaxmem cannot follow"
             self.calls.extend(calls)  # each a call of the jitted function with the object: the join checks
             return None
-        if qualified is not None:
+        if qualified is not None and not _may_be_project_function(qualified):
             return f"`{name}` is passed to `{qualified}`, which may keep its arrays"
+        # a function of this file, or one imported from another module (``from steps import
+        # train_step``): the join checks that the call reaches an nnx.jit definition
         position = self.positions[call].start
         self.calls.append((position.line, position.column))  # the join checks it is an nnx.jit call
         self.calls_in_defs |= any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in parents)
@@ -659,6 +662,13 @@ def _takes_nothing(node: cst.Name, parents: tuple) -> bool:
     parent = parents[index]
     return (type(parent) is cst.Comparison and parent.left is chain) or (
         type(parent) is cst.ComparisonTarget and parent.comparator is chain)
+
+
+def _may_be_project_function(qualified: str) -> bool:
+    """Whether a call's import-resolved name may be a function of the project
+    (``steps.train_step``, ``.steps.train_step``): not a known library's, nor
+    ``print``.  The join decides whether it is an ``nnx.jit`` definition."""
+    return qualified != "print" and qualified.lstrip(".").split(".", 1)[0] not in KNOWN_LIBRARIES
 
 
 def _is_number(expr) -> bool:

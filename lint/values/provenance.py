@@ -57,6 +57,7 @@ from jaxmem.lint.values.array_api import (
     INIT_APPLY_PAIRS,
     JAX_MD_INIT_TWICE,
     JAX_MD_STEPPERS,
+    KNOWN_LIBRARIES,
     METADATA_ATTRIBUTES,
     NEW,
     NNX_GRAPH_VIEWS,
@@ -1316,13 +1317,10 @@ def _names_in(call: cst.Call) -> set[str]:
     return set().union(*(_names_in_expr(arg.value) for arg in call.args))
 
 
-_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "haiku", "chex", "orbax", "numpy", "ml_collections"})
-
-
 def _is_library_class(qualified: str) -> bool:
     """``flax.nnx.Param``: a capitalised name imported from a known library."""
     parts = qualified.lstrip(".").split(".")
-    return parts[0] in _LIBRARIES and len(parts) > 1 and parts[-1][:1].isupper() and not parts[-1].isupper()
+    return parts[0] in KNOWN_LIBRARIES and len(parts) > 1 and parts[-1][:1].isupper() and not parts[-1].isupper()
 
 
 def _is_static_field(call: cst.Call, arg: cst.Arg) -> bool:

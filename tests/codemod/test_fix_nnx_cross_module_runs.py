@@ -1,0 +1,152 @@
+"""An ``nnx.jit`` step defined in one module and called from another, the layout
+most nnx projects have (flax 0.12.8, optax 0.2.8).
+
+``model_lib.py`` defines the Module and the train step; ``train.py`` imports
+them, makes the model and its optimizer and runs the loop.  The call in
+``train.py`` reaches an ``nnx.jit`` definition of the project (the join checks
+it, as for a step of the same file), so the model and the optimizer are
+proved to own their arrays and the default ``jaxmem-fix`` donates both in
+``model_lib.py``: the fixed project trains the same and the arrays each
+object was made with are deleted (recorded by a runner the analysis never
+sees).
+
+A project function that is not an ``nnx.jit`` step may take the arrays out
+of the model (``first_kernel(model)`` returns a Variable's very array): passing
+the model to one keeps the proposal at medium, the default fix leaves
+the model alone (the optimizer, which holds moments of its own, is still
+donated), and the donation it would have written for the model really crashes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fix_runs import nnx_recording_runner, run, tool
+
+pytest.importorskip("flax")
+pytest.importorskip("optax")
+
+MODEL_LIB = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin(x)
+
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+def first_kernel(model):
+    return model.lin.kernel[...]
+"""
+
+# how train.py names the step: imported by name, or through its module
+IMPORTS = {
+    "from-import": ("from model_lib import Model, train_step\n", "train_step"),
+    "module-import": ("import model_lib\nfrom model_lib import Model\n", "model_lib.train_step"),
+}
+
+TRAIN = """\
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+{imports}
+
+def main():
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param){before}
+    for step in range(3):
+        loss = {step}(model, optimizer, jnp.arange(8.0).reshape(2, 4) * step)
+        print("loss", round(float(loss), 4)){after}
+
+
+main()
+"""
+
+RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer"})
+
+
+def _project(folder: Path, form: str, before: str = "", after: str = "") -> None:
+    imports, step = IMPORTS[form]
+    (folder / "pyproject.toml").write_text("")
+    (folder / "model_lib.py").write_text(MODEL_LIB)
+    (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, before=before, after=after))
+    (folder / "runner.py").write_text(RUNNER)
+
+
+def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+def _step_findings(folder: Path, *paths: str) -> dict[str, tuple[str, str]]:
+    """``{parameter: (confidence, message)}`` of JXM001 on ``train_step`` (``jaxmem check PATHS``)."""
+    done = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", *(paths or (".",)), cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    return {f["parameter"]["name"]: (f["confidence"], f["message"]) for f in json.loads(done.stdout)["findings"]
+            if f["code"] == "JXM001" and f["function"] == "train_step"}
+
+
+@pytest.mark.parametrize("form", sorted(IMPORTS))
+def test_a_step_imported_from_another_module_is_donated_and_trains_the_same(tmp_path, form):
+    _project(tmp_path, form)
+    found = _step_findings(tmp_path)
+    assert {name: confidence for name, (confidence, _) in found.items()} == \
+        {"model": "high", "optimizer": "high"}, found
+    # a partial run of the defining module reads its callers too (pre-commit's staged file)
+    assert _step_findings(tmp_path, "model_lib.py") == found
+
+    original = _run(tmp_path, "runner.py")
+    assert original.returncode == 0, original.stderr
+    assert original.stdout.count("now deleted: False") == 2, original.stdout
+
+    done = run(tool("jaxmem-fix"), "--no-cache", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    fixed_source = (tmp_path / "model_lib.py").read_text()
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in fixed_source, fixed_source
+
+    fixed = _run(tmp_path, "runner.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+
+
+def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_path):
+    # ``first_kernel`` returns one of the model's arrays, read after the training
+    _project(tmp_path, "from-import",
+             before="\n    kernel = first_kernel(model)",
+             after='\n    print("kernel", round(float(kernel.sum()), 4))')
+    train = tmp_path / "train.py"
+    train.write_text(train.read_text().replace("import Model, train_step", "import Model, first_kernel, train_step"))
+    found = _step_findings(tmp_path)
+    assert found["model"][0] == "medium", found
+    assert "`model` is passed to a call at train.py:11 that is not an nnx.jit call" in found["model"][1], found
+    original = _run(tmp_path, "train.py")
+    assert original.returncode == 0, original.stderr
+
+    # the optimizer holds moments of its own and is still donated; the model is not
+    done = run(tool("jaxmem-fix"), "--no-cache", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    defining = tmp_path / "model_lib.py"
+    assert "@partial(nnx.jit, donate_argnums=1)\ndef train_step" in defining.read_text(), defining.read_text()
+    fixed = _run(tmp_path, "train.py")
+    assert fixed.returncode == 0 and fixed.stdout == original.stdout, fixed.stderr
+
+    # what a high proposal for the model would have written really crashes
+    defining.write_text(defining.read_text().replace("donate_argnums=1)", "donate_argnums=(0, 1))"))
+    crashed = _run(tmp_path, "train.py")
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
