@@ -86,10 +86,13 @@ from jaxmem.lint.values.key_reads import (
 from jaxmem.lint.values.metadata import is_metadata_call
 from jaxmem.lint.values.nnx_ownership import (
     CACHED_PARTIALS,
+    Factory,
     Ownership,
     bound_arguments,
+    factory_return,
     might_make_nnx_object,
     nnx_classes,
+    nnx_factory,
     nnx_ownership,
     occurrences,
 )
@@ -946,6 +949,7 @@ class FactExtractor:
         self._signatures: dict[int, Signature] = {}  # id(def) -> its signature, see callers_of
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
+        self._nnx_factories: dict[str, Factory | None] = {}  # a top-level function -> see nnx_factory
         self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
         self._cached_partials: dict[tuple[int, str], tuple | None] = {}  # (id(flow), name) -> cached_partial
         self._names_cached_partial: bool | None = None  # the file's text has the word (asked once)
@@ -1307,12 +1311,13 @@ class FactExtractor:
             return None  # ``exec(...)``, ``globals()``, ``%run``: uses of the object jaxmem cannot see
         made = self.provenance.nnx_made.get(name)
         if made is None:  # asked at every call that passes the name
-            kinds = [_makes_nnx_object(event) for event in self.provenance.writes_of((name,))]
+            kinds = [self._makes_nnx_object(event, self.provenance) for event in self.provenance.writes_of((name,))]
             made = self.provenance.nnx_made[name] = (any(kinds), all(kinds))
         if not made[0]:
             return None  # not made by a class call or a view: no scope walk needed
         reaching = self.provenance.reaching_writes((name,), point)
-        binding = reaching[0].origin if len(reaching) == 1 and _makes_nnx_object(reaching[0]) else None
+        binding = reaching[0].origin if len(reaching) == 1 and self._makes_nnx_object(reaching[0], self.provenance) \
+            else None
         if binding is None and not made[1]:
             return None
         return self._ownership(scope, name, self.provenance, binding)
@@ -1326,7 +1331,7 @@ class FactExtractor:
         provenance = self._module_provenance
         if provenance is None or self.ctx.namespace_reached:
             return None
-        made = [_makes_nnx_object(event) for event in provenance.writes_of((name,))]
+        made = [self._makes_nnx_object(event, provenance) for event in provenance.writes_of((name,))]
         if not made or not all(made):
             return None
         return self._ownership(self.ctx.module, name, provenance, None)
@@ -1339,8 +1344,40 @@ class FactExtractor:
                 self._occurrences[id(scope)] = occurrences(scope)
             self._nnx_own[memo] = nnx_ownership(name, self._occurrences[id(scope)], self.ctx.imports, provenance,
                                                 self.ctx.positions, self.ctx.unclean_for_nnx(),
-                                                binding, self.ctx.nnx_classes())
+                                                binding, self.ctx.nnx_classes(), self._factories_for(provenance))
         return self._nnx_own[memo]
+
+    def _makes_nnx_object(self, event, provenance: Provenance) -> bool:
+        """Whether a WRITE event binds a class call or a view (``model = CNN(...)``), or what a
+        factory function of this file returns (``model, optimizer = create(0)``)."""
+        if _makes_nnx_object(event):
+            return True
+        call = event.origin
+        return event.origin_kind in ("value", "unpack") and isinstance(call, cst.Call) \
+            and isinstance(call.func, cst.Name) and self._factories_for(provenance)(call.func.value) is not None
+
+    def _factories_for(self, provenance: Provenance):
+        """``name -> Factory | None`` for calls in the scope of ``provenance``: the file's top-level
+        function ``name`` when the scope does not bind the name itself (:meth:`nnx_factory`)."""
+        local = provenance.local_names
+        return lambda name: None if name in local else self.nnx_factory(name)
+
+    def nnx_factory(self, name: str) -> Factory | None:
+        """What the file's one top-level function ``name``, which no other binding of the name
+        hides, returns when it makes nnx objects (:func:`nnx_factory`, its parameters taken to
+        hold no array: each call's arguments are checked), memoised; None otherwise."""
+        if name not in self._nnx_factories:
+            self._nnx_factories[name] = None  # a factory that calls itself proves nothing
+            defs = self.ctx.module_functions.get(name, ())
+            if len(defs) == 1 and name not in self.ctx.rebound_functions() and factory_return(defs[0]) is not None:
+                function = defs[0]
+                flow = _flow_builder(self.ctx, function).build_function(function)
+                params = frozenset(param.name for param in Signature.of(function).params)
+                scope = self._new_scope(flow, (name, MODULE_SCOPE), None, False, params, None, False, params, function)
+                self._nnx_factories[name] = nnx_factory(
+                    function, self.ctx.imports, scope.provenance, self.ctx.positions, self.ctx.unclean_for_nnx(),
+                    self.ctx.nnx_classes(), self._factories_for(scope.provenance))
+        return self._nnx_factories[name]
 
     def _keeps_nothing(self, node) -> bool:
         """Whether a call that received the value provably keeps no reference to it:

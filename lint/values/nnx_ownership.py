@@ -42,13 +42,13 @@ Anything else is a doubt, and the proposal stays at medium confidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import libcst as cst
 
-from jaxmem.lint.syntax.walk import children
+from jaxmem.lint.syntax.walk import children, descendants
 from jaxmem.lint.values.array_api import KNOWN_LIBRARIES
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
@@ -91,6 +91,36 @@ class Ownership:
     node: bool = False
 
 
+@dataclass(frozen=True)
+class Made:
+    """One value a factory function of the file returns (see :func:`nnx_factory`): ``kind``
+    as the constructors that make it ("module", "optimizer", "metric" or "scalar"), the
+    classes of other modules it is made by, and whether it is an nnx graph node."""
+
+    kind: str
+    classes: tuple[str, ...] = ()
+    node: bool = True
+
+
+@dataclass(frozen=True)
+class Factory:
+    """What a top-level function that makes nnx objects returns: one :class:`Made` per value;
+    ``unpacked``: it returns a tuple (``return model, optimizer``), else one value."""
+
+    made: tuple[Made, ...]
+    unpacked: bool
+
+
+@dataclass(frozen=True)
+class _Part:
+    """``model, optimizer = create(0)``: the ``index``-th of the ``count`` values a call of a
+    factory function returns, as a bound value."""
+
+    call: cst.Call
+    index: int
+    count: int
+
+
 def bound_arguments(partial: cst.Call) -> list[cst.BaseExpression]:
     """The values an ``nnx.cached_partial(f, a, b)`` call binds: ``a`` and ``b``."""
     return [arg.value for arg in partial.args[1:] if arg.keyword is None]
@@ -106,7 +136,8 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
                   unclean_classes: Mapping[str, str | None] = _NONE, binding: cst.Call | None = None,
-                  local_nnx_classes: frozenset[str] = frozenset()) -> Ownership | None:
+                  local_nnx_classes: frozenset[str] = frozenset(),
+                  factory: Callable[[str], Factory | None] | None = None) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
     is not bound only to calls (not an object this applies to).  ``binding``: the value of
@@ -114,19 +145,90 @@ def nnx_ownership(name: str, occurrences, imports, provenance, positions,
     ``try`` and ``with``, only the occurrences that may see that object are looked at
     (:func:`_one_object`: a notebook that makes a new ``model`` in every section, a
     script that makes one in each mode's branch).
-    ``local_nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`)."""
+    ``local_nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`).
+    ``factory``: what a top-level function of the file returns, by name, when it makes nnx
+    objects (:func:`nnx_factory`): ``model, optimizer = create(0)`` binds what it made."""
     if binding is not None:
         occurrences = _one_object(name, occurrences, binding, positions) or occurrences
-    values = _bound_values(name, occurrences)
-    if not values or not all(isinstance(value, cst.Call) for value in values):
+    values = _bound_values(name, occurrences, factory)
+    if not values or not all(isinstance(value, (cst.Call, _Part)) for value in values):
         return None
-    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes, local_nnx_classes).run()
+    return _Finder(name, occurrences, imports, provenance, positions, unclean_classes, local_nnx_classes,
+                   factory).run()
+
+
+def nnx_factory(function: cst.FunctionDef, imports, provenance, positions,
+                unclean_classes: Mapping[str, str | None] = _NONE, local_nnx_classes: frozenset[str] = frozenset(),
+                factory: Callable[[str], Factory | None] | None = None) -> Factory | None:
+    """What ``function`` returns when it is a factory of nnx objects (``def create(seed): model
+    = Model(nnx.Rngs(seed)); optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param); return
+    model, optimizer``): undecorated, its one ``return`` its last statement, giving a name or
+    a tuple of distinct names, each bound to an object :func:`nnx_ownership` proves its own in
+    the function (no view, no call of a step, no use that takes an array out, the ``return``
+    aside), and every parameter default a literal.  ``provenance`` takes every parameter to
+    hold no array: a call binds what the factory made only when its arguments hold none
+    (``_Finder._factory_made``).  None when any of this fails."""
+    returned = factory_return(function)
+    if returned is None:
+        return None
+    value = returned.value
+    names = [value.value] if isinstance(value, cst.Name) else [element.value.value for element in value.elements]
+    found = occurrences(function)
+    made = []
+    for name in names:
+        values = _bound_values(name, found, factory)
+        if not values or not all(isinstance(v, (cst.Call, _Part)) for v in values):
+            return None
+        finder = _Finder(name, found, imports, provenance, positions, unclean_classes, local_nnx_classes, factory,
+                         returned)
+        own = finder.run()
+        kind = finder._constructor_kind(name, found)  # None for a view: its root is another object
+        if own.doubt is not None or own.calls or kind is None:
+            return None
+        made.append(Made(kind, tuple(dict.fromkeys(finder.classes)), finder.node))
+    return Factory(tuple(made), isinstance(value, cst.Tuple))
+
+
+def factory_return(function: cst.FunctionDef) -> cst.Return | None:
+    """``function``'s one ``return``, when it is its last statement and gives a name or a tuple
+    of distinct names, the function is undecorated, not async, no generator, declares no
+    ``global``/``nonlocal`` and its parameter defaults are literals; None otherwise."""
+    if function.decorators or function.asynchronous is not None or not isinstance(function.body, cst.IndentedBlock) \
+            or not function.body.body:
+        return None
+    last = function.body.body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)):
+        return None
+    returned = last.body[0]
+    value = returned.value
+    if isinstance(value, cst.Tuple):
+        names = [e.value.value if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) else None
+                 for e in value.elements]
+    else:
+        names = [value.value] if isinstance(value, cst.Name) else [None]
+    if None in names or len(set(names)) != len(names):
+        return None
+    p = function.params
+    if any(param.default is not None and not _is_literal(param.default)
+           for param in (*p.posonly_params, *p.params, *p.kwonly_params)):
+        return None  # ``w=TABLE``: every call would make an object from the same value
+    own = [node for node in descendants(function.body, into_scopes=False)
+           if isinstance(node, (cst.Return, cst.Yield, cst.Await, cst.Global, cst.Nonlocal))]
+    return returned if own == [returned] else None
+
+
+def _is_literal(expr) -> bool:
+    """``1``, ``-0.5``, ``1e-3``, ``"adam"``, ``None``, ``True``: a value that holds no array."""
+    return _is_number(expr) or isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))
 
 
 class _Finder:
     def __init__(self, name: str, occurrences, imports, provenance, positions, unclean_classes,
-                 local_nnx_classes) -> None:
+                 local_nnx_classes, factory=None, returned: cst.Return | None = None) -> None:
         self.occurrences = occurrences
+        self.factory = factory
+        self.returned = returned  # a factory's final ``return``: handing the object out is no use
         self.unclean_classes = unclean_classes
         self.local_nnx_classes = local_nnx_classes
         self.node = True  # every constructor seen so far makes an nnx graph node (see Ownership.node)
@@ -217,7 +319,7 @@ class _Finder:
 
     def _root(self, name: str, occurrences, depth: int) -> tuple[str, str | None]:
         """The object ``name`` is a view of (itself if none), and a doubt about how it was made."""
-        values = _bound_values(name, occurrences)
+        values = _bound_values(name, occurrences, self.factory)
         if values is None or not values:
             return name, f"`{name}` is not bound only by plain assignments"
         if all(isinstance(v, cst.Call) and self._is_view(v) for v in values):
@@ -227,6 +329,7 @@ class _Finder:
             return self._root(sources.pop(), occurrences, depth + 1)
         if self._constructor_kind(name, occurrences) is None:
             failing = next((v for v in values if self._made_by(v) is None), values[0])
+            failing = failing.call if isinstance(failing, _Part) else failing
             local = failing.func.value if isinstance(failing, cst.Call) and isinstance(failing.func, cst.Name) else None
             if why := self.unclean_classes.get(local):
                 return name, f"`{name}` is made by `{_code(failing)[:60]}`: {why}"
@@ -235,11 +338,13 @@ class _Finder:
 
     def _constructor_kind(self, name: str, occurrences) -> str | None:
         """"module", "optimizer" or "metric" when every binding of ``name`` makes new arrays."""
-        values = _bound_values(name, occurrences)
+        values = _bound_values(name, occurrences, self.factory)
         kinds = {self._made_by(value) for value in values or ()}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
     def _made_by(self, value) -> str | None:
+        if isinstance(value, _Part):
+            return self._factory_made(value.call, value.index, value.count)
         if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
             return None
         qualified = self._resolve(value.func)
@@ -261,6 +366,8 @@ class _Finder:
                                    for arg in value.args) else None
         if qualified is not None and qualified.startswith("flax.nnx.") and not qualified[9:10].isupper():
             return None  # nnx.merge, nnx.clone, nnx.eval_shape: functions, not classes
+        if qualified is None and isinstance(value.func, cst.Name) and not _is_class_like(value.func):
+            return self._factory_made(value, 0, None)
         if not _is_class_like(value.func):
             return None
         if not all(self._array_free_or_rngs(arg.value) for arg in value.args):
@@ -276,6 +383,24 @@ class _Finder:
             self.classes.append(qualified)
         self.node &= qualified != _RNGS  # keys of a few bytes, and nnx.Rngs is no Module to keep
         return "module"
+
+    def _factory_made(self, call: cst.Call, index: int, count: int | None) -> str | None:
+        """The kind of the ``index``-th value ``call`` of a factory function of this file
+        returns (:func:`nnx_factory`); ``count``: the number of names it is unpacked to (None:
+        bound whole).  The factory was proved for arguments that hold no array: ``call``'s
+        must not either."""
+        if self.factory is None or not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
+            return None
+        factory = self.factory(call.func.value)
+        if factory is None or factory.unpacked != (count is not None) \
+                or (count is not None and count != len(factory.made)):
+            return None
+        if not all(self._array_free_or_rngs(arg.value) for arg in call.args):
+            return None
+        made = factory.made[index]
+        self.classes.extend(made.classes)
+        self.node &= made.node
+        return made.kind
 
     def _array_free_or_rngs(self, expr) -> bool:
         """An argument that brings no array of another value into the object: array-free,
@@ -293,7 +418,7 @@ class _Finder:
             for name, found in occurrences.items():
                 if name in family:
                     continue
-                values = _bound_values(name, occurrences)
+                values = _bound_values(name, occurrences, self.factory)
                 if values and all(isinstance(v, cst.Call) and self._is_view(v)
                                   and set(self._view_sources(v)) & set(family) for v in values):
                     family.append(name)
@@ -309,6 +434,11 @@ class _Finder:
         parent = parents[-1] if parents else None
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)):
             return None  # a binding: checked by _root and _constructor_kind
+        if self.factory is not None and _factory_part(node, parents, self.factory) is not None:
+            return None  # ``model, optimizer = create(0)``: a binding too
+        if self.returned is not None and (parent is self.returned or (
+                isinstance(parent, cst.Element) and len(parents) > 2 and parents[-3] is self.returned)):
+            return None  # a factory hands it out: the caller's uses are checked there
         if isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
                 and parent.value is node:
             return self._argument_use(name, parents[-2], parent, parents)
@@ -603,13 +733,18 @@ def _parameter_names(params: cst.Parameters) -> frozenset[str]:
     return frozenset(names)
 
 
-def _bound_values(name: str, occurrences) -> list | None:
-    """The values ``name`` is bound to by plain ``name = value`` statements; None when
-    it is bound any other way (a loop, ``with``, unpacking, an augmented assignment,
-    a parameter, ``global``)."""
+def _bound_values(name: str, occurrences, factory=None) -> list | None:
+    """The values ``name`` is bound to by plain ``name = value`` statements, and by
+    ``a, name = make(...)`` of a factory function (a :class:`_Part`; ``factory`` says
+    which names are); None when it is bound any other way (a loop, ``with``, other
+    unpacking, an augmented assignment, a parameter, ``global``)."""
     values = []
     for node, parents in occurrences.get(name, ()):
         parent = parents[-1] if parents else None
+        part = _factory_part(node, parents, factory) if factory is not None else None
+        if part is not None:
+            values.append(part)
+            continue
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
             assign = parents[-2]
             values.append(assign.value)
@@ -623,6 +758,24 @@ def _bound_values(name: str, occurrences) -> list | None:
         elif isinstance(parent, (cst.Tuple, cst.List, cst.StarredElement, cst.Element)) and _in_target(parents):
             return None
     return values
+
+
+def _factory_part(node: cst.Name, parents: tuple, factory) -> _Part | None:
+    """``a, node = make(...)``, one target of plain names unpacking a call of a factory
+    function of the file: what ``node`` is bound to; None otherwise."""
+    if len(parents) < 4 or not isinstance(parents[-1], cst.Element) or parents[-1].value is not node:
+        return None
+    target, assign_target, assign = parents[-2], parents[-3], parents[-4]
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign_target, cst.AssignTarget)
+            and assign_target.target is target and isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Name)):
+        return None
+    if not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
+        return None
+    if factory(assign.value.func.value) is None:
+        return None
+    index = next(i for i, element in enumerate(target.elements) if element is parents[-1])
+    return _Part(assign.value, index, len(target.elements))
 
 
 def _in_target(parents: tuple) -> bool:

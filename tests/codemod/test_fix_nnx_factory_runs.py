@@ -1,0 +1,196 @@
+"""nnx objects made by a function of the same file and handed out by its
+``return`` (flax 0.12.8, optax 0.2.8).
+
+Training scripts build the model and its optimizer in a helper::
+
+    def create(seed, lr=1e-2):
+        model = Model(nnx.Rngs(seed))
+        optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+        return model, optimizer
+
+    model, optimizer = create(0)
+
+When the helper makes each returned object with new arrays, takes no array
+out of it and hands it out only by its final ``return``, and the call passes
+values that hold no arrays, the objects are what the same constructors would
+make in the caller: the default ``jaxmem-fix`` donates them, and the fixed
+program trains the same with the arrays each object was made with deleted
+(recorded by a runner the analysis never sees).
+
+Each helper below lets a value read after the training hold one of the
+model's arrays: the proposal stays at medium, the default fix leaves the
+model alone, and the donation it would have written really crashes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fix_runs import nnx_recording_runner, run, tool
+
+pytest.importorskip("flax")
+pytest.importorskip("optax")
+
+HEAD = """\
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+KEPT = []
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs, w=None):
+        self.lin = nnx.Linear(4, 4, rngs=rngs)
+        self.w = nnx.Param(jnp.zeros((4,)) if w is None else w)
+
+    def __call__(self, x):
+        return self.lin(x) + self.w[...]
+
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+"""
+
+LOOP = """
+    for step in range(3):
+        loss = train_step(model, optimizer, jnp.arange(8.0).reshape(2, 4) * step)
+        print("loss", round(float(loss), 4))
+"""
+
+# name -> the helpers and main()'s lines before the loop, and what main() reads after it
+OWNED = {
+    "pair": ("""
+def create(seed, lr=1e-2):
+    model = Model(nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+    return model, optimizer
+
+
+def main():
+    model, optimizer = create(0)""", ""),
+    "one-each": ("""
+def create_model(seed: int):
+    model = Model(rngs=nnx.Rngs(seed))
+    y = model(jnp.ones((1, 4)))
+    print(y.shape)
+    return model
+
+
+def main():
+    model = create_model(0)
+    optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)""", ""),
+}
+
+HELD = {
+    # the helper keeps one of the model's arrays in a module-level list
+    "kept-by-the-helper": ("""
+def create(seed):
+    model = Model(nnx.Rngs(seed))
+    KEPT.append(model.lin.kernel[...])
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    return model, optimizer
+
+
+def main():
+    model, optimizer = create(0)""", '    print("kept", round(float(KEPT[0].sum()), 4))\n'),
+    # the model is made from an array the caller reads after the training
+    "made-from-an-array": ("""
+def create(w):
+    model = Model(nnx.Rngs(0), w)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    return model, optimizer
+
+
+def main():
+    w = jnp.ones((4,)) * 2
+    model, optimizer = create(w)""", '    print("w", round(float(w.sum()), 4))\n'),
+    # a default argument that is an array: each call makes a model from the same one
+    "array-default": ("""
+TABLE = jnp.ones((4,)) * 3
+
+
+def create(seed, w=TABLE):
+    model = Model(nnx.Rngs(seed), w)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    return model, optimizer
+
+
+def main():
+    model, optimizer = create(0)""", '    print("table", round(float(TABLE.sum()), 4))\n'),
+}
+
+RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer"})
+
+
+def _program(helpers: str, after: str) -> str:
+    return HEAD + helpers + LOOP + after + "\n\nmain()\n"
+
+
+def _write(folder: Path, program: str) -> Path:
+    (folder / "pyproject.toml").write_text("")
+    path = folder / "train.py"
+    path.write_text(program)
+    return path
+
+
+def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+def _confidences(folder: Path) -> dict[str, tuple[str, str]]:
+    done = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", ".", cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    return {f["parameter"]["name"]: (f["confidence"], f["message"]) for f in json.loads(done.stdout)["findings"]
+            if f["code"] == "JXM001" and f["function"] == "train_step"}
+
+
+@pytest.mark.parametrize("form", sorted(OWNED))
+def test_objects_a_helper_makes_and_returns_are_donated_and_it_trains_the_same(tmp_path, form):
+    _write(tmp_path, _program(*OWNED[form]))
+    found = _confidences(tmp_path)
+    assert {name: confidence for name, (confidence, _) in found.items()} == \
+        {"model": "high", "optimizer": "high"}, found
+    (tmp_path / "runner.py").write_text(RUNNER)
+    original = _run(tmp_path, "runner.py")
+    assert original.returncode == 0, original.stderr
+    assert original.stdout.count("now deleted: False") == 2, original.stdout
+
+    done = run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    fixed_source = (tmp_path / "train.py").read_text()
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in fixed_source, fixed_source
+
+    fixed = _run(tmp_path, "runner.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+
+
+@pytest.mark.parametrize("form", sorted(HELD))
+def test_a_helper_whose_model_shares_an_array_is_left_alone(tmp_path, form):
+    path = _write(tmp_path, _program(*HELD[form]))
+    found = _confidences(tmp_path)
+    assert found["model"][0] == "medium", found
+    original = _run(tmp_path, "train.py")
+    assert original.returncode == 0, original.stderr
+
+    run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=tmp_path)
+    fixed_source = path.read_text()
+    assert "donate_argnums=(0" not in fixed_source and "donate_argnums=0" not in fixed_source, fixed_source
+    fixed = _run(tmp_path, "train.py")
+    assert fixed.returncode == 0 and fixed.stdout == original.stdout, fixed.stderr
+
+    # what a high proposal for the model would have written really crashes
+    path.write_text(_program(*HELD[form]).replace("@nnx.jit\ndef train_step",
+                                                  "@nnx.jit(donate_argnums=(0,))\ndef train_step"))
+    crashed = _run(tmp_path, "train.py")
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
