@@ -80,8 +80,12 @@ RULE = Rule(
     one has its shapes). An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made
     with new arrays and nothing takes an array out of it (only nnx.jit calls,
-    also through `nnx.cached_partial(step, model)`,
-    `train()`/`eval()`/`update()`/`reset()`, views that do the same). So is
+    also through `nnx.cached_partial(step, model)`, a step imported from
+    another module of the project included,
+    `train()`/`eval()`/`update()`/`reset()`, views that do the same), also
+    when a function of the same file made it and handed it out by its final
+    `return` (`model, optimizer = create(0)`) and took no array out of it,
+    its arguments holding none. So is
     one the step only reads (an eval step's `model`) when it is made by an nnx
     class or a project class deriving from one: nnx.jit returns every array
     of an nnx object and writes them back, a copy of the whole model per call
@@ -611,6 +615,31 @@ RULE = Rule(
             confidence=Confidence.HIGH,
             note="each call of the cached partial is a call of train_step with the bound objects first (flax's "
                  "performance guide; run in tests/codemod/test_fix_nnx_cached_partial_runs.py)",
+        ),
+        Example(
+            """
+            import optax
+            from flax import nnx
+
+            @nnx.jit  # JXM001
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+                optimizer.update(model, grads)
+
+            def create(seed, lr=1e-3):
+                model = nnx.Linear(4, 4, rngs=nnx.Rngs(seed))
+                optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+                return model, optimizer
+
+            def main(batches):
+                model, optimizer = create(0)
+                for batch in batches:
+                    train_step(model, optimizer, batch)
+                return model
+            """,
+            confidence=Confidence.HIGH,
+            note="a factory of the same file: what it returns is what its constructors made, for arguments that "
+                 "hold no array (run in tests/codemod/test_fix_nnx_factory_runs.py)",
         ),
         Example(
             """
