@@ -163,6 +163,8 @@ class Index:
                             for name in facts.nnx_classes}
         self.twice_classes = {f"{module}.{name}": why for facts in all_facts for module in facts.module_names
                               for name, why in facts.twice_classes.items()}
+        self.nnx_factories = {f"{module}.{name}": factory for facts in all_facts for module in facts.module_names
+                              for name, factory in facts.nnx_factories.items()}
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
                                  if call.qualified is not None}
@@ -962,7 +964,15 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
     for line, col in own.calls:
         if (rc.path, line, col) not in project.nnx_calls:
             return f"`{arg.text}` is passed to a call at {rc.path}:{line} that is not an nnx.jit call; {generic}"
-    for qualified in own.classes:
+    classes = list(own.classes)
+    for qualified, index, count in own.factories:
+        factory = project.nnx_factories.get(qualified.lstrip("."))
+        if factory is None or factory.unpacked != (count is not None) \
+                or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
+            return (f"`{arg.text}` is made by `{qualified}`, which jaxmem cannot prove makes new nnx objects it "
+                    f"takes no array out of; {generic}")
+        classes.extend(factory.made[index].classes)
+    for qualified in classes:
         if qualified.lstrip(".") not in project.clean_classes:
             return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "
                     f"another value in it); {generic}")

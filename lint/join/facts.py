@@ -86,12 +86,14 @@ from jaxmem.lint.values.key_reads import (
 from jaxmem.lint.values.metadata import is_metadata_call
 from jaxmem.lint.values.nnx_ownership import (
     CACHED_PARTIALS,
+    IMPORTED,
     Factory,
     Ownership,
     bound_arguments,
     factory_return,
     might_make_nnx_object,
     nnx_classes,
+    may_be_project_function,
     nnx_factory,
     nnx_ownership,
     occurrences,
@@ -274,6 +276,10 @@ class FileFacts:
     # Top-level classes whose ``__init__`` stores one value in two attributes, with why: an
     # instance may hold one array twice (lint.values.provenance.stores_one_value_twice).
     twice_classes: dict[str, str] = field(default_factory=dict)
+    # Top-level functions that make nnx objects and hand them out by their final ``return``, with
+    # what each returned value is (lint.values.nnx_ownership.nnx_factory): another file's
+    # ``model, optimizer = lib.create(0)`` binds what they made.
+    nnx_factories: dict[str, Factory] = field(default_factory=dict)
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
@@ -1354,13 +1360,25 @@ class FactExtractor:
             return True
         call = event.origin
         return event.origin_kind in ("value", "unpack") and isinstance(call, cst.Call) \
-            and isinstance(call.func, cst.Name) and self._factories_for(provenance)(call.func.value) is not None
+            and self._factories_for(provenance)(call.func) is not None
 
     def _factories_for(self, provenance: Provenance):
-        """``name -> Factory | None`` for calls in the scope of ``provenance``: the file's top-level
-        function ``name`` when the scope does not bind the name itself (:meth:`nnx_factory`)."""
+        """``func -> Factory | None`` for calls in the scope of ``provenance``: what the file's
+        top-level function a call names returns when the scope does not bind the name itself
+        (:meth:`nnx_factory`); ``IMPORTED`` for a function of another project module (the join
+        reads what it returns from that module's facts)."""
         local = provenance.local_names
-        return lambda name: None if name in local else self.nnx_factory(name)
+
+        def factory(func) -> Factory | None:
+            if isinstance(func, cst.Name) and func.value in self.ctx.module_functions:
+                return None if func.value in local else self.nnx_factory(func.value)
+            qualified = self.ctx.imports.resolve(func)
+            if qualified is None or not may_be_project_function(qualified) \
+                    or qualified.rsplit(".", 1)[-1][:1].isupper() or (isinstance(func, cst.Name) and func.value in local):
+                return None
+            return IMPORTED
+
+        return factory
 
     def nnx_factory(self, name: str) -> Factory | None:
         """What the file's one top-level function ``name``, which no other binding of the name
@@ -1963,6 +1981,11 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         facts.function_outputs[stmt.name.value] = tuple(output_reach(stmt, imports, helpers=helpers).items())
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
+    if "nnx" in (source if source is not None else module.code):  # a factory's objects come from nnx classes
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef) and factory_return(stmt) is not None \
+                    and (made := extractor.nnx_factory(stmt.name.value)) is not None:
+                facts.nnx_factories[stmt.name.value] = made
 
     module_flow = _flow_builder(ctx).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))

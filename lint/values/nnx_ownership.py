@@ -89,6 +89,10 @@ class Ownership:
     # made only by nnx classes (``nnx.Linear``, ``nnx.Optimizer``, a class of this file deriving from
     # one), or by ``classes``, which the join checks are: a graph node nnx.jit writes back, not a pytree
     node: bool = False
+    # ``(function, index, count)`` for each call of another module's function that made it
+    # (``model, optimizer = lib.create(0)``: ``("lib.create", 0, 2)``; count None: bound whole):
+    # the join checks each is a factory of new nnx objects (``FileFacts.nnx_factories``)
+    factories: tuple[tuple[str, int, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class Factory:
 
     made: tuple[Made, ...]
     unpacked: bool
+
+
+# ``factory(func)`` for a function of another module of the project: what it returns is known to the join only.
+IMPORTED = Factory((), False)
 
 
 @dataclass(frozen=True)
@@ -146,8 +154,9 @@ def nnx_ownership(name: str, occurrences, imports, provenance, positions,
     (:func:`_one_object`: a notebook that makes a new ``model`` in every section, a
     script that makes one in each mode's branch).
     ``local_nnx_classes``: this file's classes that derive from an nnx class (:func:`nnx_classes`).
-    ``factory``: what a top-level function of the file returns, by name, when it makes nnx
-    objects (:func:`nnx_factory`): ``model, optimizer = create(0)`` binds what it made."""
+    ``factory``: what the function a call names (its ``func``) returns, when it makes nnx
+    objects: a :class:`Factory` for one of this file (:func:`nnx_factory`), :data:`IMPORTED`
+    for one of another project module; ``model, optimizer = create(0)`` binds what it made."""
     if binding is not None:
         occurrences = _one_object(name, occurrences, binding, positions) or occurrences
     values = _bound_values(name, occurrences, factory)
@@ -183,8 +192,8 @@ def nnx_factory(function: cst.FunctionDef, imports, provenance, positions,
                          returned)
         own = finder.run()
         kind = finder._constructor_kind(name, found)  # None for a view: its root is another object
-        if own.doubt is not None or own.calls or kind is None:
-            return None
+        if own.doubt is not None or own.calls or kind is None or finder.factories:
+            return None  # (another module's factory inside: not followed)
         made.append(Made(kind, tuple(dict.fromkeys(finder.classes)), finder.node))
     return Factory(tuple(made), isinstance(value, cst.Tuple))
 
@@ -233,6 +242,7 @@ class _Finder:
         self.local_nnx_classes = local_nnx_classes
         self.node = True  # every constructor seen so far makes an nnx graph node (see Ownership.node)
         self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
+        self.factories: list[tuple[str, int, int | None]] = []  # other modules' factories (see Ownership)
         # a call that may donate it sits in a def or lambda: it may run after any statement
         self.calls_in_defs = False
         self.imports = imports
@@ -270,11 +280,12 @@ class _Finder:
             if self.calls_in_defs or not self.calls or (position.line, position.column) <= max(self.calls):
                 return self._doubt(doubt)
         scalar = self._constructor_kind(root, occurrences) == "scalar"
-        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar, self.node)
+        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar, self.node,
+                         tuple(dict.fromkeys(self.factories)))
 
     def _doubt(self, doubt: str) -> Ownership:
         """A doubt about an object whose constructors are known (whether it is a graph node)."""
-        return Ownership(doubt, classes=tuple(self.classes), node=self.node)
+        return Ownership(doubt, classes=tuple(self.classes), node=self.node, factories=tuple(dict.fromkeys(self.factories)))
 
     def _after_every_call(self, parents: tuple) -> bool:
         """Whether the call ``parents[-1]`` runs once, after every call that may donate the
@@ -366,7 +377,7 @@ class _Finder:
                                    for arg in value.args) else None
         if qualified is not None and qualified.startswith("flax.nnx.") and not qualified[9:10].isupper():
             return None  # nnx.merge, nnx.clone, nnx.eval_shape: functions, not classes
-        if qualified is None and isinstance(value.func, cst.Name) and not _is_class_like(value.func):
+        if not _is_class_like(value.func) and (qualified is None or may_be_project_function(qualified)):
             return self._factory_made(value, 0, None)
         if not _is_class_like(value.func):
             return None
@@ -389,13 +400,18 @@ class _Finder:
         returns (:func:`nnx_factory`); ``count``: the number of names it is unpacked to (None:
         bound whole).  The factory was proved for arguments that hold no array: ``call``'s
         must not either."""
-        if self.factory is None or not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
+        if self.factory is None or any(arg.star for arg in call.args):
             return None
-        factory = self.factory(call.func.value)
-        if factory is None or factory.unpacked != (count is not None) \
-                or (count is not None and count != len(factory.made)):
+        factory = self.factory(call.func)
+        if factory is None or not all(self._array_free_or_rngs(arg.value) for arg in call.args):
             return None
-        if not all(self._array_free_or_rngs(arg.value) for arg in call.args):
+        if factory is IMPORTED:
+            # another module's function: the join checks it makes new nnx objects; until then
+            # the object is not known to be a graph node
+            self.factories.append((self._resolve(call.func), index, count))
+            self.node = False
+            return "module"
+        if factory.unpacked != (count is not None) or (count is not None and count != len(factory.made)):
             return None
         made = factory.made[index]
         self.classes.extend(made.classes)
@@ -472,7 +488,7 @@ class _Finder:
                 return f"`{name}` is bound by `{_code(call)[:60]}`, called where jaxmem cannot follow"
             self.calls.extend(calls)  # each a call of the jitted function with the object: the join checks
             return None
-        if qualified is not None and not _may_be_project_function(qualified):
+        if qualified is not None and not may_be_project_function(qualified):
             return f"`{name}` is passed to `{qualified}`, which may keep its arrays"
         # a function of this file, or one imported from another module (``from steps import
         # train_step``): the join checks that the call reaches an nnx.jit definition
@@ -768,11 +784,11 @@ def _factory_part(node: cst.Name, parents: tuple, factory) -> _Part | None:
     target, assign_target, assign = parents[-2], parents[-3], parents[-4]
     if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign_target, cst.AssignTarget)
             and assign_target.target is target and isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Name)):
+            and isinstance(assign.value, cst.Call)):
         return None
     if not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
         return None
-    if factory(assign.value.func.value) is None:
+    if factory(assign.value.func) is None:
         return None
     index = next(i for i, element in enumerate(target.elements) if element is parents[-1])
     return _Part(assign.value, index, len(target.elements))
@@ -817,7 +833,7 @@ def _takes_nothing(node: cst.Name, parents: tuple) -> bool:
         type(parent) is cst.ComparisonTarget and parent.comparator is chain)
 
 
-def _may_be_project_function(qualified: str) -> bool:
+def may_be_project_function(qualified: str) -> bool:
     """Whether a call's import-resolved name may be a function of the project
     (``steps.train_step``, ``.steps.train_step``): not a known library's, nor
     ``print``.  The join decides whether it is an ``nnx.jit`` definition."""

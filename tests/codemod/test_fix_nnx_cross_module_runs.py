@@ -8,13 +8,16 @@ it, as for a step of the same file), so the model and the optimizer are
 proved to own their arrays and the default ``jaxmem-fix`` donates both in
 ``model_lib.py``: the fixed project trains the same and the arrays each
 object was made with are deleted (recorded by a runner the analysis never
-sees).
+sees).  The same holds when ``train.py`` gets both objects from a factory
+function of ``model_lib.py`` (``model, optimizer = create(0)``): the join reads
+what that function returns from its module's facts.
 
 A project function that is not an ``nnx.jit`` step may take the arrays out
 of the model (``first_kernel(model)`` returns a Variable's very array): passing
 the model to one keeps the proposal at medium, the default fix leaves
 the model alone (the optimizer, which holds moments of its own, is still
-donated), and the donation it would have written for the model really crashes.
+donated), and the donation it would have written for the model really crashes;
+so do the objects of a factory that keeps one of the model's arrays.
 """
 
 import json
@@ -25,14 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from fix_runs import nnx_recording_runner, run, tool
+from fix_runs import left_alone_then_crashes, nnx_recording_runner, run, tool
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
 
 MODEL_LIB = """\
 import jax.numpy as jnp
+import optax
 from flax import nnx
+
+KEPT = []
 
 
 class Model(nnx.Module):
@@ -52,12 +58,31 @@ def train_step(model, optimizer, batch):
 
 def first_kernel(model):
     return model.lin.kernel[...]
+
+
+def create(seed, lr=1e-2):
+    model = Model(nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+    return model, optimizer
+
+
+def create_keeping(seed):
+    model = Model(nnx.Rngs(seed))
+    KEPT.append(model.lin.kernel[...])
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    return model, optimizer
 """
 
-# how train.py names the step: imported by name, or through its module
+MADE_HERE = """model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)"""
+
+# how train.py names the step (imported by name, or through its module) and makes the objects
+# (itself, or by the factory of model_lib.py)
 IMPORTS = {
-    "from-import": ("from model_lib import Model, train_step\n", "train_step"),
-    "module-import": ("import model_lib\nfrom model_lib import Model\n", "model_lib.train_step"),
+    "from-import": ("from model_lib import Model, train_step\n", "train_step", MADE_HERE),
+    "module-import": ("import model_lib\nfrom model_lib import Model\n", "model_lib.train_step", MADE_HERE),
+    "factory": ("from model_lib import create, train_step\n", "train_step", "model, optimizer = create(0)"),
+    "factory-of-module": ("import model_lib\n", "model_lib.train_step", "model, optimizer = model_lib.create(0)"),
 }
 
 TRAIN = """\
@@ -68,8 +93,7 @@ from flax import nnx
 {imports}
 
 def main():
-    model = Model(nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param){before}
+    {make}{before}
     for step in range(3):
         loss = {step}(model, optimizer, jnp.arange(8.0).reshape(2, 4) * step)
         print("loss", round(float(loss), 4)){after}
@@ -82,10 +106,10 @@ RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer"})
 
 
 def _project(folder: Path, form: str, before: str = "", after: str = "") -> None:
-    imports, step = IMPORTS[form]
+    imports, step, make = IMPORTS[form]
     (folder / "pyproject.toml").write_text("")
     (folder / "model_lib.py").write_text(MODEL_LIB)
-    (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, before=before, after=after))
+    (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, make=make, before=before, after=after))
     (folder / "runner.py").write_text(RUNNER)
 
 
@@ -150,3 +174,16 @@ def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_
     defining.write_text(defining.read_text().replace("donate_argnums=1)", "donate_argnums=(0, 1))"))
     crashed = _run(tmp_path, "train.py")
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
+
+
+def test_objects_from_a_factory_that_keeps_an_array_are_left_alone(tmp_path):
+    # ``create_keeping`` puts one of the model's arrays in a list of its module, read after the training
+    _project(tmp_path, "factory-of-module", after='\n    print("kept", round(float(model_lib.KEPT[0].sum()), 4))')
+    train = tmp_path / "train.py"
+    train.write_text(train.read_text().replace("model_lib.create(0)", "model_lib.create_keeping(0)"))
+    found = _step_findings(tmp_path)
+    assert {name: confidence for name, (confidence, _) in found.items()} == \
+        {"model": "medium", "optimizer": "medium"}, found
+    assert _run(tmp_path, "train.py").returncode == 0
+    left_alone_then_crashes(tmp_path, "train.py", tmp_path / "model_lib.py", "@nnx.jit\ndef train_step",
+                            "@nnx.jit(donate_argnums=(0,))\ndef train_step")
