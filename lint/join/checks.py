@@ -70,6 +70,7 @@ from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.syntax.relevance import OWN_METHOD
 from jaxmem.lint.values.array_api import FRESH_CONSTRUCTORS
+from jaxmem.lint.values.nnx_ownership import Made
 from jaxmem.lint.values.provenance import (
     CALL,
     DERIVED,
@@ -890,9 +891,25 @@ def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project:
     for rc in calls:
         arg = _arg_at(rc, index, name)
         own = arg.nnx_own if arg is not None else None
-        if own is None or not own.node or any(c.lstrip(".") not in project.nnx_classes for c in own.classes):
+        made = [_made_by_factory(entry, project) for entry in own.factories] if own is not None else []
+        if own is None or not own.node or not all(m is not None and m.node for m in made) \
+                or any(c.lstrip(".") not in project.nnx_classes
+                       for c in (*own.classes, *(c for m in made for c in m.classes))):
             return False
     return bool(calls)
+
+
+def _made_by_factory(entry: tuple[str, int, int | None], project: Index) -> Made | None:
+    """What the factory of another module in ``entry`` (``Ownership.factories``: function,
+    index, count) returned at that index (see ``FileFacts.nnx_factories``); None when it is
+    no such factory of the project, returns another number of values, or a Python scalar's
+    Variable."""
+    qualified, index, count = entry
+    factory = project.nnx_factories.get(qualified.lstrip("."))
+    if factory is None or factory.unpacked != (count is not None) \
+            or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
+        return None
+    return factory.made[index]
 
 
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
@@ -964,15 +981,13 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
     for line, col in own.calls:
         if (rc.path, line, col) not in project.nnx_calls:
             return f"`{arg.text}` is passed to a call at {rc.path}:{line} that is not an nnx.jit call; {generic}"
-    classes = list(own.classes)
-    for qualified, index, count in own.factories:
-        factory = project.nnx_factories.get(qualified.lstrip("."))
-        if factory is None or factory.unpacked != (count is not None) \
-                or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
-            return (f"`{arg.text}` is made by `{qualified}`, which jaxmem cannot prove makes new nnx objects it "
+    made = []
+    for entry in own.factories:
+        if (one := _made_by_factory(entry, project)) is None:
+            return (f"`{arg.text}` is made by `{entry[0]}`, which jaxmem cannot prove makes new nnx objects it "
                     f"takes no array out of; {generic}")
-        classes.extend(factory.made[index].classes)
-    for qualified in classes:
+        made.append(one)
+    for qualified in (*own.classes, *(c for m in made for c in m.classes)):
         if qualified.lstrip(".") not in project.clean_classes:
             return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "
                     f"another value in it); {generic}")

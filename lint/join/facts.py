@@ -1149,8 +1149,8 @@ class FactExtractor:
         (``call`` one of them): as an argument of ``call``; a value that is not an nnx graph
         node (whose arrays nnx.jit writes back into the object) is held by the partial."""
         facts = self.arg_facts(value, call, flow, point, result_writes, params, assigned, self_name, is_module)
-        if facts.nnx_own is not None and facts.nnx_own.node:
-            return facts
+        if facts.nnx_own is not None and facts.nnx_own.node and not facts.nnx_own.factories:
+            return facts  # (another module's factory: only the join knows what it made)
         where = self.ctx.positions[partial].start
         held = Use(where.line, where.column, f"`{facts.text}` is bound by `{self.ctx.text(partial)[:60]}` "
                    f"(line {where.line}): every call of the partial passes it again", "stored")

@@ -87,7 +87,8 @@ class Ownership:
     classes: tuple[str, ...] = ()  # qualified classes of other modules it is made by: project classes, for the join
     scalar: bool = False  # an nnx Variable of a Python number (``nnx.Param(1)``): no device buffer to reuse
     # made only by nnx classes (``nnx.Linear``, ``nnx.Optimizer``, a class of this file deriving from
-    # one), or by ``classes``, which the join checks are: a graph node nnx.jit writes back, not a pytree
+    # one), or by ``classes`` and ``factories``, which the join checks are: a graph node nnx.jit
+    # writes back, not a pytree
     node: bool = False
     # ``(function, index, count)`` for each call of another module's function that made it
     # (``model, optimizer = lib.create(0)``: ``("lib.create", 0, 2)``; count None: bound whole):
@@ -406,10 +407,8 @@ class _Finder:
         if factory is None or not all(self._array_free_or_rngs(arg.value) for arg in call.args):
             return None
         if factory is IMPORTED:
-            # another module's function: the join checks it makes new nnx objects; until then
-            # the object is not known to be a graph node
+            # another module's function: the join checks it makes new nnx objects (graph nodes)
             self.factories.append((self._resolve(call.func), index, count))
-            self.node = False
             return "module"
         if factory.unpacked != (count is not None) or (count is not None and count != len(factory.made)):
             return None

@@ -56,6 +56,11 @@ def train_step(model, optimizer, batch):
     return loss
 
 
+@nnx.jit
+def eval_step(model, batch):
+    return (model(batch) ** 2).mean()
+
+
 def first_kernel(model):
     return model.lin.kernel[...]
 
@@ -79,9 +84,9 @@ MADE_HERE = """model = Model(nnx.Rngs(0))
 # how train.py names the step (imported by name, or through its module) and makes the objects
 # (itself, or by the factory of model_lib.py)
 IMPORTS = {
-    "from-import": ("from model_lib import Model, train_step\n", "train_step", MADE_HERE),
+    "from-import": ("from model_lib import Model, eval_step, train_step\n", "train_step", MADE_HERE),
     "module-import": ("import model_lib\nfrom model_lib import Model\n", "model_lib.train_step", MADE_HERE),
-    "factory": ("from model_lib import create, train_step\n", "train_step", "model, optimizer = create(0)"),
+    "factory": ("from model_lib import create, eval_step, train_step\n", "train_step", "model, optimizer = create(0)"),
     "factory-of-module": ("import model_lib\n", "model_lib.train_step", "model, optimizer = model_lib.create(0)"),
 }
 
@@ -96,7 +101,7 @@ def main():
     {make}{before}
     for step in range(3):
         loss = {step}(model, optimizer, jnp.arange(8.0).reshape(2, 4) * step)
-        print("loss", round(float(loss), 4)){after}
+        print("loss", round(float(loss), 4), round(float({eval}(model, jnp.ones((2, 4)))), 4)){after}
 
 
 main()
@@ -109,7 +114,8 @@ def _project(folder: Path, form: str, before: str = "", after: str = "") -> None
     imports, step, make = IMPORTS[form]
     (folder / "pyproject.toml").write_text("")
     (folder / "model_lib.py").write_text(MODEL_LIB)
-    (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, make=make, before=before, after=after))
+    (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, make=make, before=before, after=after,
+                                                  eval=step.replace("train_step", "eval_step")))
     (folder / "runner.py").write_text(RUNNER)
 
 
@@ -143,6 +149,8 @@ def test_a_step_imported_from_another_module_is_donated_and_trains_the_same(tmp_
     assert done.returncode == 1, done.stdout + done.stderr
     fixed_source = (tmp_path / "model_lib.py").read_text()
     assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in fixed_source, fixed_source
+    # the eval step only reads the model: nnx.jit returns it (a copy per call), so it is donated too
+    assert "@partial(nnx.jit, donate_argnums=0)\ndef eval_step" in fixed_source, fixed_source
 
     fixed = _run(tmp_path, "runner.py")
     assert fixed.returncode == 0, fixed.stderr
@@ -155,7 +163,7 @@ def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_
              before="\n    kernel = first_kernel(model)",
              after='\n    print("kernel", round(float(kernel.sum()), 4))')
     train = tmp_path / "train.py"
-    train.write_text(train.read_text().replace("import Model, train_step", "import Model, first_kernel, train_step"))
+    train.write_text(train.read_text().replace("import Model, eval_step, train_step", "import Model, eval_step, first_kernel, train_step"))
     found = _step_findings(tmp_path)
     assert found["model"][0] == "medium", found
     assert "`model` is passed to a call at train.py:11 that is not an nnx.jit call" in found["model"][1], found
