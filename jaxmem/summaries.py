@@ -46,13 +46,14 @@ def _index_name(cache: FactsCache) -> str:
 
 
 def _encode(summary: TextSummary) -> list:
-    names = (summary.jitted, summary.callable, summary.reads, summary.private)
+    names = (summary.jitted, summary.callable, summary.reads, summary.private, summary.defines)
     return [summary.mentions_jit, *(" ".join(sorted(each)) for each in names)]
 
 
 def _decode(entry: list) -> TextSummary:
-    mentions_jit, jitted, callable_names, reads, private = entry
-    return TextSummary(mentions_jit, _names(jitted), _names(callable_names), _names(reads), _names(private))
+    mentions_jit, jitted, callable_names, reads, private, defines = entry
+    return TextSummary(mentions_jit, _names(jitted), _names(callable_names), _names(reads), _names(private),
+                       _names(defines))
 
 
 def _names(joined: str) -> frozenset[str]:
@@ -60,5 +61,5 @@ def _names(joined: str) -> frozenset[str]:
 
 
 def _is_entry(entry) -> bool:
-    return (type(entry) is list and len(entry) == 5 and type(entry[0]) is bool
+    return (type(entry) is list and len(entry) == 6 and type(entry[0]) is bool
             and all(type(names) is str for names in entry[1:]))

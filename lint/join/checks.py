@@ -70,7 +70,7 @@ from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.syntax.relevance import OWN_METHOD
 from jaxmem.lint.values.array_api import FRESH_CONSTRUCTORS
-from jaxmem.lint.values.nnx_ownership import Made
+from jaxmem.lint.values.nnx_ownership import Factory, Made
 from jaxmem.lint.values.provenance import (
     CALL,
     DERIVED,
@@ -164,8 +164,11 @@ class Index:
                             for name in facts.nnx_classes}
         self.twice_classes = {f"{module}.{name}": why for facts in all_facts for module in facts.module_names
                               for name, why in facts.twice_classes.items()}
-        self.nnx_factories = {f"{module}.{name}": factory for facts in all_facts for module in facts.module_names
-                              for name, factory in facts.nnx_factories.items()}
+        self.nnx_factories: dict[str, list[tuple[str, Factory]]] = defaultdict(list)  # -> (path, what it makes)
+        for facts in all_facts:
+            for name, factory in facts.nnx_factories.items():
+                for module in facts.module_names:
+                    self.nnx_factories[f"{module}.{name}"].append((facts.path, factory))
         self.traced_callables = {facts.path: facts.traced_callables for facts in all_facts}
         self.called_qualified = {call.qualified.lstrip(".") for facts in all_facts for call in facts.calls
                                  if call.qualified is not None}
@@ -279,12 +282,12 @@ class Index:
             return f"another file names `{key}`: calls through an instance or subclass there are not seen"
         if "::" not in key and not key.startswith("."):
             for name, via in self.names_of(path, key):
-                if any(self._imports_from(other, name, via) for other in self.handed_on_by.get(name, ())):
+                if any(self.imports_from(other, name, via) for other in self.handed_on_by.get(name, ())):
                     return f"another file uses `{key}` other than calling it: not every call site is seen"
                 module = name.rsplit(".", 1)[0]
-                if any(self._imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(f"{module}.*", ())):
+                if any(self.imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(f"{module}.*", ())):
                     return f"another file imports `{module}` with `*`: its calls of `{key}` are not seen"
-                if any(self._imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(module, ())):
+                if any(self.imports_from(other, f"{module}.*", via) for other in self.handed_on_by.get(module, ())):
                     return (f"another file uses the module `{module}` as a value (`getattr({module.rsplit('.', 1)[-1]}, "
                             f"name)`, `vars(...)`): its calls of `{key}` are not seen")
         mentions, bindings = self.name_mentions.get((path, key), (0, 0))
@@ -298,7 +301,7 @@ class Index:
             return f"`{definition.function}` is used here other than called: not every call site is seen"
         return None
 
-    def _imports_from(self, importer: str, qualified: str, path: str) -> bool:
+    def imports_from(self, importer: str, qualified: str, path: str) -> bool:
         """Whether ``qualified`` in file ``importer`` may be a name file ``path`` provides: not when
         a module beside the importer has that name (``import train`` in ``examples/wmt/`` is
         ``examples/wmt/train.py``, not ``examples/mnist/train.py``)."""
@@ -891,7 +894,7 @@ def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project:
     for rc in calls:
         arg = _arg_at(rc, index, name)
         own = arg.nnx_own if arg is not None else None
-        made = [_made_by_factory(entry, project) for entry in own.factories] if own is not None else []
+        made = [_made_by_factory(entry, rc.path, project) for entry in own.factories] if own is not None else []
         if own is None or not own.node or not all(m is not None and m.node for m in made) \
                 or any(c.lstrip(".") not in project.nnx_classes
                        for c in (*own.classes, *(c for m in made for c in m.classes))):
@@ -899,13 +902,21 @@ def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project:
     return bool(calls)
 
 
-def _made_by_factory(entry: tuple[str, int, int | None], project: Index) -> Made | None:
+def _made_by_factory(entry: tuple[str, int, int | None], importer: str, project: Index) -> Made | None:
     """What the factory of another module in ``entry`` (``Ownership.factories``: function,
-    index, count) returned at that index (see ``FileFacts.nnx_factories``); None when it is
-    no such factory of the project, returns another number of values, or a Python scalar's
-    Variable."""
+    index, count) that file ``importer`` calls returned at that index (see
+    ``FileFacts.nnx_factories``; a module beside the importer first, as Python imports it);
+    None when it is no such factory of the project, several files that may be it differ,
+    it returns another number of values, or a Python scalar's Variable."""
     qualified, index, count = entry
-    factory = project.nnx_factories.get(qualified.lstrip("."))
+    module, _, name = qualified.lstrip(".").rpartition(".")
+    # every file the name may come from (same-named modules in sibling folders) must be such a factory
+    paths = [path for path, modules in project.module_names.items()
+             if module in modules and (path, name) in project.functions
+             and project.imports_from(importer, qualified, path)]
+    made_by = dict(project.nnx_factories.get(qualified.lstrip("."), ()))
+    factories = {made_by.get(path) for path in paths}
+    factory = factories.pop() if len(factories) == 1 else None
     if factory is None or factory.unpacked != (count is not None) \
             or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
         return None
@@ -983,7 +994,7 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
             return f"`{arg.text}` is passed to a call at {rc.path}:{line} that is not an nnx.jit call; {generic}"
     made = []
     for entry in own.factories:
-        if (one := _made_by_factory(entry, project)) is None:
+        if (one := _made_by_factory(entry, rc.path, project)) is None:
             return (f"`{arg.text}` is made by `{entry[0]}`, which jaxmem cannot prove makes new nnx objects it "
                     f"takes no array out of; {generic}")
         made.append(one)

@@ -318,6 +318,7 @@ class TextSummary:
     callable: frozenset[str]
     reads: frozenset[str] = frozenset()
     private: frozenset[str] = frozenset()  # see private_names
+    defines: frozenset[str] = frozenset()  # its top-level defs and classes (another file may read them)
 
 
 def summarize(text: str, own_packages=()) -> TextSummary:
@@ -325,7 +326,7 @@ def summarize(text: str, own_packages=()) -> TextSummary:
     text = _lf(text)
     return TextSummary(_mentions_jit(text) or _reaches_by_name(text, own_packages), _jitted_names(text, own_packages),
                        frozenset(_callable_names(text, own_packages)),
-                       _read_names(text), private_names(text))
+                       _read_names(text), private_names(text), frozenset(_TOP_LEVEL_READABLE.findall(text)))
 
 
 def private_names(text: str) -> frozenset[str]:
@@ -529,8 +530,15 @@ def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozens
             if _mentions_wrapper(text, settings):
                 wrapping[i] = True
                 jitted |= _wrapped_names(text, settings) | _project_imports(text, settings.own_packages)
-    reads = frozenset().union(*(s.reads for s, wraps in zip(summaries, wrapping)
-                                if wraps or s.mentions_jit or not jitted.isdisjoint(s.callable)))
+    analysed = [wraps or s.mentions_jit or not jitted.isdisjoint(s.callable) for s, wraps in zip(summaries, wrapping)]
+    reads = frozenset().union(*(s.reads for s, on in zip(summaries, analysed) if on))
+    # A file analysed because it defines a function another reads (summary_involves_jit) may read
+    # other files' facts in turn: ``create()`` of factories.py makes ``model_lib.Model`` objects.
+    while more := [i for i, s in enumerate(summaries) if not analysed[i] and not reads.isdisjoint(s.callable)
+                   and not reads.isdisjoint(s.defines)]:
+        for i in more:
+            analysed[i] = True
+        reads = reads.union(*(summaries[i].reads for i in more))
     return frozenset(jitted) | {_READ + name for name in reads}
 
 

@@ -86,3 +86,73 @@ def test_a_factory_may_call_another_and_keyword_arguments_hold_no_array():
 def test_factories_that_prove_nothing_leave_the_model_at_medium(factory, call):
     found = _confidences(factory, call)
     assert found.get("model") == "medium", found
+
+
+MODEL_LIB = """
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+
+@nnx.jit
+def step(model, optimizer):
+    optimizer.update(model, nnx.grad(lambda m: m.lin.kernel[...].sum())(model))
+"""
+
+FACTORIES = """
+import optax
+from flax import nnx
+
+from model_lib import MLP
+
+
+def create(seed, lr=0.1):
+    model = MLP(nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
+    return model, optimizer
+"""
+
+TRAIN = """
+from factories import create
+from model_lib import step
+
+
+def main():
+    model, optimizer = create(0)
+    for _ in range(3):
+        step(model, optimizer)
+"""
+
+
+def _project_confidences(files: dict[str, str], where: str = "model_lib.py") -> dict[str, str]:
+    """``{parameter: confidence}`` of JXM001 on the ``step`` of file ``where``, over the whole project ``files``."""
+    hints = project_hints(files)
+    results = report([facts_for_file(path, text, ALL, hints) for path, text in files.items()], ALL)
+    return {f.parameter_name: f.confidence.value for result in results for f in result.findings
+            if f.code == "JXM001" and f.function == "step" and f.path == where}
+
+
+def test_a_factory_in_a_third_module_whose_class_is_in_another_is_read_whole():
+    # train.py reads create() of factories.py, which makes model_lib.MLP objects: the pre-filter
+    # keeps that class for the join, as an analysis of every file whole would
+    files = {"model_lib.py": MODEL_LIB, "factories.py": FACTORIES, "train.py": TRAIN}
+    assert _project_confidences(files) == {"model": "high", "optimizer": "high"}
+
+
+def test_a_factory_name_two_sibling_modules_define_differently_proves_nothing():
+    # examples/a/factories.py keeps an array, examples/b's does not; examples/c/train.py has no
+    # factories.py beside it: Python may import either, so neither is taken
+    keeping = FACTORIES.replace("    optimizer =", "    print(model.lin.kernel[...])\n    optimizer =")
+    files = {"examples/a/model_lib.py": MODEL_LIB, "examples/a/factories.py": keeping,
+             "examples/b/model_lib.py": MODEL_LIB, "examples/b/factories.py": FACTORIES,
+             "examples/c/train.py": TRAIN, "examples/c/model_lib.py": MODEL_LIB}
+    assert _project_confidences(files, "examples/c/model_lib.py")["model"] == "medium"
+    # beside examples/b/train.py, factories.py is examples/b's own; beside a's, a's
+    del files["examples/c/train.py"], files["examples/c/model_lib.py"]
+    files["examples/b/train.py"] = TRAIN
+    files["examples/a/train.py"] = TRAIN
+    assert _project_confidences(files, "examples/b/model_lib.py")["model"] == "high"
+    assert _project_confidences(files, "examples/a/model_lib.py")["model"] == "medium"
