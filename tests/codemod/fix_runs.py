@@ -130,13 +130,22 @@ for key in {tuple(classes)!r}:
 """
 
 
+def findings_of(folder: Path, function: str, *paths: str) -> dict[str, tuple[str, str]]:
+    """``{parameter: (confidence, message)}`` of JXM001 on ``function``: ``jaxmem check PATHS``
+    (default ``.``) of the project at ``folder``, as JSON."""
+    done = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", *(paths or (".",)), cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    return {f["parameter"]["name"]: (f["confidence"], f["message"]) for f in json.loads(done.stdout)["findings"]
+            if f["code"] == "JXM001" and f["function"] == function}
+
+
 def step_confidences(program: str, function: str) -> dict[str, str]:
     """``{parameter: confidence}`` of the JXM001 findings on ``function`` in ``program``."""
     return {f.parameter_name: f.confidence.value for f in report_of(program).findings
             if f.code == "JXM001" and f.function == function}
 
 
-def _run_strict(folder: Path, name: str) -> subprocess.CompletedProcess:
+def run_strict(folder: Path, name: str) -> subprocess.CompletedProcess:
     """``python -W error name`` in ``folder`` on the CPU backend (an unusable donation fails)."""
     return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
@@ -148,13 +157,22 @@ def fix_and_rerun_recorded(folder: Path, program: str, classes: dict[str, str], 
     the arrays each recorded object was made with are now deleted (they were not before)."""
     (folder / "pyproject.toml").write_text("")
     (folder / "train.py").write_text(program)
+    rerun_recorded_after_fix(folder, classes, "train.py", folder / "train.py", donated)
+
+
+def rerun_recorded_after_fix(folder: Path, classes: dict[str, str], target: str, defining: Path, *donated: str) -> None:
+    """Run the project at ``folder`` (its ``train.py`` imported) under :func:`nnx_recording_runner`
+    of ``classes``; the default ``jaxmem-fix target`` writes each of ``donated`` into
+    ``defining``; the fixed project prints the same, and the arrays each recorded object was
+    made with are now deleted (they were not before)."""
     (folder / "runner.py").write_text(nnx_recording_runner(classes))
-    original = _run_strict(folder, "runner.py")
+    original = run_strict(folder, "runner.py")
     assert original.returncode == 0, original.stderr
     assert original.stdout.count("now deleted: False") == len(classes), original.stdout
-    done = run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=folder)
+    done = run(tool("jaxmem-fix"), "--no-cache", target, cwd=folder)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert donated in (folder / "train.py").read_text()
-    fixed = _run_strict(folder, "runner.py")
+    fixed_source = defining.read_text()
+    assert all(spec in fixed_source for spec in donated), fixed_source
+    fixed = run_strict(folder, "runner.py")
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")

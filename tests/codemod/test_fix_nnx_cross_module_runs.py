@@ -20,15 +20,11 @@ donated), and the donation it would have written for the model really crashes;
 so do the objects of a factory that keeps one of the model's arrays.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from fix_runs import left_alone_then_crashes, nnx_recording_runner, run, tool
+from fix_runs import findings_of, left_alone_then_crashes, rerun_recorded_after_fix, run, run_strict, tool
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -107,7 +103,7 @@ def main():
 main()
 """
 
-RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer"})
+CLASSES = {"model": "Linear", "optimizer": "Optimizer"}  # what the runner records
 
 
 def _project(folder: Path, form: str, before: str = "", after: str = "") -> None:
@@ -116,45 +112,21 @@ def _project(folder: Path, form: str, before: str = "", after: str = "") -> None
     (folder / "model_lib.py").write_text(MODEL_LIB)
     (folder / "train.py").write_text(TRAIN.format(imports=imports, step=step, make=make, before=before, after=after,
                                                   eval=step.replace("train_step", "eval_step")))
-    (folder / "runner.py").write_text(RUNNER)
-
-
-def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-
-
-def _step_findings(folder: Path, *paths: str) -> dict[str, tuple[str, str]]:
-    """``{parameter: (confidence, message)}`` of JXM001 on ``train_step`` (``jaxmem check PATHS``)."""
-    done = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", *(paths or (".",)), cwd=folder)
-    assert done.returncode in (0, 1), done.stderr
-    return {f["parameter"]["name"]: (f["confidence"], f["message"]) for f in json.loads(done.stdout)["findings"]
-            if f["code"] == "JXM001" and f["function"] == "train_step"}
 
 
 @pytest.mark.parametrize("form", sorted(IMPORTS))
 def test_a_step_imported_from_another_module_is_donated_and_trains_the_same(tmp_path, form):
     _project(tmp_path, form)
-    found = _step_findings(tmp_path)
+    found = findings_of(tmp_path, "train_step")
     assert {name: confidence for name, (confidence, _) in found.items()} == \
         {"model": "high", "optimizer": "high"}, found
     # a partial run of the defining module reads its callers too (pre-commit's staged file)
-    assert _step_findings(tmp_path, "model_lib.py") == found
+    assert findings_of(tmp_path, "train_step", "model_lib.py") == found
 
-    original = _run(tmp_path, "runner.py")
-    assert original.returncode == 0, original.stderr
-    assert original.stdout.count("now deleted: False") == 2, original.stdout
-
-    done = run(tool("jaxmem-fix"), "--no-cache", ".", cwd=tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    fixed_source = (tmp_path / "model_lib.py").read_text()
-    assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in fixed_source, fixed_source
     # the eval step only reads the model: nnx.jit returns it (a copy per call), so it is donated too
-    assert "@partial(nnx.jit, donate_argnums=0)\ndef eval_step" in fixed_source, fixed_source
-
-    fixed = _run(tmp_path, "runner.py")
-    assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+    rerun_recorded_after_fix(tmp_path, CLASSES, ".", tmp_path / "model_lib.py",
+                             "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step",
+                             "@partial(nnx.jit, donate_argnums=0)\ndef eval_step")
 
 
 def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_path):
@@ -164,10 +136,10 @@ def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_
              after='\n    print("kernel", round(float(kernel.sum()), 4))')
     train = tmp_path / "train.py"
     train.write_text(train.read_text().replace("import Model, eval_step, train_step", "import Model, eval_step, first_kernel, train_step"))
-    found = _step_findings(tmp_path)
+    found = findings_of(tmp_path, "train_step")
     assert found["model"][0] == "medium", found
     assert "`model` is passed to a call at train.py:11 that is not an nnx.jit call" in found["model"][1], found
-    original = _run(tmp_path, "train.py")
+    original = run_strict(tmp_path, "train.py")
     assert original.returncode == 0, original.stderr
 
     # the optimizer holds moments of its own and is still donated; the model is not
@@ -175,12 +147,12 @@ def test_a_model_passed_to_a_project_function_that_is_no_step_is_left_alone(tmp_
     assert done.returncode == 1, done.stdout + done.stderr
     defining = tmp_path / "model_lib.py"
     assert "@partial(nnx.jit, donate_argnums=1)\ndef train_step" in defining.read_text(), defining.read_text()
-    fixed = _run(tmp_path, "train.py")
+    fixed = run_strict(tmp_path, "train.py")
     assert fixed.returncode == 0 and fixed.stdout == original.stdout, fixed.stderr
 
     # what a high proposal for the model would have written really crashes
     defining.write_text(defining.read_text().replace("donate_argnums=1)", "donate_argnums=(0, 1))"))
-    crashed = _run(tmp_path, "train.py")
+    crashed = run_strict(tmp_path, "train.py")
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
 
 
@@ -189,9 +161,9 @@ def test_objects_from_a_factory_that_keeps_an_array_are_left_alone(tmp_path):
     _project(tmp_path, "factory-of-module", after='\n    print("kept", round(float(model_lib.KEPT[0].sum()), 4))')
     train = tmp_path / "train.py"
     train.write_text(train.read_text().replace("model_lib.create(0)", "model_lib.create_keeping(0)"))
-    found = _step_findings(tmp_path)
+    found = findings_of(tmp_path, "train_step")
     assert {name: confidence for name, (confidence, _) in found.items()} == \
         {"model": "medium", "optimizer": "medium"}, found
-    assert _run(tmp_path, "train.py").returncode == 0
+    assert run_strict(tmp_path, "train.py").returncode == 0
     left_alone_then_crashes(tmp_path, "train.py", tmp_path / "model_lib.py", "@nnx.jit\ndef train_step",
                             "@nnx.jit(donate_argnums=(0,))\ndef train_step")

@@ -22,15 +22,11 @@ model's arrays: the proposal stays at medium, the default fix leaves the
 model alone, and the donation it would have written really crashes.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from fix_runs import nnx_recording_runner, run, tool
+from fix_runs import findings_of, rerun_recorded_after_fix, run, run_strict, tool
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -128,9 +124,6 @@ def main():
     model, optimizer = create(0)""", '    print("table", round(float(TABLE.sum()), 4))\n'),
 }
 
-RUNNER = nnx_recording_runner({"model": "Linear", "optimizer": "Optimizer"})
-
-
 def _program(helpers: str, after: str) -> str:
     return HEAD + helpers + LOOP + after + "\n\nmain()\n"
 
@@ -142,55 +135,32 @@ def _write(folder: Path, program: str) -> Path:
     return path
 
 
-def _run(folder: Path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "error", name], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-
-
-def _confidences(folder: Path) -> dict[str, tuple[str, str]]:
-    done = run(tool("jaxmem"), "check", "--no-cache", "--format", "json", ".", cwd=folder)
-    assert done.returncode in (0, 1), done.stderr
-    return {f["parameter"]["name"]: (f["confidence"], f["message"]) for f in json.loads(done.stdout)["findings"]
-            if f["code"] == "JXM001" and f["function"] == "train_step"}
-
-
 @pytest.mark.parametrize("form", sorted(OWNED))
 def test_objects_a_helper_makes_and_returns_are_donated_and_it_trains_the_same(tmp_path, form):
     _write(tmp_path, _program(*OWNED[form]))
-    found = _confidences(tmp_path)
+    found = findings_of(tmp_path, "train_step")
     assert {name: confidence for name, (confidence, _) in found.items()} == \
         {"model": "high", "optimizer": "high"}, found
-    (tmp_path / "runner.py").write_text(RUNNER)
-    original = _run(tmp_path, "runner.py")
-    assert original.returncode == 0, original.stderr
-    assert original.stdout.count("now deleted: False") == 2, original.stdout
-
-    done = run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    fixed_source = (tmp_path / "train.py").read_text()
-    assert "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step" in fixed_source, fixed_source
-
-    fixed = _run(tmp_path, "runner.py")
-    assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout == original.stdout.replace("now deleted: False", "now deleted: True")
+    rerun_recorded_after_fix(tmp_path, {"model": "Linear", "optimizer": "Optimizer"}, "train.py",
+                             tmp_path / "train.py", "@partial(nnx.jit, donate_argnums=(0, 1))\ndef train_step")
 
 
 @pytest.mark.parametrize("form", sorted(HELD))
 def test_a_helper_whose_model_shares_an_array_is_left_alone(tmp_path, form):
     path = _write(tmp_path, _program(*HELD[form]))
-    found = _confidences(tmp_path)
+    found = findings_of(tmp_path, "train_step")
     assert found["model"][0] == "medium", found
-    original = _run(tmp_path, "train.py")
+    original = run_strict(tmp_path, "train.py")
     assert original.returncode == 0, original.stderr
 
     run(tool("jaxmem-fix"), "--no-cache", "train.py", cwd=tmp_path)
     fixed_source = path.read_text()
     assert "donate_argnums=(0" not in fixed_source and "donate_argnums=0" not in fixed_source, fixed_source
-    fixed = _run(tmp_path, "train.py")
+    fixed = run_strict(tmp_path, "train.py")
     assert fixed.returncode == 0 and fixed.stdout == original.stdout, fixed.stderr
 
     # what a high proposal for the model would have written really crashes
     path.write_text(_program(*HELD[form]).replace("@nnx.jit\ndef train_step",
                                                   "@nnx.jit(donate_argnums=(0,))\ndef train_step"))
-    crashed = _run(tmp_path, "train.py")
+    crashed = run_strict(tmp_path, "train.py")
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr

@@ -1,7 +1,8 @@
-"""nnx objects made by a factory function of the same file
+"""nnx objects made by a factory function, of the same file or another module
 (``lint/values/nnx_ownership.nnx_factory``): which factories count.  What the
 proved ones and three that share an array do when run is in
-``tests/codemod/test_fix_nnx_factory_runs.py``; these pin each rule."""
+``tests/codemod/test_fix_nnx_factory_runs.py`` and
+``test_fix_nnx_cross_module_runs.py``; these pin each rule."""
 
 import pytest
 
@@ -11,11 +12,7 @@ from jaxmem.settings import Settings
 
 ALL = Settings(min_confidence=Confidence.LOW)
 
-HEAD = """
-import functools
-
-import jax.numpy as jnp
-import optax
+MODEL_LIB = """
 from flax import nnx
 
 
@@ -27,8 +24,14 @@ class MLP(nnx.Module):
 @nnx.jit
 def step(model, optimizer):
     optimizer.update(model, nnx.grad(lambda m: m.lin.kernel[...].sum())(model))
-
 """
+
+HEAD = """
+import functools
+
+import jax.numpy as jnp
+import optax
+""" + MODEL_LIB + "\n"
 
 PAIR = """
 def create(seed, lr=0.1):
@@ -87,20 +90,6 @@ def test_factories_that_prove_nothing_leave_the_model_at_medium(factory, call):
     found = _confidences(factory, call)
     assert found.get("model") == "medium", found
 
-
-MODEL_LIB = """
-from flax import nnx
-
-
-class MLP(nnx.Module):
-    def __init__(self, rngs):
-        self.lin = nnx.Linear(2, 2, rngs=rngs)
-
-
-@nnx.jit
-def step(model, optimizer):
-    optimizer.update(model, nnx.grad(lambda m: m.lin.kernel[...].sum())(model))
-"""
 
 FACTORIES = """
 import optax
