@@ -146,7 +146,7 @@ def might_make_nnx_object(call: cst.Call) -> bool:
 def nnx_ownership(name: str, occurrences, imports, provenance, positions,
                   unclean_classes: Mapping[str, str | None] = _NONE, binding: cst.Call | None = None,
                   local_nnx_classes: frozenset[str] = frozenset(),
-                  factory: Callable[[str], Factory | None] | None = None) -> Ownership | None:
+                  factory: Callable[[cst.BaseExpression], Factory | None] | None = None) -> Ownership | None:
     """Whether the nnx object bound to ``name`` owns its arrays (see the module docstring);
     ``occurrences``: :func:`occurrences` of the scope that holds it.  None when ``name``
     is not bound only to calls (not an object this applies to).  ``binding``: the value of
@@ -169,7 +169,7 @@ def nnx_ownership(name: str, occurrences, imports, provenance, positions,
 
 def nnx_factory(function: cst.FunctionDef, imports, provenance, positions,
                 unclean_classes: Mapping[str, str | None] = _NONE, local_nnx_classes: frozenset[str] = frozenset(),
-                factory: Callable[[str], Factory | None] | None = None) -> Factory | None:
+                factory: Callable[[cst.BaseExpression], Factory | None] | None = None) -> Factory | None:
     """What ``function`` returns when it is a factory of nnx objects (``def create(seed): model
     = Model(nnx.Rngs(seed)); optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param); return
     model, optimizer``): undecorated, its one ``return`` its last statement, giving a name or
