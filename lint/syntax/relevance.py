@@ -534,8 +534,7 @@ def hints_of(summaries, settings: Settings | None = None, texts=None) -> frozens
     reads = frozenset().union(*(s.reads for s, on in zip(summaries, analysed) if on))
     # A file analysed because it defines a function another reads (summary_involves_jit) may read
     # other files' facts in turn: ``create()`` of factories.py makes ``model_lib.Model`` objects.
-    while more := [i for i, s in enumerate(summaries) if not analysed[i] and not reads.isdisjoint(s.callable)
-                   and not reads.isdisjoint(s.defines)]:
+    while more := [i for i, s in enumerate(summaries) if not analysed[i] and _read_by_another(s, reads)]:
         for i in more:
             analysed[i] = True
         reads = reads.union(*(summaries[i].reads for i in more))
@@ -562,7 +561,13 @@ def summary_involves_jit(summary: TextSummary, text: str, settings: Settings, hi
         return True
     if not hints.isdisjoint(summary.callable):
         return True
-    return not _read_hints(hints).isdisjoint(summary.callable) and _defines_read(_lf(text), hints)
+    return _read_by_another(summary, _read_hints(hints))
+
+
+def _read_by_another(summary: TextSummary, read: frozenset[str]) -> bool:
+    """Whether the file of ``summary`` defines at top level a function or class another file
+    reads (``read``) and can call one: it is analysed for that file's sake."""
+    return not read.isdisjoint(summary.callable) and not read.isdisjoint(summary.defines)
 
 
 def summary_reachable_hints(summary: TextSummary, hints: frozenset[str]) -> set[str]:

@@ -97,23 +97,13 @@ from flax import nnx
 
 from model_lib import MLP
 
-
-def create(seed, lr=0.1):
-    model = MLP(nnx.Rngs(seed))
-    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
-    return model, optimizer
-"""
+""" + PAIR
 
 TRAIN = """
 from factories import create
 from model_lib import step
 
-
-def main():
-    model, optimizer = create(0)
-    for _ in range(3):
-        step(model, optimizer)
-"""
+""" + LOOP.format(call="create(0)")
 
 
 def _project_confidences(files: dict[str, str], where: str = "model_lib.py") -> dict[str, str]:
