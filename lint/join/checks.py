@@ -164,7 +164,8 @@ class Index:
                             for name in facts.nnx_classes}
         self.twice_classes = {f"{module}.{name}": why for facts in all_facts for module in facts.module_names
                               for name, why in facts.twice_classes.items()}
-        self.nnx_factories: dict[str, list[tuple[str, Factory]]] = defaultdict(list)  # -> (path, what it makes)
+        # -> (path, what it makes, or why it is no factory)
+        self.nnx_factories: dict[str, list[tuple[str, Factory | str]]] = defaultdict(list)
         for facts in all_facts:
             for name, factory in facts.nnx_factories.items():
                 for module in facts.module_names:
@@ -909,18 +910,24 @@ def _made_by_factory(entry: tuple[str, int, int | None], importer: str, project:
     None when it is no such factory of the project, several files that may be it differ,
     it returns another number of values, or a Python scalar's Variable."""
     qualified, index, count = entry
+    factory = _factory_of(qualified, importer, project)
+    if not isinstance(factory, Factory) or factory.unpacked != (count is not None) \
+            or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
+        return None
+    return factory.made[index]
+
+
+def _factory_of(qualified: str, importer: str, project: Index) -> Factory | str | None:
+    """What the function ``qualified`` that file ``importer`` calls is: a factory, why it is no
+    factory, or None when no such function of the project is known or the files it may be in
+    (same-named modules in sibling folders) differ: each must say the same."""
     module, _, name = qualified.lstrip(".").rpartition(".")
-    # every file the name may come from (same-named modules in sibling folders) must be such a factory
     paths = [path for path, modules in project.module_names.items()
              if module in modules and (path, name) in project.functions
              and project.imports_from(importer, qualified, path)]
     made_by = dict(project.nnx_factories.get(qualified.lstrip("."), ()))
     factories = {made_by.get(path) for path in paths}
-    factory = factories.pop() if len(factories) == 1 else None
-    if factory is None or factory.unpacked != (count is not None) \
-            or (count is not None and count != len(factory.made)) or factory.made[index].kind == "scalar":
-        return None
-    return factory.made[index]
+    return factories.pop() if len(factories) == 1 else None
 
 
 def _propose_module(definition: JitDefinition, def_path: str, calls: list[ResolvedCall], index: int | None,
@@ -951,8 +958,8 @@ def _propose_module(definition: JitDefinition, def_path: str, calls: list[Resolv
     if scalar:
         out.report(def_path).refusals.append(Refusal(
             def_path, definition.line, definition.function, name,
-            f"not worth donating: `{name}` is an nnx Variable made from a Python number (`nnx.Param(1)`): a "
-            f"scalar, a few bytes"))
+            f"not worth donating: `{name}` holds only nnx Variables made from a Python number (`nnx.Param(1)`, "
+            f"`nnx.Param(jnp.array(1.0))`): scalars, a few bytes"))
         return
     confidence, why = Confidence.HIGH, ""
     # nnx objects share Variables with other Modules (``ema.apply_to(model)``,
@@ -995,6 +1002,9 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
     made = []
     for entry in own.factories:
         if (one := _made_by_factory(entry, rc.path, project)) is None:
+            if isinstance(why := _factory_of(entry[0], rc.path, project), str):
+                return (f"`{arg.text}` is made by `{entry[0].lstrip('.')}`, which jaxmem does not take for a factory "
+                        f"of new nnx objects: {why}; {generic}")
             return (f"`{arg.text}` is made by `{entry[0]}`, which jaxmem cannot prove makes new nnx objects it "
                     f"takes no array out of; {generic}")
         made.append(one)

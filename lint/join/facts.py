@@ -97,6 +97,7 @@ from jaxmem.lint.values.nnx_ownership import (
     nnx_factory,
     nnx_ownership,
     occurrences,
+    return_refusal,
 )
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
@@ -278,8 +279,9 @@ class FileFacts:
     twice_classes: dict[str, str] = field(default_factory=dict)
     # Top-level functions that make nnx objects and hand them out by their final ``return``, with
     # what each returned value is (lint.values.nnx_ownership.nnx_factory): another file's
-    # ``model, optimizer = lib.create(0)`` binds what they made.
-    nnx_factories: dict[str, Factory] = field(default_factory=dict)
+    # ``model, optimizer = lib.create(0)`` binds what they made.  A function that returns names
+    # or a class call but is no such factory maps to why not (for the message).
+    nnx_factories: dict[str, Factory | str] = field(default_factory=dict)
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
@@ -955,8 +957,11 @@ class FactExtractor:
         self._signatures: dict[int, Signature] = {}  # id(def) -> its signature, see callers_of
         self._occurrences: dict[int, dict] = {}  # id(scope node) -> its names' occurrences (nnx_ownership)
         self._nnx_own: dict[tuple[int, str, int], Ownership | None] = {}  # (scope, name, binding)
-        self._nnx_factories: dict[str, Factory | None] = {}  # a top-level function -> see nnx_factory
+        self._nnx_factories: dict[str, Factory | str] = {}  # a top-level function -> see nnx_factory
         self._module_provenance: Provenance | None = None  # the module's own code (nnx objects it makes)
+        self.module_flow: Flow | None = None  # the module's flow, built before any scope is analysed
+        self.mentions_nnx = True  # the file's text has the word (nnx objects and factories are possible)
+        self._defaults_provenance: Provenance | None = None  # the module's, for factories' parameter defaults
         self._cached_partials: dict[tuple[int, str], tuple | None] = {}  # (id(flow), name) -> cached_partial
         self._names_cached_partial: bool | None = None  # the file's text has the word (asked once)
 
@@ -1320,13 +1325,28 @@ class FactExtractor:
             kinds = [self._makes_nnx_object(event, self.provenance) for event in self.provenance.writes_of((name,))]
             made = self.provenance.nnx_made[name] = (any(kinds), all(kinds))
         if not made[0]:
-            return None  # not made by a class call or a view: no scope walk needed
+            return self._refused_factory(name, point)  # not made by a class call or a view: no scope walk needed
         reaching = self.provenance.reaching_writes((name,), point)
         binding = reaching[0].origin if len(reaching) == 1 and self._makes_nnx_object(reaching[0], self.provenance) \
             else None
         if binding is None and not made[1]:
             return None
         return self._ownership(scope, name, self.provenance, binding)
+
+    def _refused_factory(self, name: str, point: Point) -> Ownership | None:
+        """Why the object ``name`` may share its arrays when the one assignment reaching ``point``
+        binds it to what a function of this file returns, and that function is no factory
+        jaxmem proves (``model = make_model(rngs)``, see :meth:`factory_refusal`); None otherwise."""
+        if not self.mentions_nnx:
+            return None
+        reaching = self.provenance.reaching_writes((name,), point)
+        call = reaching[0].origin if len(reaching) == 1 and reaching[0].origin_kind in ("value", "unpack") else None
+        func = call.func if isinstance(call, cst.Call) else None
+        if not isinstance(func, cst.Name) or func.value not in self.ctx.module_functions \
+                or func.value in self.provenance.local_names or (why := self.factory_refusal(func.value)) is None:
+            return None
+        return Ownership(f"`{name}` is made by `{func.value}`, which jaxmem does not take for a factory of new "
+                         f"nnx objects: {why}")
 
     def module_nnx_own(self, name: str) -> Ownership | None:
         """Whether the notebook-level nnx object ``name``, which a top-level function reads
@@ -1384,17 +1404,34 @@ class FactExtractor:
         """What the file's one top-level function ``name``, which no other binding of the name
         hides, returns when it makes nnx objects (:func:`nnx_factory`, its parameters taken to
         hold no array: each call's arguments are checked), memoised; None otherwise."""
+        found = self._factory_or_refusal(name)
+        return found if isinstance(found, Factory) else None
+
+    def factory_refusal(self, name: str) -> str | None:
+        """Why the file's top-level function ``name`` is no factory :meth:`nnx_factory` proves
+        (None: it is one)."""
+        found = self._factory_or_refusal(name)
+        return found if isinstance(found, str) else None
+
+    def _factory_or_refusal(self, name: str) -> Factory | str:
         if name not in self._nnx_factories:
-            self._nnx_factories[name] = None  # a factory that calls itself proves nothing
+            self._nnx_factories[name] = "it calls itself"  # while it is analysed: that proves nothing
             defs = self.ctx.module_functions.get(name, ())
-            if len(defs) == 1 and name not in self.ctx.rebound_functions() and factory_return(defs[0]) is not None:
+            if len(defs) != 1 or name in self.ctx.rebound_functions():
+                self._nnx_factories[name] = "the file binds the name to something else too"
+            elif (why := return_refusal(defs[0])) is not None:
+                self._nnx_factories[name] = why
+            else:
                 function = defs[0]
                 flow = _flow_builder(self.ctx, function).build_function(function)
                 params = frozenset(param.name for param in Signature.of(function).params)
                 scope = self._new_scope(flow, (name, MODULE_SCOPE), None, False, params, None, False, params, function)
+                if self._defaults_provenance is None:  # a default is evaluated where the def runs: the module
+                    self._defaults_provenance = self._new_scope(
+                        self.module_flow, (MODULE_SCOPE,), None, False, set(), None, True).provenance
                 self._nnx_factories[name] = nnx_factory(
                     function, self.ctx.imports, scope.provenance, self.ctx.positions, self.ctx.unclean_for_nnx(),
-                    self.ctx.nnx_classes(), self._factories_for(scope.provenance))
+                    self.ctx.nnx_classes(), self._factories_for(scope.provenance), self._defaults_provenance)
         return self._nnx_factories[name]
 
     def _keeps_nothing(self, node) -> bool:
@@ -1981,13 +2018,14 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         facts.function_outputs[stmt.name.value] = tuple(output_reach(stmt, imports, helpers=helpers).items())
     extractor = FactExtractor(ctx)
     extractor.summaries = summaries
-    if "nnx" in (source if source is not None else module.code):  # a factory's objects come from nnx classes
+    module_flow = extractor.module_flow = _flow_builder(ctx).build_module(module)
+    extractor.mentions_nnx = "nnx" in (source if source is not None else module.code)
+    if extractor.mentions_nnx:  # a factory's objects come from nnx classes
         for stmt in module.body:
-            if isinstance(stmt, cst.FunctionDef) and factory_return(stmt) is not None \
-                    and (made := extractor.nnx_factory(stmt.name.value)) is not None:
-                facts.nnx_factories[stmt.name.value] = made
+            if isinstance(stmt, cst.FunctionDef) and factory_return(stmt) is not None:
+                name = stmt.name.value
+                facts.nnx_factories[name] = extractor.nnx_factory(name) or extractor.factory_refusal(name)
 
-    module_flow = _flow_builder(ctx).build_module(module)
     facts.calls.extend(extractor.calls_in(module_flow, (MODULE_SCOPE,), None, False, set(), None, True))
     facts.referenced |= module_flow.passed
     facts.traced_callables |= _traced_callables(module_flow, imports)

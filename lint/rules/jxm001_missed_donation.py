@@ -643,6 +643,59 @@ RULE = Rule(
         ),
         Example(
             """
+            import optax
+            from flax import nnx
+
+            INIT = nnx.initializers.lecun_normal()
+
+            @nnx.jit  # JXM001
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+                optimizer.update(model, grads)
+
+            def create_model(seed, init=INIT):
+                return nnx.Sequential(nnx.Linear(4, 4, kernel_init=init, rngs=nnx.Rngs(seed)), nnx.relu)
+
+            def main(batches):
+                model = create_model(0)
+                optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+                for batch in batches:
+                    train_step(model, optimizer, batch)
+                return model
+            """,
+            confidence=Confidence.HIGH,
+            note="a factory may return the object its call makes; its default is an initializer, which holds no "
+                 "array, and flax's containers may take layers made in the same call (run in "
+                 "tests/codemod/test_fix_nnx_factory_runs.py)",
+        ),
+        Example(
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            TABLE = jnp.ones((4, 4))
+
+            @nnx.jit  # JXM001
+            def train_step(model, batch):
+                model.kernel[...] -= 0.1 * nnx.grad(lambda m: (m(batch) ** 2).mean())(model).kernel[...]
+
+            def create_model(seed, kernel=TABLE):
+                model = nnx.Linear(4, 4, rngs=nnx.Rngs(seed))
+                model.kernel = nnx.Param(kernel)
+                return model
+
+            def main(batches):
+                model = create_model(0)
+                for batch in batches:
+                    train_step(model, batch)
+                return TABLE
+            """,
+            confidence=Confidence.MEDIUM,
+            note="every model this factory makes holds the array of its default, which the program reads later: "
+                 "the message says so (`its default `TABLE` may hold an array`)",
+        ),
+        Example(
+            """
             import jax
             import optax
 

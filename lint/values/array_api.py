@@ -614,6 +614,30 @@ def is_constructor_like(call) -> bool:
     return name in ("dict", "tuple", "list") or (name[:1].isupper() and not name.isupper())
 
 
+# Modules whose public lowercase attributes are functions, submodules or Python numbers, never
+# device arrays (every one checked on jax 0.10.2, flax 0.12.8 and optax 0.2.8 in
+# test_array_api_facts): a reference to one holds no array (``nnx.Sequential(nnx.Linear(...),
+# nnx.relu)``, ``activation=jax.nn.gelu``).  Called, each says for itself (``jnp.ones(3)``).
+FUNCTION_MODULES = frozenset({
+    "jax.nn", "jax.nn.initializers", "jax.numpy", "jax.lax", "jax.random",
+    "flax.nnx", "flax.nnx.initializers", "flax.linen", "flax.linen.initializers", "optax",
+})
+
+# Initializer makers: each returns a function of ``(key, shape, dtype)`` closing over its
+# arguments (``kernel_init=nnx.initializers.lecun_normal()``); not ``zeros``/``ones``, which are
+# initializers themselves and, called, make an array (jax 0.10.2, flax 0.12.8).
+INITIALIZER_MAKERS = frozenset(
+    f"{module}.{name}"
+    for module in ("jax.nn.initializers", "flax.nnx.initializers", "flax.linen.initializers")
+    for name in (
+        "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+        "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "orthogonal",
+        "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform",
+        *(("zeros_init", "ones_init") if module != "jax.nn.initializers" else ()),
+    )
+)
+
+
 # ---------------------------------------------------------------------------
 # Values that hold no device arrays.  They never make a donated value
 # "shared" and are never worth donating.  Proved by origin only: an unknown
@@ -661,6 +685,7 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         *sorted(OPTAX_NEW_STATE_IF_ARRAY_FREE), *sorted(OPTAX_WRAPPERS),  # and of array-free parts
         *sorted(FLASHBAX_BUFFERS),  # a buffer: functions, no arrays
     )},
+    **{name: "if_args" for name in INITIALIZER_MAKERS},
     "absl.flags.FLAGS": "value",
     # dtypes: ``jnp.float32`` as a value is a scalar type (called, it makes an array)
     **{f"{module}.{name}": "value" for module in ("jax.numpy", "numpy") for name in (
@@ -674,6 +699,15 @@ ARRAY_FREE_CALLS: dict[str, str] = {
 METADATA_ATTRIBUTES = frozenset(
     {"shape", "dtype", "ndim", "size", "sharding", "nbytes", "aval", "weak_type", "itemsize"}
 )
+
+
+def library_function(qualified: str | None) -> bool:
+    """Whether ``qualified`` names a public lowercase attribute of a module of
+    :data:`FUNCTION_MODULES` (a function, a submodule or a number: no device array)."""
+    if qualified is None:
+        return False
+    module, _, name = qualified.lstrip(".").rpartition(".")
+    return module in FUNCTION_MODULES and name[:1].islower()
 
 
 def array_free_call(qualified: str | None) -> str | None:

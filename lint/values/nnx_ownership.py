@@ -49,7 +49,7 @@ from types import MappingProxyType
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import children, descendants
-from jaxmem.lint.values.array_api import KNOWN_LIBRARIES
+from jaxmem.lint.values.array_api import KNOWN_LIBRARIES, array_free_call, is_fresh_constructor
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
 _VIEW = "flax.nnx.view"
@@ -58,6 +58,8 @@ _VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "Bat
 _OPTIMIZER = "flax.nnx.Optimizer"
 _EMA = frozenset({"flax.nnx.EMA", "flax.nnx.training.ema.EMA"})
 _RNGS = "flax.nnx.Rngs"
+# make a 0-d array from a Python number (``jnp.array(1.0)``); so does a dtype called on one
+_SCALAR_ARRAYS = frozenset({"jax.numpy.array", "jax.numpy.asarray"})
 _NONE: Mapping[str, str | None] = MappingProxyType({})
 _READERS = frozenset({"flax.nnx.display", "print"})
 # ``p = nnx.cached_partial(f, model, optimizer)``: each call ``p(x)`` calls ``f(model, optimizer, x)``
@@ -169,62 +171,109 @@ def nnx_ownership(name: str, occurrences, imports, provenance, positions,
 
 def nnx_factory(function: cst.FunctionDef, imports, provenance, positions,
                 unclean_classes: Mapping[str, str | None] = _NONE, local_nnx_classes: frozenset[str] = frozenset(),
-                factory: Callable[[cst.BaseExpression], Factory | None] | None = None) -> Factory | None:
+                factory: Callable[[cst.BaseExpression], Factory | None] | None = None,
+                defaults_provenance=None) -> Factory | str:
     """What ``function`` returns when it is a factory of nnx objects (``def create(seed): model
     = Model(nnx.Rngs(seed)); optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param); return
-    model, optimizer``): undecorated, its one ``return`` its last statement, giving a name or
-    a tuple of distinct names, each bound to an object :func:`nnx_ownership` proves its own in
-    the function (no view, no call of a step, no use that takes an array out, the ``return``
-    aside), and every parameter default a literal.  ``provenance`` takes every parameter to
-    hold no array: a call binds what the factory made only when its arguments hold none
-    (``_Finder._factory_made``).  None when any of this fails."""
-    returned = factory_return(function)
-    if returned is None:
-        return None
+    model, optimizer``), or why jaxmem does not take it for one.  A factory is undecorated, its
+    one ``return`` its last statement, giving a name or a tuple of distinct names, each bound to
+    an object :func:`nnx_ownership` proves its own in the function (no view, no call of a step,
+    no use that takes an array out, the ``return`` aside), or a call that makes one (``return
+    nnx.Sequential(...)``); no parameter default holds an array (:func:`_defaults_hold_no_array`,
+    with the module's ``defaults_provenance``).  ``provenance`` takes every parameter to hold no
+    array: a call binds what the factory made only when its arguments hold none
+    (``_Finder._factory_made``)."""
+    returned = _factory_return(function)
+    if isinstance(returned, str):
+        return returned
+    if (default := _array_default(function, defaults_provenance)) is not None:
+        return f"its default `{_code(default)[:40]}` may hold an array, which every object it makes would share"
     value = returned.value
-    names = [value.value] if isinstance(value, cst.Name) else [element.value.value for element in value.elements]
     found = occurrences(function)
+    if isinstance(value, cst.Call):
+        # ``return nnx.Sequential(...)``: an object no name of the factory holds, so no use of it to check
+        finder = _Finder("", found, imports, provenance, positions, unclean_classes, local_nnx_classes, factory,
+                         returned)
+        kind = finder._made_by(value)
+        if kind is None:
+            return f"`{_code(value)[:60]}` may hold arrays from elsewhere"
+        if finder.factories:
+            return f"it returns what another module's function makes (`{finder.factories[0][0]}`), not followed"
+        return Factory((Made(kind, tuple(dict.fromkeys(finder.classes)), finder.node),), False)
+    names = [value.value] if isinstance(value, cst.Name) else [element.value.value for element in value.elements]
     made = []
     for name in names:
         values = _bound_values(name, found, factory)
         if not values or not all(isinstance(v, (cst.Call, _Part)) for v in values):
-            return None
+            return f"`{name}` is not bound only by calls in it"
         finder = _Finder(name, found, imports, provenance, positions, unclean_classes, local_nnx_classes, factory,
                          returned)
         own = finder.run()
         kind = finder._constructor_kind(name, found)  # None for a view: its root is another object
-        if own.doubt is not None or own.calls or kind is None or finder.factories:
-            return None  # (another module's factory inside: not followed)
+        if own.doubt is not None:
+            return own.doubt
+        if own.calls:
+            return f"it passes `{name}` to a call at line {own.calls[0][0]} that may keep or donate it"
+        if kind is None:
+            return f"`{name}` is a view of another object, or made in more than one way"
+        if finder.factories:
+            return f"`{name}` is made by another module's function (`{finder.factories[0][0]}`), not followed"
         made.append(Made(kind, tuple(dict.fromkeys(finder.classes)), finder.node))
     return Factory(tuple(made), isinstance(value, cst.Tuple))
 
 
 def factory_return(function: cst.FunctionDef) -> cst.Return | None:
-    """``function``'s one ``return``, when it is its last statement and gives a name or a tuple
-    of distinct names, the function is undecorated, not async, no generator, declares no
-    ``global``/``nonlocal`` and its parameter defaults are literals; None otherwise."""
-    if function.decorators or function.asynchronous is not None or not isinstance(function.body, cst.IndentedBlock) \
-            or not function.body.body:
-        return None
-    last = function.body.body[-1]
+    """``function``'s one ``return``, when it is its last statement and gives a name, a tuple
+    of distinct names or a class call (``return Model(rngs)``), and the function is undecorated,
+    not async, no generator and declares no ``global``/``nonlocal``; None otherwise."""
+    found = _factory_return(function)
+    return None if isinstance(found, str) else found
+
+
+def return_refusal(function: cst.FunctionDef) -> str | None:
+    """Why ``function`` has no :func:`factory_return` (None: it has one)."""
+    found = _factory_return(function)
+    return found if isinstance(found, str) else None
+
+
+def _factory_return(function: cst.FunctionDef) -> cst.Return | str:
+    """:func:`factory_return`, or why ``function`` has no such ``return``."""
+    if function.decorators:
+        return "it is decorated, and the decorator may return something else"
+    if function.asynchronous is not None:
+        return "it is async"
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
     if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)):
-        return None
+        return "its last statement is not a `return`"
     returned = last.body[0]
     value = returned.value
     if isinstance(value, cst.Tuple):
         names = [e.value.value if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) else None
                  for e in value.elements]
+    elif isinstance(value, cst.Call) and might_make_nnx_object(value):
+        names = []  # ``return Model(rngs)``: the object the call makes
     else:
         names = [value.value] if isinstance(value, cst.Name) else [None]
     if None in names or len(set(names)) != len(names):
-        return None
-    p = function.params
-    if any(param.default is not None and not _is_literal(param.default)
-           for param in (*p.posonly_params, *p.params, *p.kwonly_params)):
-        return None  # ``w=TABLE``: every call would make an object from the same value
+        return "its `return` gives something other than a name, distinct names or a class call"
     own = [node for node in descendants(function.body, into_scopes=False)
            if isinstance(node, (cst.Return, cst.Yield, cst.Await, cst.Global, cst.Nonlocal))]
-    return returned if own == [returned] else None
+    if own != [returned]:
+        return "it has another `return`, a `yield`, an `await`, or a `global` or `nonlocal`"
+    return returned
+
+
+def _array_default(function: cst.FunctionDef, module_provenance) -> cst.BaseExpression | None:
+    """The first parameter default of ``function``, a top-level function, that may hold an
+    array, if any.  A default is evaluated once, where the def runs, so an array in one would
+    be in every object made (``w=TABLE``): a literal holds none, and so does a value the
+    module's ``module_provenance`` (None: literals only) proves array-free
+    (``init=lecun_normal``, a module-level initializer; ``dtype=jnp.float32``)."""
+    p = function.params
+    return next((param.default for param in (*p.posonly_params, *p.params, *p.kwonly_params)
+                 if param.default is not None and not _is_literal(param.default)
+                 and (module_provenance is None or not module_provenance.array_free(param.default))), None)
 
 
 def _is_literal(expr) -> bool:
@@ -242,6 +291,7 @@ class _Finder:
         self.unclean_classes = unclean_classes
         self.local_nnx_classes = local_nnx_classes
         self.node = True  # every constructor seen so far makes an nnx graph node (see Ownership.node)
+        self.scalar = False  # see Ownership.scalar
         self.classes: list[str] = []  # classes of other modules the object is made by (the join checks them)
         self.factories: list[tuple[str, int, int | None]] = []  # other modules' factories (see Ownership)
         # a call that may donate it sits in a def or lambda: it may run after any statement
@@ -257,6 +307,8 @@ class _Finder:
         root, doubt = self._root(self.name, occurrences, 0)
         if doubt is not None:
             return Ownership(doubt)
+        # a few bytes (``nnx.Param(1)``) are not worth donating, whatever else holds them
+        self.scalar = self._constructor_kind(root, occurrences) == "scalar"
         family = self._family(root, occurrences)
         if family is None:
             return self._doubt(f"more than {_MAX_VIEWS} views of `{root}`")
@@ -280,13 +332,13 @@ class _Finder:
             position = self.positions[node].start
             if self.calls_in_defs or not self.calls or (position.line, position.column) <= max(self.calls):
                 return self._doubt(doubt)
-        scalar = self._constructor_kind(root, occurrences) == "scalar"
-        return Ownership(None, tuple(self.calls), tuple(self.classes), scalar, self.node,
+        return Ownership(None, tuple(self.calls), tuple(self.classes), self.scalar, self.node,
                          tuple(dict.fromkeys(self.factories)))
 
     def _doubt(self, doubt: str) -> Ownership:
         """A doubt about an object whose constructors are known (whether it is a graph node)."""
-        return Ownership(doubt, classes=tuple(self.classes), node=self.node, factories=tuple(dict.fromkeys(self.factories)))
+        return Ownership(doubt, classes=tuple(self.classes), scalar=self.scalar, node=self.node,
+                         factories=tuple(dict.fromkeys(self.factories)))
 
     def _after_every_call(self, parents: tuple) -> bool:
         """Whether the call ``parents[-1]`` runs once, after every call that may donate the
@@ -360,7 +412,7 @@ class _Finder:
         if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
             return None
         qualified = self._resolve(value.func)
-        if qualified in _VARIABLES and value.args and _is_number(value.args[0].value):
+        if qualified in _VARIABLES and value.args and self._number_or_scalar_array(value.args[0].value):
             return "scalar"
         if qualified in _EMA:
             # jnp.copy of every tracked Variable; the other arguments must hold no array
@@ -382,8 +434,13 @@ class _Finder:
             return self._factory_made(value, 0, None)
         if not _is_class_like(value.func):
             return None
-        if not all(self._array_free_or_rngs(arg.value) for arg in value.args):
+        own_class = qualified is not None and qualified.startswith("flax.nnx.")
+        if not all(self._made_here(arg.value) if own_class else self._array_free_or_rngs(arg.value)
+                   for arg in value.args):
             return None
+        if own_class and value.args and all(isinstance(arg.value, cst.Call) and self._made_by(arg.value) == "scalar"
+                                            for arg in value.args):
+            return "scalar"  # ``nnx.Dict(a=nnx.Param(jnp.array(1)))``: a few bytes
         if qualified is None:
             # a class of this file: it must not read a module-level value (``nnx.Cache(PE)``)
             local = value.func.value if isinstance(value.func, cst.Name) else None
@@ -423,6 +480,35 @@ class _Finder:
         if self.provenance.array_free(expr):
             return True
         return self.provenance.bound_only_to(expr, lambda call, depth: self._resolve(call.func) == _RNGS, 0)
+
+    def _made_here(self, expr) -> bool:
+        """An argument of an nnx class of flax's own (which keeps each argument as it is, in one
+        place) that brings no array of another value either: array-free or an ``nnx.Rngs``, or
+        made right there, where nothing else can name it: new arrays (``nnx.Param(jnp.zeros(4))``),
+        an nnx object made so (``nnx.Sequential(nnx.Linear(2, 8, rngs=rngs), nnx.relu)``), or a
+        list or tuple of those.  Not for a project class, whose checks take every argument to
+        hold no array (it might keep one twice)."""
+        if self._array_free_or_rngs(expr):
+            return True
+        if type(expr) in (cst.List, cst.Tuple):
+            return all(isinstance(e, cst.Element) and self._made_here(e.value) for e in expr.elements)
+        if type(expr) is not cst.Call:
+            return False
+        return is_fresh_constructor(self._resolve(expr.func), expr) or self._made_by(expr) in ("module", "scalar")
+
+    def _number_or_scalar_array(self, expr) -> bool:
+        """``1``, ``-0.5``, or a 0-d array made from one (``jnp.array(1.0)``, ``jnp.float32(2)``,
+        ``jnp.asarray(3, dtype=jnp.int32)``): a few bytes."""
+        if _is_number(expr):
+            return True
+        if type(expr) is not cst.Call:
+            return False
+        positional = [arg for arg in expr.args if arg.keyword is None]
+        qualified = self._resolve(expr.func)
+        return len(positional) == 1 and not positional[0].star and _is_number(positional[0].value) \
+            and qualified is not None and (qualified in _SCALAR_ARRAYS or (
+                qualified.startswith(("jax.numpy.", "numpy.")) and array_free_call(qualified) == "value")) \
+            and all(self.provenance.array_free(arg.value) for arg in expr.args if arg.keyword is not None)
 
     def _family(self, root: str, occurrences) -> list[str] | None:
         """``root`` and every name bound to a view of it (or of a view of it)."""

@@ -80,6 +80,7 @@ from jaxmem.lint.values.array_api import (
     is_host_producer,
     is_prng_producer,
     is_view_of_arguments,
+    library_function,
     mapped_trees,
     maps_to_new_arrays,
     returns_distinct_arrays,
@@ -1085,8 +1086,8 @@ class Provenance:
         resolved = self.ctx.imports.resolve(expr)
         if array_free_call(resolved) == "value":
             return True  # absl.flags.FLAGS
-        if resolved is not None and _is_library_class(resolved):
-            return True  # nnx.Param, optax.ScaleByAdamState: a class, not a value
+        if resolved is not None and (_is_library_class(resolved) or library_function(resolved)):
+            return True  # nnx.Param, optax.ScaleByAdamState: a class; nnx.relu, jax.nn.gelu: a function
         if kind is cst.Attribute:
             if expr.attr.value in METADATA_ATTRIBUTES or expr.attr.value in _FUNCTION_ATTRIBUTES:
                 return True

@@ -164,6 +164,9 @@ def test_objects_from_a_factory_that_keeps_an_array_are_left_alone(tmp_path):
     found = findings_of(tmp_path, "train_step")
     assert {name: confidence for name, (confidence, _) in found.items()} == \
         {"model": "medium", "optimizer": "medium"}, found
+    # the message says why the other module's function is no factory jaxmem proves
+    assert "`model` is made by `model_lib.create_keeping`, which jaxmem does not take for a factory of new nnx " \
+           "objects: `model` is used as `model.lin.kernel[...]`" in found["model"][1], found["model"][1]
     assert run_strict(tmp_path, "train.py").returncode == 0
     left_alone_then_crashes(tmp_path, "train.py", tmp_path / "model_lib.py", "@nnx.jit\ndef train_step",
                             "@nnx.jit(donate_argnums=(0,))\ndef train_step")

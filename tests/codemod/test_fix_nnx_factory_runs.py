@@ -10,6 +10,10 @@ Training scripts build the model and its optimizer in a helper::
 
     model, optimizer = create(0)
 
+or returns the object its call makes (``return nnx.Sequential(nnx.Linear(...,
+kernel_init=init), nnx.relu)``, defaults an initializer and a dtype), or the
+caller makes a flax container of layers made in the same call.
+
 When the helper makes each returned object with new arrays, takes no array
 out of it and hands it out only by its final ``return``, and the call passes
 values that hold no arrays, the objects are what the same constructors would
@@ -32,6 +36,7 @@ pytest.importorskip("flax")
 pytest.importorskip("optax")
 
 HEAD = """\
+import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
@@ -84,6 +89,23 @@ def create_model(seed: int):
 def main():
     model = create_model(0)
     optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)""", ""),
+    # the helper returns the object its call makes; its defaults are an initializer and a dtype
+    "returns-the-object": ("""
+INIT = nnx.initializers.lecun_normal()
+
+
+def create_model(seed, init=INIT, dtype=jnp.float32):
+    return nnx.Sequential(nnx.Linear(4, 4, kernel_init=init, param_dtype=dtype, rngs=nnx.Rngs(seed)), nnx.relu)
+
+
+def main():
+    model = create_model(0)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", ""),
+    # no helper: flax's container made from layers made in the same call
+    "layers-made-in-the-call": ("""
+def main():
+    model = nnx.Sequential(Model(nnx.Rngs(0)), nnx.Linear(4, 4, rngs=nnx.Rngs(1)), jax.nn.gelu)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", ""),
 }
 
 HELD = {
@@ -122,6 +144,12 @@ def create(seed, w=TABLE):
 
 def main():
     model, optimizer = create(0)""", '    print("table", round(float(TABLE.sum()), 4))\n'),
+    # flax's container holds a layer made from an array the caller reads after the training
+    "container-of-a-layer-made-from-an-array": ("""
+def main():
+    w = jnp.ones((4,)) * 2
+    model = nnx.Sequential(Model(nnx.Rngs(0), w), nnx.relu)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", '    print("w", round(float(w.sum()), 4))\n'),
 }
 
 def _program(helpers: str, after: str) -> str:

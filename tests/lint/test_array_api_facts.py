@@ -551,6 +551,57 @@ def test_flax_synchronous_checkpoint_save_keeps_nothing(tmp_path):
     assert not array_api.saves_synchronously(saver, call("save(d, state, 1, 'p', 1, False, None, manager)"))
 
 
+def _module_at(qualified: str):
+    """The module a ``FUNCTION_MODULES`` entry names (``flax.nnx.initializers`` is an attribute)."""
+    import importlib
+
+    parts = qualified.split(".")
+    for length in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:length]))
+        except ImportError:
+            continue
+        for part in parts[length:]:
+            module = getattr(module, part)
+        return module
+    raise ImportError(qualified)
+
+
+@pytest.mark.parametrize("qualified", sorted(array_api.FUNCTION_MODULES))
+def test_lowercase_attributes_of_function_modules_hold_no_array(qualified):
+    import numpy as np
+
+    module = _module_at(qualified)
+    names = [name for name in dir(module) if name[:1].islower()]
+    assert names, qualified
+    for name in names:
+        value = getattr(module, name)
+        assert array_api.library_function(f"{qualified}.{name}")
+        assert not [leaf for leaf in jax.tree.leaves(value) if isinstance(leaf, (jax.Array, np.ndarray))], name
+    assert not array_api.library_function(f"{qualified}._private")
+    assert not array_api.library_function("mylib.relu")
+
+
+@pytest.mark.parametrize("qualified", sorted(array_api.INITIALIZER_MAKERS))
+def test_initializer_makers_return_functions_and_hold_only_their_arguments(qualified):
+    module, _, name = qualified.rpartition(".")
+    make = getattr(_module_at(module), name)
+    arguments = {"constant": (0.5,), "variance_scaling": (1.0, "fan_in", "normal")}.get(name, ())
+    made = make(*arguments)
+    assert callable(made) and not isinstance(made, jax.Array), qualified
+    assert array_api.array_free_call(qualified) == "if_args"
+    shape = (3, 3, 3) if name == "delta_orthogonal" else (3, 3)
+    assert isinstance(made(jax.random.key(0), shape), jax.Array)  # called in turn, it makes an array
+
+
+def test_zeros_and_ones_are_initializers_not_makers():
+    for name in ("zeros", "ones"):
+        made = getattr(jax.nn.initializers, name)(jax.random.key(0), (2,))
+        assert isinstance(made, jax.Array)
+        assert f"jax.nn.initializers.{name}" not in array_api.INITIALIZER_MAKERS
+        assert array_api.array_free_call(f"jax.nn.initializers.{name}") is None
+
+
 def test_dtypes_as_values_hold_no_array_and_called_make_one():
     import numpy as np
 
