@@ -67,6 +67,7 @@ from jaxmem.lint.values.array_api import (
 )
 from jaxmem.lint.values.flow import (
     ALIAS,
+    CONTAINER_METHODS,
     ESCAPE,
     WRITE,
     Event,
@@ -335,6 +336,21 @@ def module_names_for(path: str) -> tuple[str, ...]:
 _MODULE_REBINDINGS = (cst.Global, cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)
 
 
+def _is_plain_literal(expr) -> bool:
+    """``0.1``, ``"adam"``, ``True``, ``None``, ``-1``: a value that holds no array, whatever the scope."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))
+
+
+def _root_name(expr) -> str | None:
+    """The name under attribute and subscript layers (``config`` of ``config.model.w``), if any."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 class _Context:
     """Per-file state while extracting facts."""
 
@@ -370,6 +386,7 @@ class _Context:
         # through one (``jnp.zeros(3)``, ``TrainState.create(...)``) is not a method of a value.
         self.imported_names = frozenset(imports.names) | frozenset(self.module_definitions)
         self._module_values: dict[str, list] | None = None
+        self._gaining: frozenset[str] | None = None  # see may_gain_arrays
         self._module_variables: frozenset[str] | None = None
         self._rebound_functions: frozenset[str] | None = None
         self._classes: dict[str, list[cst.ClassDef]] | None = None
@@ -450,6 +467,29 @@ class _Context:
                 if isinstance(stmt, cst.ClassDef):
                     self._classes.setdefault(stmt.name.value, []).append(stmt)
         return self._classes
+
+    def may_gain_arrays(self, name: str) -> bool:
+        """Whether code anywhere in the module may store something other than a literal into the
+        value a module-level ``name`` holds (``CONFIG.w = w``, ``TABLES["a"] = t``,
+        ``LAYERS.append(layer)``, also inside functions): its origin alone no longer proves it
+        holds no array.  Names are matched by spelling, whatever scope binds them (safe side)."""
+        if self._gaining is None:
+            gaining: set[str] = set()
+            for node in descendants_of_type(self.module, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
+                if isinstance(node, cst.Call):
+                    func = node.func
+                    if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_METHODS \
+                            and not all(_is_plain_literal(arg.value) for arg in node.args):
+                        gaining.add(_root_name(func.value))
+                    continue
+                value = node.value
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, (cst.Attribute, cst.Subscript)) and not _is_plain_literal(value):
+                        gaining.add(_root_name(target))
+            gaining.discard(None)
+            self._gaining = frozenset(gaining)
+        return name in self._gaining
 
     def module_values(self, name: str) -> list | None:
         """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),

@@ -193,6 +193,7 @@ class Provenance:
         self._events_of: dict[RefKey, tuple] = {}  # see writes_of
         self._views_of: dict[str, tuple] = {}  # see view_writes_of
         self._stores = None  # see _stores_by_name
+        self._stored_into_names: dict[str, list] | None = None  # see _gains_arrays
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
@@ -1098,18 +1099,40 @@ class Provenance:
         if owner == "param":
             # annotated array-free, and any rebinding in the body array-free too
             return key[0] in self.array_free_params and all(
-                event.origin is None or self.array_free(event.origin, depth + 1) for event in self.writes_of(key))
+                event.origin is None or self.array_free(event.origin, depth + 1) for event in self.writes_of(key)) \
+                and not self._gains_arrays(key[0], depth)
         if owner == "global":
             if self.ctx.module_values(key[0]) is None and key[0] in self.ctx.module_definitions:
                 return True  # a class or function defined at module level, not a value with arrays
             values = self.ctx.module_values(key[0])
-            return bool(values) and all(self.array_free(value, depth + 1) for value in values)
+            return bool(values) and all(self.array_free(value, depth + 1) for value in values) \
+                and not self.ctx.may_gain_arrays(key[0])
         if owner != "local":
             return False
         writes = self.writes_of(key)
         return bool(writes) and all(
             (event.origin_kind == "value" and event.origin is not None
-             and self.array_free(event.origin, depth + 1)) or self._structure_part(event) for event in writes)
+             and self.array_free(event.origin, depth + 1)) or self._structure_part(event) for event in writes) \
+            and not self._gains_arrays(key[0], depth) and not (self.is_module and self.ctx.may_gain_arrays(key[0]))
+
+    def _gains_arrays(self, name: str, depth: int) -> bool:
+        """Whether the scope may put an array into the value bound to ``name`` after binding it: an
+        attribute or item store (``config.w = jnp.ones(4)``, ``d["w"] = w``) or a container method
+        (``layers.append(w)``, ``cfg.update(w=w)``) given a value not proved array-free.  A value
+        array-free by its origin may still hold arrays stored into it later."""
+        if self._stored_into_names is None:
+            found: dict[str, list] = {}
+            for _, event in self.flow.events():
+                key = event.key
+                if event.kind == WRITE and key is not None and len(key) > 1 and event.detail != "del" \
+                        and not isinstance(event.node, cst.Param):
+                    value = event.origin if event.origin_kind == "value" else \
+                        event.origin.value if isinstance(event.origin, cst.AugAssign) else None
+                    found.setdefault(key[0], []).append(value)
+            self._stored_into_names = found
+        stored = list(self._stored_into_names.get(name, ()))
+        stored += [arg.value for call in self._stores_by_name()[1].get(name, ()) for arg in call.args]
+        return any(value is None or not self.array_free(value, depth + 1) for value in stored)
 
     def _structure_part(self, event) -> bool:
         """``graphdef`` in ``graphdef, state = nnx.split(model)``: a part with no arrays."""

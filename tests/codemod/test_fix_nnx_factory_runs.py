@@ -144,6 +144,14 @@ def create(seed, w=TABLE):
 
 def main():
     model, optimizer = create(0)""", '    print("table", round(float(TABLE.sum()), 4))\n'),
+    # an options dict, empty when made, given an array the model is then made from
+    "options-given-an-array-later": ("""
+def main():
+    options = {}
+    options["w"] = jnp.ones((4,)) * 2
+    model = Model(nnx.Rngs(0), options["w"])
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("w", round(float(options["w"].sum()), 4))\n'),
     # flax's container holds a layer made from an array the caller reads after the training
     "container-of-a-layer-made-from-an-array": ("""
 def main():

@@ -109,7 +109,76 @@ HIGH += [
             print(config.lr, workdir, FLAGS.steps)
             return state, opt_state
         """, id="configs-flags-paths-devices-and-a-module-level-optimizer"),
+    pytest.param("""
+        import ml_collections
+
+        def train(batches, config: ml_collections.ConfigDict):
+            config.lr = 0.1  # a literal stored into it: still no array
+            names = ["w"]
+            names.append("b")
+            params = {"w": jnp.ones(3)}
+            state = State(params, config, names)
+            for b in batches:
+                state = step(state, b)
+            print(config, names)
+            return state
+        """, id="configs-and-lists-given-only-literals"),
 ]
+
+# A value array-free by its origin that later gets an array stored into it: what the state is
+# made from holds that array, read after the donating call (flax nnx's crash of session 36).
+GAINS_AN_ARRAY = [
+    pytest.param("""
+        import ml_collections
+
+        def train(batches, config: ml_collections.ConfigDict):
+            config.w = jnp.ones(3)
+            state = State(config.w)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-parameter-config-given-an-array-attribute"),
+    pytest.param("""
+        import ml_collections
+
+        def train(batches):
+            config = ml_collections.ConfigDict()
+            config["w"] = jnp.ones(3)
+            state = State(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-local-config-given-an-array-item"),
+    pytest.param("""
+        def train(batches):
+            parts = []
+            parts.append(jnp.ones(3))
+            state = State(parts)
+            for b in batches:
+                state = step(state, b)
+            return state, parts
+        """, id="a-local-list-given-an-array"),
+    pytest.param("""
+        import ml_collections
+
+        CONFIG = ml_collections.ConfigDict()
+
+        def setup():
+            CONFIG.w = jnp.ones(3)
+
+        def train(batches):
+            state = State(CONFIG)
+            for b in batches:
+                state = step(state, b)
+            return state, CONFIG
+        """, id="a-module-level-config-given-an-array-in-a-function"),
+]
+
+
+@pytest.mark.parametrize("body", GAINS_AN_ARRAY)
+def test_a_value_given_an_array_after_it_is_made_is_not_array_free(body):
+    finding = _state_finding(_body(body))
+    assert finding is not None and finding.confidence is not Confidence.HIGH, finding and finding.message
 
 MEDIUM = [
     pytest.param("""
