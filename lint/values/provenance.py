@@ -194,6 +194,7 @@ class Provenance:
         self._views_of: dict[str, tuple] = {}  # see view_writes_of
         self._stores = None  # see _stores_by_name
         self._stored_into_names: dict[str, list] | None = None  # see _gains_arrays
+        self._gaining: set[str] = set()  # names whose stores _gains_arrays is looking at
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
@@ -1132,7 +1133,15 @@ class Provenance:
             self._stored_into_names = found
         stored = list(self._stored_into_names.get(name, ()))
         stored += [arg.value for call in self._stores_by_name()[1].get(name, ()) for arg in call.args]
-        return any(value is None or not self.array_free(value, depth + 1) for value in stored)
+        if not stored or name in self._gaining:
+            # asked again while its stores are looked at (``config.path = config.path or default``):
+            # what it held before brings it no array, so assume none (the greatest fixpoint)
+            return False
+        self._gaining.add(name)
+        try:
+            return any(value is None or not self.array_free(value, depth + 1) for value in stored)
+        finally:
+            self._gaining.discard(name)
 
     def _structure_part(self, event) -> bool:
         """``graphdef`` in ``graphdef, state = nnx.split(model)``: a part with no arrays."""

@@ -123,6 +123,20 @@ HIGH += [
             print(config, names)
             return state
         """, id="configs-and-lists-given-only-literals"),
+    pytest.param("""
+        import os
+        import ml_collections
+
+        def train(batches, config: ml_collections.ConfigDict, workdir: str):
+            vocab_path = config.vocab_path  # flax's lm1b: a default filled in from what it held
+            if vocab_path is None:
+                vocab_path = os.path.join(workdir, "sentencepiece_model")
+                config.vocab_path = vocab_path
+            state = State({"w": jnp.ones(3)}, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-config-given-back-what-it-held-or-a-path"),
 ]
 
 # A value array-free by its origin that later gets an array stored into it: what the state is
@@ -172,6 +186,19 @@ GAINS_AN_ARRAY = [
                 state = step(state, b)
             return state, CONFIG
         """, id="a-module-level-config-given-an-array-in-a-function"),
+    pytest.param("""
+        import ml_collections
+
+        def train(batches, config: ml_collections.ConfigDict):
+            w = config.w
+            if w is None:
+                w = jnp.ones(3)
+                config.w = w
+            state = State({"w": jnp.ones(3)}, config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-config-given-back-what-it-held-or-an-array"),
 ]
 
 
