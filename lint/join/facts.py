@@ -92,6 +92,7 @@ from jaxmem.lint.values.nnx_ownership import (
     Ownership,
     bound_arguments,
     factory_return,
+    is_literal,
     may_be_project_function,
     might_make_nnx_object,
     nnx_classes,
@@ -111,7 +112,7 @@ from jaxmem.lint.values.provenance import (
     summarize_function,
     without_caller_of,
 )
-from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
+from jaxmem.lint.values.refs import RefKey, base_name, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.values.usefulness import CalledFunctions, output_reach
 
 LOCAL = "local"
@@ -336,21 +337,6 @@ def module_names_for(path: str) -> tuple[str, ...]:
 _MODULE_REBINDINGS = (cst.Global, cst.For, cst.AugAssign, cst.WithItem, cst.AssignTarget)
 
 
-def _is_plain_literal(expr) -> bool:
-    """``0.1``, ``"adam"``, ``True``, ``None``, ``-1``: a value that holds no array, whatever the scope."""
-    if isinstance(expr, cst.UnaryOperation):
-        expr = expr.expression
-    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
-        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))
-
-
-def _root_name(expr) -> str | None:
-    """The name under attribute and subscript layers (``config`` of ``config.model.w``), if any."""
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
-        expr = expr.value
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
 class _Context:
     """Per-file state while extracting facts."""
 
@@ -479,14 +465,14 @@ class _Context:
                 if isinstance(node, cst.Call):
                     func = node.func
                     if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_METHODS \
-                            and not all(_is_plain_literal(arg.value) for arg in node.args):
-                        gaining.add(_root_name(func.value))
+                            and not all(is_literal(arg.value) for arg in node.args):
+                        gaining.add(base_name(func.value))
                     continue
                 value = node.value
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
-                    if isinstance(target, (cst.Attribute, cst.Subscript)) and not _is_plain_literal(value):
-                        gaining.add(_root_name(target))
+                    if isinstance(target, (cst.Attribute, cst.Subscript)) and not is_literal(value):
+                        gaining.add(base_name(target))
             gaining.discard(None)
             self._gaining = frozenset(gaining)
         return name in self._gaining

@@ -272,11 +272,11 @@ def _array_default(function: cst.FunctionDef, module_provenance) -> cst.BaseExpr
     (``init=lecun_normal``, a module-level initializer; ``dtype=jnp.float32``)."""
     p = function.params
     return next((param.default for param in (*p.posonly_params, *p.params, *p.kwonly_params)
-                 if param.default is not None and not _is_literal(param.default)
+                 if param.default is not None and not is_literal(param.default)
                  and (module_provenance is None or not module_provenance.array_free(param.default))), None)
 
 
-def _is_literal(expr) -> bool:
+def is_literal(expr) -> bool:
     """``1``, ``-0.5``, ``1e-3``, ``"adam"``, ``None``, ``True``: a value that holds no array."""
     return _is_number(expr) or isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) or (
         isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"))

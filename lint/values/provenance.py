@@ -97,7 +97,7 @@ from jaxmem.lint.values.flow import (
     returns_an_argument,
 )
 from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
-from jaxmem.lint.values.refs import RefKey, literal_part, overlaps, ref_key, render
+from jaxmem.lint.values.refs import RefKey, base_name, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
 HOST = "host"
@@ -382,7 +382,7 @@ class Provenance:
             for call in self.flow.call_nodes:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
-                        and (base := _base_name(func.value)) is not None:
+                        and (base := base_name(func.value)) is not None:
                     mutators.setdefault(base, []).append(call)
             self._stores = stores, mutators
         return self._stores
@@ -1830,13 +1830,6 @@ _CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "exten
                                  "setdefault", "__setitem__"})
 
 
-def _base_name(expr) -> str | None:
-    """The name under attribute and subscript layers (``d`` of ``d["a"].b``), if any."""
-    while isinstance(expr, (cst.Subscript, cst.Attribute)):
-        expr = expr.value
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
 def _first_overlap(keys: list[RefKey]) -> RefKey | None:
     """The first key that overlaps one before it (one value held in two places), or None."""
     for i, key in enumerate(keys):
@@ -1929,7 +1922,7 @@ class _Holdings:
         """``d["w"] = w``, ``box.w = w``: the local or parameter under ``target`` now holds
         ``held`` as well, beside what other stores put in it (each statement counted once,
         however many passes; in a loop, twice: one value may land under several keys)."""
-        base = _base_name(target)
+        base = base_name(target)
         if base is not None and (base in self.params or base in self.names):
             self.stored_into.setdefault(base, {})[id(target)] = held + held if in_loop else held
             self.prng[base] = False

@@ -81,3 +81,10 @@ def render(key: RefKey) -> str:
     for part in key[1:]:
         out += part if part.startswith("[") else "." + part
     return out
+
+
+def base_name(expr) -> str | None:
+    """The name under attribute and subscript layers (``d`` of ``d["a"].b``), if any."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
