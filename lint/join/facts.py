@@ -101,6 +101,7 @@ from jaxmem.lint.values.nnx_ownership import (
     occurrences,
     return_refusal,
 )
+from jaxmem.lint.values.param_stores import NO_STORE, StoreFinder, counted_level, is_immutable, passed_values
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -385,6 +386,8 @@ class _Context:
         self._stores_twice: dict[str, str | None] | None = None  # see class_stores_twice
         self._unclean_for_nnx: dict[str, str | None] | None = None  # see unclean_for_nnx
         self._deferred: set[int] | None = None  # see deferred_calls
+        self._store_finder: StoreFinder | None = None  # see store_finder
+        self._statement_calls: frozenset[int] | None = None  # see statement_calls
 
     def deferred_calls(self) -> set[int]:
         """Ids of the calls in generator expressions and lambdas (of any depth): written in
@@ -457,16 +460,21 @@ class _Context:
     def may_gain_arrays(self, name: str) -> bool:
         """Whether code anywhere in the module may store something other than a literal into the
         value a module-level ``name`` holds (``CONFIG.w = w``, ``TABLES["a"] = t``,
-        ``LAYERS.append(layer)``, also inside functions): its origin alone no longer proves it
+        ``LAYERS.append(layer)``, also inside functions), or pass it to a call that may
+        (``populate(CONFIG)``, see :class:`StoreFinder`): its origin alone no longer proves it
         holds no array.  Names are matched by spelling, whatever scope binds them (safe side)."""
         if self._gaining is None:
             gaining: set[str] = set()
+            levels: dict[str, int] = {}  # what calls given a name may do to it (see StoreFinder)
             for node in descendants_of_type(self.module, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
                 if isinstance(node, cst.Call):
                     func = node.func
                     if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_METHODS \
                             and not all(is_literal(arg.value) for arg in node.args):
                         gaining.add(base_name(func.value))
+                    for arg, name in passed_values(node):
+                        level = counted_level(self.store_finder().store_into(node, arg), node, self.statement_calls())
+                        levels[name] = max(level, levels.get(name, NO_STORE))
                     continue
                 value = node.value
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -474,8 +482,25 @@ class _Context:
                     if isinstance(target, (cst.Attribute, cst.Subscript)) and not is_literal(value):
                         gaining.add(base_name(target))
             gaining.discard(None)
+            resolve = self.imports.resolve
+            gaining.update(name for name, level in levels.items() if level != NO_STORE and not (
+                self.module_values(name) and all(is_immutable(v, resolve) for v in self.module_values(name))))
             self._gaining = frozenset(gaining)
         return name in self._gaining
+
+    def statement_calls(self) -> frozenset[int]:
+        """Ids of the calls that are a statement of their own (``populate(config)``)."""
+        if self._statement_calls is None:
+            self._statement_calls = frozenset(
+                id(node.value) for node in descendants_of_type(self.module, cst.Expr)
+                if isinstance(node.value, cst.Call))
+        return self._statement_calls
+
+    def store_finder(self) -> StoreFinder:
+        """Which calls of this file may store into an argument (``populate(config)``)."""
+        if self._store_finder is None:
+            self._store_finder = StoreFinder(self.imports, self.module_functions, self.top_level_classes())
+        return self._store_finder
 
     def module_values(self, name: str) -> list | None:
         """The values module-level code binds ``name`` to (``tx = optax.adam(1e-3)``),

@@ -97,6 +97,7 @@ from jaxmem.lint.values.flow import (
     returns_an_argument,
 )
 from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
+from jaxmem.lint.values.param_stores import NO_STORE, STORES, counted_level, is_immutable, passed_values
 from jaxmem.lint.values.refs import RefKey, base_name, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
@@ -195,6 +196,7 @@ class Provenance:
         self._stores = None  # see _stores_by_name
         self._stored_into_names: dict[str, list] | None = None  # see _gains_arrays
         self._gaining: set[str] = set()  # names whose stores _gains_arrays is looking at
+        self._storing_calls: dict[str, int] | None = None  # see _store_level
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
@@ -1114,13 +1116,18 @@ class Provenance:
         return bool(writes) and all(
             (event.origin_kind == "value" and event.origin is not None
              and self.array_free(event.origin, depth + 1)) or self._structure_part(event) for event in writes) \
-            and not self._gains_arrays(key[0], depth) and not (self.is_module and self.ctx.may_gain_arrays(key[0]))
+            and not self._gains_arrays(key[0], depth, [event.origin for event in writes]) and not (self.is_module and self.ctx.may_gain_arrays(key[0]))
 
-    def _gains_arrays(self, name: str, depth: int) -> bool:
+    def _gains_arrays(self, name: str, depth: int, values=None) -> bool:
         """Whether the scope may put an array into the value bound to ``name`` after binding it: an
         attribute or item store (``config.w = jnp.ones(4)``, ``d["w"] = w``) or a container method
-        (``layers.append(w)``, ``cfg.update(w=w)``) given a value not proved array-free.  A value
-        array-free by its origin may still hold arrays stored into it later."""
+        (``layers.append(w)``, ``cfg.update(w=w)``) given a value not proved array-free, or a call
+        given it that may store into it (see :mod:`~jaxmem.lint.values.param_stores`; ``values``:
+        what ``name`` is bound to, None for a parameter).  A value array-free by its origin may
+        still hold arrays stored into it later."""
+        if self._store_level(name) != NO_STORE and (values is None or not all(
+                is_immutable(value, self.ctx.imports.resolve) for value in values)):
+            return True
         if self._stored_into_names is None:
             found: dict[str, list] = {}
             for _, event in self.flow.events():
@@ -1142,6 +1149,21 @@ class Provenance:
             return any(value is None or not self.array_free(value, depth + 1) for value in stored)
         finally:
             self._gaining.discard(name)
+
+    def _store_level(self, name: str) -> int:
+        """What the scope's calls given ``name`` may do to it (``populate(config)``): the
+        strongest :meth:`StoreFinder.store_into` answer over them."""
+        if self._storing_calls is None:
+            finder = self.ctx.store_finder()
+            statements = self.ctx.statement_calls()
+            found: dict[str, int] = {}
+            for call in self.flow.call_nodes:
+                for arg, name in passed_values(call):
+                    if found.get(name, NO_STORE) < STORES:
+                        level = counted_level(finder.store_into(call, arg, self.local_names), call, statements)
+                        found[name] = max(level, found.get(name, NO_STORE))
+            self._storing_calls = found
+        return self._storing_calls.get(name, NO_STORE)
 
     def _structure_part(self, event) -> bool:
         """``graphdef`` in ``graphdef, state = nnx.split(model)``: a part with no arrays."""

@@ -158,6 +158,22 @@ def main():
     w = jnp.ones((4,)) * 2
     model = nnx.Sequential(Model(nnx.Rngs(0), w), nnx.relu)
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", '    print("w", round(float(w.sum()), 4))\n'),
+    # an options dict, empty when made, filled with an array by a helper (two calls down)
+    "options-filled-by-a-helper": ("""
+def add_weight(options, scale):
+    options["w"] = jnp.ones((4,)) * scale
+
+
+def fill(options):
+    add_weight(options, 2)
+
+
+def main():
+    options = {}
+    fill(options)
+    model = Model(nnx.Rngs(0), options["w"])
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("w", round(float(options["w"].sum()), 4))\n'),
 }
 
 def _program(helpers: str, after: str) -> str:

@@ -137,6 +137,26 @@ HIGH += [
                 state = step(state, b)
             return state, config
         """, id="a-config-given-back-what-it-held-or-a-path"),
+    pytest.param("""
+        import logging
+        import ml_collections
+
+        def describe(cfg):
+            print(cfg.lr)
+            cfg.name = "run"  # a literal: still no array
+
+        def train(batches):
+            config = ml_collections.ConfigDict()
+            config.lr = 0.1
+            describe(config)
+            logging.info("config %s", config)
+            names = []
+            names.append("w")
+            state = State({"w": jnp.ones(3)}, config, names, len(names))
+            for b in batches:
+                state = step(state, b)
+            return state, config, names
+        """, id="configs-given-to-calls-that-store-no-array"),
 ]
 
 # A value array-free by its origin that later gets an array stored into it: what the state is
@@ -199,6 +219,100 @@ GAINS_AN_ARRAY = [
                 state = step(state, b)
             return state, config
         """, id="a-config-given-back-what-it-held-or-an-array"),
+]
+
+# ... or given an array by a call: a def of the same file that stores into its parameter (read,
+# a few calls deep), ``setattr``, or a call this file cannot read made for its effect.
+GAINS_AN_ARRAY += [
+    pytest.param("""
+        import ml_collections
+
+        def populate(cfg):
+            cfg.w = jnp.ones(3)
+
+        def train(batches):
+            config = ml_collections.ConfigDict()
+            populate(config)
+            state = State(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-config-filled-by-a-def-of-the-file"),
+    pytest.param("""
+        def add_weights(layers, n):
+            layers.extend(jnp.ones(3) for _ in range(n))
+
+        def build(layers):
+            add_weights(layers, 2)
+
+        def train(batches):
+            layers = []
+            build(layers)
+            state = State(layers)
+            for b in batches:
+                state = step(state, b)
+            return state, layers
+        """, id="a-list-filled-two-calls-down"),
+    pytest.param("""
+        from project.setup import populate
+
+        def train(batches):
+            options = {}
+            populate(options)
+            state = State(options)
+            for b in batches:
+                state = step(state, b)
+            return state, options
+        """, id="a-dict-filled-by-another-files-function"),
+    pytest.param("""
+        def train(batches, loader):
+            options = {"lr": 0.1}
+            loader.fill(options)
+            state = State(options)
+            for b in batches:
+                state = step(state, b)
+            return state, options
+        """, id="a-dict-filled-by-a-method"),
+    pytest.param("""
+        import ml_collections
+
+        def train(batches):
+            config = ml_collections.ConfigDict()
+            setattr(config, "w", jnp.ones(3))
+            state = State(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-config-given-an-array-by-setattr"),
+    pytest.param("""
+        import ml_collections
+        from project import setup
+
+        def train(batches):
+            config = ml_collections.ConfigDict({"model": {"width": 3}})
+            setup.add_tables(config.model)
+            state = State(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-part-of-a-config-filled-by-another-files-function"),
+    pytest.param("""
+        import ml_collections
+
+        CONFIG = ml_collections.ConfigDict()
+
+        def populate(cfg):
+            cfg["w"] = jnp.ones(3)
+
+        def setup():
+            populate(CONFIG)
+
+        def train(batches):
+            state = State(CONFIG)
+            for b in batches:
+                state = step(state, b)
+            return state, CONFIG
+        """, id="a-module-level-config-filled-by-a-def"),
 ]
 
 
