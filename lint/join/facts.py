@@ -472,9 +472,9 @@ class _Context:
                     if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_METHODS \
                             and not all(is_literal(arg.value) for arg in node.args):
                         gaining.add(base_name(func.value))
-                    for arg, name in passed_values(node):
+                    for arg, passed in passed_values(node):
                         level = counted_level(self.store_finder().store_into(node, arg), node, self.statement_calls())
-                        levels[name] = max(level, levels.get(name, NO_STORE))
+                        levels[passed] = max(level, levels.get(passed, NO_STORE))
                     continue
                 value = node.value
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -483,8 +483,8 @@ class _Context:
                         gaining.add(base_name(target))
             gaining.discard(None)
             resolve = self.imports.resolve
-            gaining.update(name for name, level in levels.items() if level != NO_STORE and not (
-                self.module_values(name) and all(is_immutable(v, resolve) for v in self.module_values(name))))
+            gaining.update(passed for passed, level in levels.items() if level != NO_STORE and not (
+                self.module_values(passed) and all(is_immutable(v, resolve) for v in self.module_values(passed))))
             self._gaining = frozenset(gaining)
         return name in self._gaining
 

@@ -75,7 +75,9 @@ RULE = Rule(
     a project class (in any file) whose `__init__` stores one value in two
     attributes; values
     that hold no arrays, such as configs, flags, paths and devices, never
-    count as sharing);
+    count as sharing, unless the program may store a non-literal into them:
+    directly, through a function of the same file, `setattr`, or a call it
+    cannot read made as a statement of its own, `populate(config)`);
     and the body has an output built from it (or the loop above proves
     one has its shapes). An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made
