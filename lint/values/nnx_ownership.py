@@ -397,7 +397,10 @@ class _Finder:
             local = failing.func.value if isinstance(failing, cst.Call) and isinstance(failing.func, cst.Name) else None
             if why := self.unclean_classes.get(local):
                 return name, f"`{name}` is made by `{_code(failing)[:60]}`: {why}"
-            return name, f"`{name}` is made by `{_code(failing)[:60]}`, which may hold arrays from elsewhere"
+            why = f"`{name}` is made by `{_code(failing)[:60]}`, which may hold arrays from elsewhere"
+            filled = [f"`{arg.value.value}`: {by}" for arg in getattr(failing, "args", ())
+                      if isinstance(arg.value, cst.Name) and (by := self.provenance.gained_by(arg.value.value))]
+            return name, why + (f" ({filled[0]})" if filled else "")
         return name, None
 
     def _constructor_kind(self, name: str, occurrences) -> str | None:

@@ -197,6 +197,7 @@ class Provenance:
         self._stored_into_names: dict[str, list] | None = None  # see _gains_arrays
         self._gaining: set[str] = set()  # names whose stores _gains_arrays is looking at
         self._storing_calls: dict[str, int] | None = None  # see _store_level
+        self._storing_call: dict[str, cst.Call] = {}  # name -> the call that gave its level
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
@@ -1158,12 +1159,22 @@ class Provenance:
             statements = self.ctx.statement_calls()
             found: dict[str, int] = {}
             for call in self.flow.call_nodes:
-                for arg, name in passed_values(call):
-                    if found.get(name, NO_STORE) < STORES:
+                for arg, passed in passed_values(call):
+                    if found.get(passed, NO_STORE) < STORES:
                         level = counted_level(finder.store_into(call, arg, self.local_names), call, statements)
-                        found[name] = max(level, found.get(name, NO_STORE))
+                        if level > found.get(passed, NO_STORE):
+                            found[passed] = level
+                            self._storing_call[passed] = call
             self._storing_calls = found
         return self._storing_calls.get(name, NO_STORE)
+
+    def gained_by(self, name: str) -> str | None:
+        """How the scope may give the value of ``name`` arrays through a call, for messages:
+        ``"`populate(config)` (line 27) may store into it"``, or None."""
+        if self._store_level(name) == NO_STORE:
+            return None
+        call = self._storing_call[name]
+        return f"`{self.ctx.text(call, 40)}` (line {self.ctx.positions[call].start.line}) may store into it"
 
     def _structure_part(self, event) -> bool:
         """``graphdef`` in ``graphdef, state = nnx.split(model)``: a part with no arrays."""

@@ -1053,3 +1053,38 @@ def test_module_level_code_passes_a_helpers_result_beside_its_argument(made, con
     assert finding is not None and finding.confidence is confidence, finding and finding.message
     rebound = source.replace("\nsample = jnp.ones(3)", "\nfresh = same\npick = same\nsample = jnp.ones(3)")
     assert _state_finding({"m.py": rebound}).confidence is Confidence.MEDIUM
+
+
+def test_a_model_made_from_a_config_a_call_fills_names_the_call():
+    source = textwrap.dedent("""
+        import jax.numpy as jnp
+        import ml_collections
+        import optax
+        from flax import nnx
+
+        def populate(cfg):
+            cfg.w = jnp.ones(4)
+
+        class Model(nnx.Module):
+            def __init__(self, config, rngs):
+                self.lin = nnx.Linear(4, 4, rngs=rngs)
+                self.w = nnx.Param(config.w)
+
+        @nnx.jit
+        def train_step(model, optimizer, x):
+            optimizer.update(model, nnx.grad(lambda m: (m.lin(x) * m.w).sum())(model))
+
+        def main():
+            config = ml_collections.ConfigDict()
+            populate(config)
+            model = Model(config, rngs=nnx.Rngs(0))
+            optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+            for _ in range(2):
+                train_step(model, optimizer, jnp.ones(4))
+            print(config.w)
+        """)
+    (result,) = _run({"m.py": source}).values()
+    found = {f.parameter_name: f for f in result.findings if f.code == "JXM001"}
+    assert found["model"].confidence is Confidence.MEDIUM
+    assert "`config`: `populate(config)` (line 21) may store into it" in found["model"].message, found["model"].message
+    assert found["optimizer"].confidence is Confidence.HIGH  # sgd's state is empty: new memory
