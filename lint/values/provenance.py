@@ -198,6 +198,7 @@ class Provenance:
         self._gaining: set[str] = set()  # names whose stores _gains_arrays is looking at
         self._storing_calls: dict[str, int] | None = None  # see _store_level
         self._storing_call: dict[str, cst.Call] = {}  # name -> the call that gave its level
+        self._gained_by_call: set[str] = set()  # array-free by origin, found filled by a call (see gained_by)
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
@@ -1128,6 +1129,7 @@ class Provenance:
         still hold arrays stored into it later."""
         if self._store_level(name) != NO_STORE and (values is None or not all(
                 is_immutable(value, self.ctx.imports.resolve) for value in values)):
+            self._gained_by_call.add(name)
             return True
         if self._stored_into_names is None:
             found: dict[str, list] = {}
@@ -1169,9 +1171,10 @@ class Provenance:
         return self._storing_calls.get(name, NO_STORE)
 
     def gained_by(self, name: str) -> str | None:
-        """How the scope may give the value of ``name`` arrays through a call, for messages:
-        ``"`populate(config)` (line 27) may store into it"``, or None."""
-        if self._store_level(name) == NO_STORE:
+        """Why ``name``, array-free by its origin, was found to hold arrays, when a call may
+        have given them (for messages): ``"`populate(config)` (line 27) may store into it"``,
+        or None."""
+        if name not in self._gained_by_call:
             return None
         call = self._storing_call[name]
         return f"`{self.ctx.text(call, 40)}` (line {self.ctx.positions[call].start.line}) may store into it"
