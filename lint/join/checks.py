@@ -58,6 +58,7 @@ from jaxmem.lint.join.facts import (
     GLOBAL,
     LOCAL,
     NESTED_DEF,
+    NO_JIT_BINDING,
     PARAM,
     PRIVATE_FUNCTION,
     PRIVATE_METHOD,
@@ -220,6 +221,8 @@ class Index:
         found = self.resolve(path, call)
         if found and len(call.callee) == 1 and self.local.get((path, MODULE_SCOPE, call.callee)) is found:
             self.module_calls[(path, call.callee)] += 1
+            if call.binding == NO_JIT_BINDING:
+                return []  # the one binding that reaches it is a plain def
             if call.binding is not None:
                 first, last = call.binding
                 reached = [item for item in found if first <= item[1].line <= last]

@@ -194,8 +194,9 @@ class CallFacts:
     text: str
     # Traced too while no other file calls these methods (``.name``; lint.join.traced_scopes).
     traced_unless: tuple[str, ...] = ()
-    # A module-level call of a name the module binds to several jits (a notebook redefining
-    # ``train_step``): the lines of the one binding statement that reaches it, when one does.
+    # A module-level call of a name the module binds to several jits, or to a jit and a plain
+    # def (a notebook redefining ``train_step``): the lines of the one binding statement that
+    # reaches it, when one does; NO_JIT_BINDING when that one is a plain def.
     binding: tuple[int, int] | None = None
     # With ``has_star``: how many positionals come before the first ``*args`` (the rest have
     # no known position), and each ``*``/``**`` argument (only what it passes: its refs).
@@ -354,7 +355,8 @@ class _Context:
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
         module_callees = [site.definition.callee[0] for site in sites
                           if site.definition.scope == MODULE_SCOPE and len(site.definition.callee) == 1]
-        self.redefined = {name for name in module_callees if module_callees.count(name) > 1}
+        self.redefined = {name for name in module_callees
+                          if module_callees.count(name) > 1 or _plain_defs(module, name)}
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
         self.eager_calls = _calls_under_disable_jit(module, imports)
@@ -742,6 +744,17 @@ class _Context:
         if not self.imports.is_project(qualified):
             return False, None
         return True, qualified
+
+
+# CallFacts.binding of a call that the one reaching binding sends to an undecorated def
+NO_JIT_BINDING = (0, 0)
+
+
+def _plain_defs(module: cst.Module, name: str) -> bool:
+    """Whether module-level code also binds ``name`` with an undecorated def (a notebook's
+    cell that defines ``train_step`` again without a jit)."""
+    return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value == name and not stmt.decorators
+               for stmt in statements(module.body, into_scopes=False))
 
 
 class _Summaries:
@@ -1229,6 +1242,8 @@ class FactExtractor:
         if len(reaching) != 1:
             return None
         node = reaching[0].node
+        if isinstance(node, cst.FunctionDef) and not node.decorators:
+            return NO_JIT_BINDING  # a plain def: the call runs it, no jit
         where = self.ctx.positions[node]
         decorators = getattr(node, "decorators", ())
         first = self.ctx.positions[decorators[0]].start.line if decorators else where.start.line

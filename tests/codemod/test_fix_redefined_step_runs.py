@@ -142,3 +142,61 @@ def test_a_call_in_a_generator_runs_when_consumed_so_it_counts_for_every_definit
                         "@jax.jit\ndef train_step(state, batch):\n    return state * batch",
                         "@functools.partial(jax.jit, donate_argnums=0)\ndef train_step(state, batch):\n"
                         "    return state * batch")
+
+
+# flax's optimization cookbook: a later cell defines ``train_step`` again without a jit (L-BFGS
+# needs the loss function) and calls it with another model and optimizer
+PLAIN_AGAIN = """
+import jax
+import jax.numpy as jnp
+
+DELETED = []
+
+
+@jax.jit
+def train_step(state, batch):
+    return jax.tree.map(lambda v: v - 0.1 * batch.mean(), state)
+
+
+state = {"w": jnp.ones((4, 4))}
+for _ in range(3):
+    old = state["w"]
+    state = train_step(state, jnp.ones(4))
+    DELETED.append(old.is_deleted())
+
+
+def train_step(state, batch):
+    return jax.tree.map(lambda v: v - batch.mean(), state)
+
+
+kept = {"w": jnp.ones((4, 4))}
+other = train_step(kept, jnp.ones(4))
+print(float(kept["w"].sum()), float(other["w"].sum()), float(state["w"].sum()))
+"""
+
+
+def test_a_call_of_a_plain_def_of_the_same_name_counts_for_no_jit(tmp_path):
+    facts = facts_for_file("m.py", PLAIN_AGAIN, ALL, project_hints({"m.py": PLAIN_AGAIN}))
+    assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [(8, 10), (0, 0)]
+    # ``kept``, read after the plain def's call, no longer keeps the jitted step at medium
+    assert _proposed(PLAIN_AGAIN) == [(8, "state", "high")]
+    path = fix_and_rerun(tmp_path, PLAIN_AGAIN)
+    assert "donate_argnums=0" in path.read_text()
+    namespace = {"__name__": "fixed"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    assert namespace["DELETED"] == [True] * 3
+
+
+def test_a_call_a_plain_def_or_a_jit_may_reach_counts_for_the_jit(tmp_path):
+    source = PLAIN_AGAIN.replace("\n\ndef train_step(state, batch):\n    return jax.tree.map(lambda v: v - batch.mean(), state)",
+                                 "\n\nif len(DELETED) > 99:\n    def train_step(state, batch):\n"
+                                 "        return jax.tree.map(lambda v: v - batch.mean(), state)")
+    assert source != PLAIN_AGAIN
+    assert run(sys.executable, "-c", source, cwd=tmp_path).returncode == 0
+    facts = facts_for_file("m.py", source, ALL, project_hints({"m.py": source}))
+    assert [call.binding for call in facts.calls if call.callee == ("train_step",)] == [(8, 10), None]
+    # the jit may run on ``kept``, read after: not high
+    assert (8, "state", "high") not in _proposed(source)
+    crashes_when_forced(tmp_path, "import functools\n" + source.replace("> 99", "< 0"),
+                        "@jax.jit\ndef train_step(state, batch):",
+                        "@functools.partial(jax.jit, donate_argnums=0)\ndef train_step(state, batch):")
