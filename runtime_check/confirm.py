@@ -308,7 +308,8 @@ class Confirmer:
             roots.append((value, name))
             nodes, ids = own_nodes(value, is_array)
             own |= ids
-            mine = [(node, f"{name}{path}") for node, path in nodes if node is not value]
+            written_back = _written_back if definition.transform == "nnx.jit" else lambda node: False
+            mine = [(node, f"{name}{path}") for node, path in nodes if node is not value and not written_back(node)]
             mine.extend(zip([leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)],
                             _leaf_names(name, value)))
             inner.extend(mine)
@@ -504,6 +505,15 @@ class Confirmer:
         return {"rerun": self.rerun,
                 "proposals": [{**asdict(watch), "key": watch.key}
                               for watches in self.watches.values() for watch in watches]}
+
+
+def _written_back(node) -> bool:
+    """Whether ``node``, inside a value an ``nnx.jit`` call donates, is an nnx Variable or graph
+    node: nnx.jit writes the call's new arrays back into those very objects, so another object
+    that holds one (``ema.apply_to(model)``'s Layers hold the EMA's Variables) sees the new
+    arrays after the call, not deleted ones (flax 0.12.8).  A holder of a raw array still refutes."""
+    nnx = sys.modules.get("flax.nnx")
+    return nnx is not None and (isinstance(node, nnx.Variable) or nnx.graph.is_graph_node(node))
 
 
 def _graph_leaves(args, kwargs, text) -> dict | None:

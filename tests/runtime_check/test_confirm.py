@@ -559,3 +559,35 @@ def test_nnx_jit_with_one_array_in_two_params_is_refuted_and_runs_undonated(tmp_
     assert proposal["outcome"] == "refuted"
     assert proposal["refutations"][0]["message"].startswith(
         "`m['a'].value` is also held by `m['b'].value` (the same array, donated twice)")
+
+
+def test_an_ema_whose_applied_model_shares_its_variables_is_confirmed_and_runs_donated(tmp_path):
+    # nnx.jit writes the new arrays back into the EMA's Variables, which `ema.apply_to(model)`'s
+    # Layers hold too: that holder sees new arrays, not deleted ones (it refuted `ema` before)
+    name = "nnx_ema_apply_to.py"
+    project = _project(tmp_path, name)
+    plain = _run(project, f"import runpy; runpy.run_path({name!r}, run_name='__main__')")
+    assert plain.returncode == 0 and plain.stdout.startswith("ema "), plain.stderr
+    result, report = _confirm(project, "python", name)
+    assert result.stdout.startswith(plain.stdout), result.stderr
+    proposals = _by_parameter(report, "train_step")
+    assert {p: (proposals[p]["confidence"], proposals[p]["outcome"]) for p in proposals} == {
+        "model": ("high", "confirmed"), "optimizer": ("high", "confirmed"), "ema": ("high", "confirmed")}, proposals
+    _fix(project, name)
+    assert "donate_argnums=(0, 1, 2)" in (project / name).read_text()
+    fixed = _run(project, f"import runpy; runpy.run_path({name!r}, run_name='__main__')")
+    assert fixed.returncode == 0 and fixed.stdout == plain.stdout, fixed.stderr
+    ran = _run(project, """
+        import jax.numpy as jnp
+        import optax
+        from flax import nnx
+        import nnx_ema_apply_to as program
+        model = program.Model(nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+        ema = nnx.EMA(model, decay=0.9)
+        ema_model = ema.apply_to(model)
+        old = ema_model.lin.kernel[...]
+        program.train_step(model, optimizer, ema, jnp.ones((4, 2)))
+        print(old.is_deleted(), ema_model.lin.kernel[...].is_deleted(), float(program.eval_step(ema_model, jnp.ones((4, 2)))) > 0)
+    """)
+    assert ran.stdout == "True False True\n", ran.stderr
