@@ -390,6 +390,7 @@ class _Context:
         self._deferred: set[int] | None = None  # see deferred_calls
         self._store_finder: StoreFinder | None = None  # see store_finder
         self._statement_calls: frozenset[int] | None = None  # see statement_calls
+        self._stored_into: frozenset[str] | None = None  # see stored_into
 
     def deferred_calls(self) -> set[int]:
         """Ids of the calls in generator expressions and lambdas (of any depth): written in
@@ -489,6 +490,20 @@ class _Context:
                 self.module_values(passed) and all(is_immutable(v, resolve) for v in self.module_values(passed))))
             self._gaining = frozenset(gaining)
         return name in self._gaining
+
+    def stored_into(self, name: str) -> bool:
+        """Whether code anywhere in the module stores anything, literals too, into the value a
+        name spelled ``name`` holds (``RATES["bias"] = optax.sgd(0.1)``, ``RATES.update(...)``)."""
+        if self._stored_into is None:
+            found: set[str | None] = set()
+            for node in descendants_of_type(self.module, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Call)):
+                if isinstance(node, cst.Call):
+                    if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
+                        found.add(base_name(node.func.value))
+                elif isinstance(node.target, (cst.Attribute, cst.Subscript)):
+                    found.add(base_name(node.target))
+            self._stored_into = frozenset(found - {None})
+        return name in self._stored_into
 
     def statement_calls(self) -> frozenset[int]:
         """Ids of the calls that are a statement of their own (``populate(config)``)."""

@@ -949,9 +949,40 @@ class Provenance:
                 return self._optimizer_factory(call.func.value)
             return _standard_optax_call(call, qualified, lambda arg: self.is_new_state_optimizer(arg, inner),
                                         self.ctx.imports.resolve, lambda arg: self.array_free(arg, inner),
-                                        lambda arg: self.plain_hyperparameter(arg, inner))
+                                        lambda arg: self.plain_hyperparameter(arg, inner), self._dicts_bound)
 
         return self.bound_only_to(expr, made_by, depth)
+
+    def _dicts_bound(self, expr) -> list[cst.Dict] | None:
+        """The dict literals the name ``expr`` is bound to (``rates = {"kernel": optax.adam(1e-3)}``,
+        given to ``optax.partition(rates, labels)``), when every binding is one and nothing is
+        stored into it (no item or attribute store, container method, or call that may fill
+        it); None otherwise."""
+        key = ref_key(expr)
+        if key is None or len(key) != 1 or not isinstance(expr, cst.Name):
+            return None
+        owner = self.owner_of(key)
+        if owner == "global":
+            values = self.ctx.module_values(key[0])
+            if not values or self.ctx.may_gain_arrays(key[0]) or self.ctx.stored_into(key[0]):
+                return None
+        elif owner == "local":
+            values = [event.origin if event.origin_kind == "value" else None for event in self.writes_of(key)]
+            if self.is_module and (self.ctx.may_gain_arrays(key[0]) or self.ctx.stored_into(key[0])):
+                return None
+            if self._store_level(key[0]) != NO_STORE or self._has_stores(key[0]):
+                return None
+        else:
+            return None
+        return values if values and all(isinstance(value, cst.Dict) for value in values) else None
+
+    def _has_stores(self, name: str) -> bool:
+        """Whether the scope stores anything into the value of ``name`` (``d[k] = v``, ``d.x = v``,
+        ``d.update(...)``), literals too."""
+        stores, mutators = self._stores_by_name()
+        return bool(stores.get(name, ((), ()))[0] or mutators.get(name)) or any(
+            event.kind == WRITE and event.key is not None and len(event.key) > 1 and event.key[0] == name
+            for _, event in self.flow.events())
 
     def plain_hyperparameter(self, expr, depth: int = 0) -> bool:
         """A hyperparameter ``optax.inject_hyperparams`` copies into new arrays: array-free, and
@@ -1471,18 +1502,19 @@ class FunctionSummary:
 
 
 def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free,
-                         hyperparameter) -> bool:
+                         hyperparameter, dicts_of=lambda expr: None) -> bool:
     """``optax.adam(lr)`` (:data:`OPTAX_NEW_STATE`); ``optax.chain`` or a wrapper of
     :data:`OPTAX_WRAPPERS` whose inner transforms ``is_standard`` accepts (no
-    ``*transforms``); one of :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with arguments
-    ``array_free`` accepts; ``optax.inject_hyperparams(optax.adamw)(...)`` with
+    ``*transforms``; a mapping of them written in the call or, through ``dicts_of``, the
+    dict literals a name is bound to); one of :data:`OPTAX_NEW_STATE_IF_ARRAY_FREE` with
+    arguments ``array_free`` accepts; ``optax.inject_hyperparams(optax.adamw)(...)`` with
     hyperparameters ``hyperparameter`` accepts."""
     if any(arg.star for arg in call.args):
         return False
     if qualified == "optax.chain":
         return all(arg.keyword is None and is_standard(arg.value) for arg in call.args)
     if qualified in OPTAX_WRAPPERS:
-        return _standard_wrapper(call, OPTAX_WRAPPERS[qualified], is_standard)
+        return _standard_wrapper(call, OPTAX_WRAPPERS[qualified], is_standard, dicts_of)
     if qualified in OPTAX_NEW_STATE_IF_ARRAY_FREE:
         base = call_argument(call, 0, "base_optimizer") if qualified == "optax.contrib.schedule_free" else None
         if qualified == "optax.contrib.schedule_free" and (base is None or not is_standard(base)):
@@ -1496,8 +1528,9 @@ def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, res
     return qualified in OPTAX_NEW_STATE
 
 
-def _standard_wrapper(call: cst.Call, wrapper, is_standard) -> bool:
-    """Whether every inner transform of a wrapper call (see :data:`OPTAX_WRAPPERS`) is standard."""
+def _standard_wrapper(call: cst.Call, wrapper, is_standard, dicts_of=lambda expr: None) -> bool:
+    """Whether every inner transform of a wrapper call (see :data:`OPTAX_WRAPPERS`) is standard;
+    ``dicts_of``: the dict literals a name given as a mapping is bound to (None: not known)."""
     (keyword, position, form), refused = wrapper
     if any(call_argument(call, at, name) is not None for name, at in refused.items()):
         return False
@@ -1508,8 +1541,10 @@ def _standard_wrapper(call: cst.Call, wrapper, is_standard) -> bool:
             and is_standard(arg.value.elements[1].value) for arg in call.args)
     inner = call_argument(call, position, keyword)
     if form == "mapping":
-        return isinstance(inner, cst.Dict) and all(
-            isinstance(element, cst.DictElement) and is_standard(element.value) for element in inner.elements)
+        mappings = [inner] if isinstance(inner, cst.Dict) else dicts_of(inner) if inner is not None else None
+        return bool(mappings) and all(
+            isinstance(element, cst.DictElement) and is_standard(element.value)
+            for mapping in mappings for element in mapping.elements)
     return inner is not None and is_standard(inner)
 
 

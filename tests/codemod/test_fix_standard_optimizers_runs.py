@@ -137,3 +137,37 @@ def test_an_optimizer_that_may_keep_the_params_stays_medium_and_forcing_it_crash
     found = _confidences(program)
     assert found.get("params") != "high" and found.get("opt_state") != "high", found
     crashes_when_forced(tmp_path, program, UNDONATED, DONATED, error="donate")
+
+
+# optax.partition of a dict of transforms bound to a name first (flax's optimization cookbook)
+PARTITIONED = PREAMBLE + """
+
+def main():
+    rates = {"fast": optax.adam(1e-2), "slow": MAKER}
+    tx = optax.MultiSteps(optax.partition(rates, {"w": "fast", "b": "slow"}), every_k_schedule=2)
+    params = {"w": jnp.ones((4,)) * 2, "b": jnp.ones((4,))}
+    opt_state = tx.init(params)
+    for i in range(4):
+        params, opt_state = step(params, opt_state, jnp.arange(4.0) * i, tx)
+    print(round(float(params["w"].sum()), 4))
+
+
+main()
+"""
+
+
+def test_a_partition_of_a_named_dict_of_standard_transforms_is_high_and_the_fix_donates_its_state(tmp_path):
+    program = PARTITIONED.replace("MAKER", "optax.sgd(1e-3, momentum=0.9)")
+    assert _confidences(program) == {"params": "high", "opt_state": "high"}
+    fixed = fix_and_rerun(tmp_path, program).read_text()
+    assert DONATED in fixed, fixed
+    (tmp_path / "runner.py").write_text(RUNNER)
+    count, deleted = last_line(run(sys.executable, "runner.py", cwd=tmp_path)).split()
+    assert int(count) > 3 and deleted == "True"
+
+
+def test_a_partition_of_a_named_dict_with_a_transform_that_keeps_the_params_crashes_when_forced(tmp_path):
+    program = PARTITIONED.replace("MAKER", "keep_params()")
+    found = _confidences(program)
+    assert found.get("params") != "high" and found.get("opt_state") != "high", found
+    crashes_when_forced(tmp_path, program, UNDONATED, DONATED, error="donate")

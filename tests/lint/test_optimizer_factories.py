@@ -154,3 +154,23 @@ def test_a_wrapper_of_standard_transforms_is_new_state(transform):
 ])
 def test_any_other_wrapper_leaves_the_state_medium(transform):
     assert _inline(transform) == "medium"
+
+
+# a mapping of transforms bound to a name first (flax's optimization cookbook: ``rates = {...}``,
+# then ``optax.partition(rates, param_tys)``): standard when every binding is a dict literal
+# of standard transforms and nothing is stored into it
+@pytest.mark.parametrize("before,mapping,high", [
+    ("    rates = {'a': optax.adam(1e-3), 'b': optax.sgd(0.1)}\n", "rates", True),
+    ("", "RATES", True),
+    ("    rates = {'a': optax.adam(1e-3)}\n    rates['b'] = make_other()\n", "rates", False),
+    ("    rates = {'a': optax.adam(1e-3)}\n    rates.update(b=make_other())\n", "rates", False),
+    ("    rates = {'a': optax.adam(1e-3)}\n    fill(rates)\n", "rates", False),
+    ("    rates = {'a': optax.adam(1e-3)} if skip else make_other()\n", "rates", False),
+    (f"    rates = {{'a': {KEEP}}}\n", "rates", False),
+    ("    RATES['b'] = make_other()\n", "RATES", False),
+])
+def test_a_mapping_of_transforms_given_by_name(before, mapping, high):
+    source = INLINE.replace("    tx = TRANSFORM", f"{before}    tx = optax.partition({mapping}, {{'w': 'a'}})")
+    source = source.replace("\n\ndef main(", "\n\nRATES = {'a': optax.adam(1e-3)}\n\n\ndef main(", 1)
+    assert "RATES = " in source
+    assert _confidence(source) == ("high" if high else "medium")
