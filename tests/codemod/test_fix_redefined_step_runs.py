@@ -146,23 +146,7 @@ def test_a_call_in_a_generator_runs_when_consumed_so_it_counts_for_every_definit
 
 # flax's optimization cookbook: a later cell defines ``train_step`` again without a jit (L-BFGS
 # needs the loss function) and calls it with another model and optimizer
-PLAIN_AGAIN = """
-import jax
-import jax.numpy as jnp
-
-DELETED = []
-
-
-@jax.jit
-def train_step(state, batch):
-    return jax.tree.map(lambda v: v - 0.1 * batch.mean(), state)
-
-
-state = {"w": jnp.ones((4, 4))}
-for _ in range(3):
-    old = state["w"]
-    state = train_step(state, jnp.ones(4))
-    DELETED.append(old.is_deleted())
+PLAIN_AGAIN = PROGRAM[:PROGRAM.index("\n\n@jax.jit\ndef train_step(state, batch, scale)")] + """
 
 
 def train_step(state, batch):
