@@ -90,6 +90,9 @@ class StoreFinder:
         if len(classes) != 1 or defs:
             return None, 0
         cls = classes[0]
+        methods = {stmt.name.value: stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)}
+        if methods.keys() & {"__new__", "__post_init__", "__init_subclass__"} or cls.keywords:
+            return None, 0  # runs code of its own on the arguments (a dataclass's __post_init__), or a metaclass
         inits = [stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"]
         if len(inits) == 1 and not inits[0].decorators:
             return inits[0], 1

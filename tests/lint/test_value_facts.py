@@ -297,6 +297,25 @@ GAINS_AN_ARRAY += [
             return state, config
         """, id="a-part-of-a-config-filled-by-another-files-function"),
     pytest.param("""
+        import dataclasses
+        import ml_collections
+
+        @dataclasses.dataclass
+        class Filler:
+            cfg: object
+
+            def __post_init__(self):
+                self.cfg.w = jnp.ones(3)
+
+        def train(batches):
+            config = ml_collections.ConfigDict()
+            Filler(config)
+            state = State(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config
+        """, id="a-config-filled-by-a-dataclass-post-init"),
+    pytest.param("""
         import ml_collections
 
         CONFIG = ml_collections.ConfigDict()
