@@ -32,8 +32,9 @@ from jaxmem.lint.syntax.walk import descendants_of_type
 from jaxmem.lint.values.nnx_ownership import is_literal
 from jaxmem.lint.values.refs import base_name
 
-_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
-                       "setdefault", "__setitem__"})
+# Methods that put their arguments into the container they are called on (``layers.append(w)``).
+CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
+                                "setdefault", "__setitem__"})
 _BUILTINS = frozenset(dir(builtins)) - {"setattr"}
 _MAX_DEPTH = 4  # calls followed through before assuming a store
 
@@ -115,7 +116,7 @@ class StoreFinder:
         for node in descendants_of_type(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
             if isinstance(node, cst.Call):
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS \
+                if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_MUTATORS \
                         and base_name(func.value) in params and not all(is_literal(a.value) for a in node.args):
                     stored[base_name(func.value)] = STORES
                 for arg, name in passed_values(node):

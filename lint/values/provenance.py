@@ -97,7 +97,14 @@ from jaxmem.lint.values.flow import (
     returns_an_argument,
 )
 from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
-from jaxmem.lint.values.param_stores import NO_STORE, STORES, counted_level, is_immutable, passed_values
+from jaxmem.lint.values.param_stores import (
+    CONTAINER_MUTATORS,
+    NO_STORE,
+    STORES,
+    counted_level,
+    is_immutable,
+    passed_values,
+)
 from jaxmem.lint.values.refs import RefKey, base_name, literal_part, overlaps, ref_key, render
 
 FRESH = "fresh"
@@ -385,7 +392,7 @@ class Provenance:
             mutators: dict[str, list[cst.Call]] = {}
             for call in self.flow.call_nodes:
                 func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_MUTATORS \
+                if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_MUTATORS \
                         and (base := base_name(func.value)) is not None:
                     mutators.setdefault(base, []).append(call)
             self._stores = stores, mutators
@@ -1897,10 +1904,6 @@ def _scope_bindings(function: cst.FunctionDef) -> tuple[frozenset[str], frozense
     return frozenset(assigned | bound_elsewhere), frozenset(assigned - bound_elsewhere - mentioned_later)
 
 
-_CONTAINER_MUTATORS = frozenset({"append", "appendleft", "insert", "add", "extend", "extendleft", "update",
-                                 "setdefault", "__setitem__"})
-
-
 def _first_overlap(keys: list[RefKey]) -> RefKey | None:
     """The first key that overlaps one before it (one value held in two places), or None."""
     for i, key in enumerate(keys):
@@ -2006,7 +2009,7 @@ class _Holdings:
         if not isinstance(func, cst.Attribute):
             return
         held = tuple(h for arg in call.args for h in self.held(arg.value))
-        if func.attr.value not in _CONTAINER_MUTATORS:
+        if func.attr.value not in CONTAINER_MUTATORS:
             held = tuple((key, False) for key, _ in held)
         self.store(func.value, held, in_loop)
 
