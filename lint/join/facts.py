@@ -506,11 +506,13 @@ class _Context:
         return name in self._stored_into
 
     def statement_calls(self) -> frozenset[int]:
-        """Ids of the calls that are a statement of their own (``populate(config)``)."""
+        """Ids of the calls made for their effect: a statement of their own (``populate(config)``)
+        or one whose result is thrown away (``_ = populate(config)``)."""
         if self._statement_calls is None:
             self._statement_calls = frozenset(
-                id(node.value) for node in descendants_of_type(self.module, cst.Expr)
-                if isinstance(node.value, cst.Call))
+                id(node.value) for node in descendants_of_type(self.module, (cst.Expr, cst.Assign))
+                if isinstance(node.value, cst.Call) and (isinstance(node, cst.Expr) or all(
+                    isinstance(t.target, cst.Name) and t.target.value == "_" for t in node.targets)))
         return self._statement_calls
 
     def store_finder(self) -> StoreFinder:

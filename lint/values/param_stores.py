@@ -157,8 +157,9 @@ def is_immutable(value, resolve) -> bool:
 def counted_level(level: int, call: cst.Call, statement_calls) -> int:
     """``level`` as it counts for a value given to ``call``: a call not seen stores into its
     arguments only when it is made for its effect, as a statement of its own
-    (``populate(config)``, ``build_layers(layers, rngs)``); one whose result the program
-    uses (``state = State(params, config)``) is taken to make that result."""
+    (``populate(config)``, ``build_layers(layers, rngs)``) or with its result thrown away
+    (``_ = populate(config)``); one whose result the program uses (``state = State(params,
+    config)``) is taken to make that result."""
     if level == UNSEEN and id(call) not in statement_calls:
         return NO_STORE
     return level

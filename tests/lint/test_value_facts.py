@@ -274,6 +274,15 @@ GAINS_AN_ARRAY += [
             return state, options
         """, id="a-dict-filled-by-a-method"),
     pytest.param("""
+        def train(batches, loader):
+            options = {"lr": 0.1}
+            _ = loader.fill(options)
+            state = State(options)
+            for b in batches:
+                state = step(state, b)
+            return state, options
+        """, id="a-dict-filled-by-a-method-whose-result-is-thrown-away"),
+    pytest.param("""
         import ml_collections
 
         def train(batches):
