@@ -92,7 +92,6 @@ from jaxmem.lint.values.nnx_ownership import (
     Ownership,
     bound_arguments,
     factory_return,
-    is_literal,
     may_be_project_function,
     might_make_nnx_object,
     nnx_classes,
@@ -101,7 +100,15 @@ from jaxmem.lint.values.nnx_ownership import (
     occurrences,
     return_refusal,
 )
-from jaxmem.lint.values.param_stores import NO_STORE, StoreFinder, counted_level, is_immutable, passed_values
+from jaxmem.lint.values.param_stores import (
+    NO_STORE,
+    STORE_NODES,
+    StoreFinder,
+    counted_level,
+    is_immutable,
+    passed_values,
+    stores_of,
+)
 from jaxmem.lint.values.provenance import (
     FunctionSummary,
     Origin,
@@ -113,7 +120,7 @@ from jaxmem.lint.values.provenance import (
     summarize_function,
     without_caller_of,
 )
-from jaxmem.lint.values.refs import RefKey, base_name, ident, kills, overlaps, ref_key, render
+from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.values.usefulness import CalledFunctions, output_reach
 
 LOCAL = "local"
@@ -355,8 +362,8 @@ class _Context:
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
         module_callees = [site.definition.callee[0] for site in sites
                           if site.definition.scope == MODULE_SCOPE and len(site.definition.callee) == 1]
-        self.redefined = {name for name in module_callees
-                          if module_callees.count(name) > 1 or _plain_defs(module, name)}
+        plain_defs = _plain_defs(module)
+        self.redefined = {name for name in module_callees if module_callees.count(name) > 1 or name in plain_defs}
         self.class_callees = {(site.definition.scope, site.definition.callee) for site in sites}
         self.jitted_functions = {id(site.function_node) for site in sites if site.function_node is not None}
         self.eager_calls = _calls_under_disable_jit(module, imports)
@@ -467,43 +474,35 @@ class _Context:
         (``populate(CONFIG)``, see :class:`StoreFinder`): its origin alone no longer proves it
         holds no array.  Names are matched by spelling, whatever scope binds them (safe side)."""
         if self._gaining is None:
-            gaining: set[str] = set()
-            levels: dict[str, int] = {}  # what calls given a name may do to it (see StoreFinder)
-            for node in descendants_of_type(self.module, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
-                if isinstance(node, cst.Call):
-                    func = node.func
-                    if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_METHODS \
-                            and not all(is_literal(arg.value) for arg in node.args):
-                        gaining.add(base_name(func.value))
-                    for arg, passed in passed_values(node):
-                        level = counted_level(self.store_finder().store_into(node, arg), node, self.statement_calls())
-                        levels[passed] = max(level, levels.get(passed, NO_STORE))
-                    continue
-                value = node.value
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, (cst.Attribute, cst.Subscript)) and not is_literal(value):
-                        gaining.add(base_name(target))
-            gaining.discard(None)
-            resolve = self.imports.resolve
-            gaining.update(passed for passed, level in levels.items() if level != NO_STORE and not (
-                self.module_values(passed) and all(is_immutable(v, resolve) for v in self.module_values(passed))))
-            self._gaining = frozenset(gaining)
+            self._module_stores()
         return name in self._gaining
 
     def stored_into(self, name: str) -> bool:
         """Whether code anywhere in the module stores anything, literals too, into the value a
         name spelled ``name`` holds (``RATES["bias"] = optax.sgd(0.1)``, ``RATES.update(...)``)."""
         if self._stored_into is None:
-            found: set[str | None] = set()
-            for node in descendants_of_type(self.module, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Call)):
-                if isinstance(node, cst.Call):
-                    if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
-                        found.add(base_name(node.func.value))
-                elif isinstance(node.target, (cst.Attribute, cst.Subscript)):
-                    found.add(base_name(node.target))
-            self._stored_into = frozenset(found - {None})
+            self._module_stores()
         return name in self._stored_into
+
+    def _module_stores(self) -> None:
+        """One walk of the module for :meth:`may_gain_arrays` and :meth:`stored_into`."""
+        gaining: set[str] = set()
+        stored: set[str] = set()
+        levels: dict[str, int] = {}  # what calls given a name may do to it (see StoreFinder)
+        for node in descendants_of_type(self.module, STORE_NODES):
+            for target, literal in stores_of(node, CONTAINER_METHODS):
+                stored.add(target)
+                if not literal:
+                    gaining.add(target)
+            if isinstance(node, cst.Call):
+                for arg, passed in passed_values(node):
+                    level = counted_level(self.store_finder().store_into(node, arg), node, self.statement_calls())
+                    levels[passed] = max(level, levels.get(passed, NO_STORE))
+        resolve = self.imports.resolve
+        gaining.update(passed for passed, level in levels.items() if level != NO_STORE and not (
+            self.module_values(passed) and all(is_immutable(v, resolve) for v in self.module_values(passed))))
+        self._gaining = frozenset(gaining)
+        self._stored_into = frozenset(stored)
 
     def statement_calls(self) -> frozenset[int]:
         """Ids of the calls made for their effect: a statement of their own (``populate(config)``)
@@ -767,11 +766,11 @@ class _Context:
 NO_JIT_BINDING = (0, 0)
 
 
-def _plain_defs(module: cst.Module, name: str) -> bool:
-    """Whether module-level code also binds ``name`` with an undecorated def (a notebook's
-    cell that defines ``train_step`` again without a jit)."""
-    return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value == name and not stmt.decorators
-               for stmt in statements(module.body, into_scopes=False))
+def _plain_defs(module: cst.Module) -> frozenset[str]:
+    """The names module-level code binds with an undecorated def (a notebook's cell that
+    defines ``train_step`` again without a jit)."""
+    return frozenset(stmt.name.value for stmt in statements(module.body, into_scopes=False)
+                     if isinstance(stmt, cst.FunctionDef) and not stmt.decorators)
 
 
 class _Summaries:

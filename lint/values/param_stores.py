@@ -91,15 +91,14 @@ class StoreFinder:
         if len(classes) != 1 or defs:
             return None, 0
         cls = classes[0]
-        methods = {stmt.name.value: stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)}
-        if methods.keys() & {"__new__", "__post_init__", "__init_subclass__"} or cls.keywords:
+        methods = [stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)]
+        if {m.name.value for m in methods} & {"__new__", "__post_init__", "__init_subclass__"} or cls.keywords:
             return None, 0  # runs code of its own on the arguments (a dataclass's __post_init__), or a metaclass
-        inits = [stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"]
+        inits = [m for m in methods if m.name.value == "__init__"]
         if len(inits) == 1 and not inits[0].decorators:
             return inits[0], 1
-        if not inits and all(self.imports.resolve(base.value) is not None
-                             and not self.imports.is_project(self.imports.resolve(base.value))
-                             for base in cls.bases):
+        if not inits and all((base_of := self.imports.resolve(base.value)) is not None
+                             and not self.imports.is_project(base_of) for base in cls.bases):
             return _NO_INIT, 0  # a dataclass, or a library base's __init__ (nnx.Module, NamedTuple)
         return None, 0
 
@@ -113,23 +112,16 @@ class StoreFinder:
             return dict.fromkeys(params, UNSEEN)
         stored: dict[str, int] = {}
         self._stored[id(function)] = stored  # while in progress: a recursive call adds nothing more
-        for node in descendants_of_type(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
+        for node in descendants_of_type(function.body, STORE_NODES):
+            for name, literal in stores_of(node, CONTAINER_MUTATORS):
+                if name in params and not literal:
+                    stored[name] = STORES
             if isinstance(node, cst.Call):
-                func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_MUTATORS \
-                        and base_name(func.value) in params and not all(is_literal(a.value) for a in node.args):
-                    stored[base_name(func.value)] = STORES
                 for arg, name in passed_values(node):
                     if name in params:
                         level = self.store_into(node, arg, params, depth + 1)
                         if level > stored.get(name, NO_STORE):
                             stored[name] = level
-                continue
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, (cst.Attribute, cst.Subscript)) and base_name(target) in params \
-                        and (node.value is None or not is_literal(node.value)):
-                    stored[base_name(target)] = STORES
         return stored
 
 
@@ -163,6 +155,25 @@ def counted_level(level: int, call: cst.Call, statement_calls) -> int:
     if level == UNSEEN and id(call) not in statement_calls:
         return NO_STORE
     return level
+
+
+STORE_NODES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)  # what :func:`stores_of` reads
+
+
+def stores_of(node, methods):
+    """``(name, literal)`` for each value ``node`` (one of :data:`STORE_NODES`) stores into: an
+    attribute or item assignment (``cfg.w = v``, ``d[k] += v``) or a call of one of ``methods``
+    on it (``layers.append(v)``); ``literal``: what is stored is only literals."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in methods \
+                and (name := base_name(func.value)) is not None:
+            yield name, all(is_literal(arg.value) for arg in node.args)
+        return
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    for target in targets:
+        if isinstance(target, (cst.Attribute, cst.Subscript)) and (name := base_name(target)) is not None:
+            yield name, node.value is not None and is_literal(node.value)
 
 
 def passed_values(call: cst.Call):

@@ -986,8 +986,7 @@ class Provenance:
     def _has_stores(self, name: str) -> bool:
         """Whether the scope stores anything into the value of ``name`` (``d[k] = v``, ``d.x = v``,
         ``d.update(...)``), literals too."""
-        stores, mutators = self._stores_by_name()
-        return bool(stores.get(name, ((), ()))[0] or mutators.get(name)) or any(
+        return bool(self._stores_by_name()[1].get(name)) or any(
             event.kind == WRITE and event.key is not None and len(event.key) > 1 and event.key[0] == name
             for _, event in self.flow.events())
 
