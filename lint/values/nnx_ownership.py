@@ -53,6 +53,12 @@ from jaxmem.lint.values.array_api import KNOWN_LIBRARIES, array_free_call, is_fr
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
 _VIEW = "flax.nnx.view"
+# ``nnx.state(model, nnx.Param)``: a State of ``model``'s very Variables, in graph and tree
+# mode (flax 0.12.8), which nnx.jit writes the new arrays back into.
+_STATE_VIEWS = frozenset({"flax.nnx.state", "flax.nnx.graph.state", "flax.nnx.variables"})
+# ``nnx.map_state(f, state)``: ``f(path, variable)`` for each Variable; holds no array when
+# ``f`` is a lambda that never reads the Variable (``lambda path, v: path[-1]``).
+_MAP_STATE = frozenset({"flax.nnx.map_state", "flax.nnx.statelib.map_state"})
 _MODEL_AND_OPTIMIZER = "flax.nnx.ModelAndOptimizer"
 _VARIABLES = frozenset("flax.nnx." + name for name in ("Param", "Variable", "BatchStat", "Cache", "Intermediate"))
 _OPTIMIZER = "flax.nnx.Optimizer"
@@ -545,25 +551,44 @@ class _Finder:
             return None  # a factory hands it out: the caller's uses are checked there
         if isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
                 and parent.value is node:
-            return self._argument_use(name, parents[-2], parent, parents)
+            call = parents[-2]
+            if next((a for a in call.args if a.keyword is None), None) is parent and self._is_view(call):
+                return self._view_use(name, call, parents[:-2], metric, family)
+            return self._argument_use(name, call, parent, parents)
         if isinstance(parent, cst.Attribute) and parent.value is node and len(parents) > 1 \
                 and isinstance(parents[-2], cst.Call) and parents[-2].func is parent:
-            allowed = _METRIC_METHODS if metric else _METHODS
-            if parent.attr.value in allowed or self._is_view(parents[-2]):
-                return None  # in place; or ``ema.apply_to(model)``, whose uses are the family's
+            if self._is_view(parents[-2]):  # ``ema.apply_to(model)``
+                return self._view_use(name, parents[-2], parents[:-2], metric, family)
+            if parent.attr.value in (_METRIC_METHODS if metric else _METHODS):
+                return None  # in place
             return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
         if _takes_nothing(node, parents):
             return None
         return f"`{name}` is used as `{_code(_outermost(node, parents))[:60]}`, which may take its arrays"
+
+    def _view_use(self, name: str, view: cst.Call, parents: tuple, metric: bool, family: list[str]) -> str | None:
+        """Why the result of ``view``, a view of the object (``nnx.state(model)``,
+        ``ema.apply_to(model)``), may take its arrays: bound to a name, it is one of the
+        family, whose own uses are checked; thrown away, it takes nothing; anything else
+        (``jax.tree.leaves(nnx.view(model))``) is checked as a use of the object itself."""
+        statement = parents[-1] if parents else None
+        if isinstance(statement, cst.Expr) and statement.value is view:
+            return None
+        if isinstance(statement, cst.Assign) and statement.value is view and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0].target, cst.Name):
+            return None  # the view's own uses are checked as the family's
+        doubt = self._use(name, view, parents, metric, family)
+        return doubt and doubt.replace(f"`{name}`", f"`{name}` (through `{_code(view)[:40]}`)", 1)
 
     def _argument_use(self, name: str, call: cst.Call, arg: cst.Arg, parents: tuple) -> str | None:
         qualified = self._resolve(call.func)
         if qualified in _READERS:
             return None
         positional = [a for a in call.args if a.keyword is None]
+        if qualified in _MAP_STATE and len(positional) == 2 and positional[1] is arg \
+                and _ignores_variable(positional[0].value):
+            return None  # labels from the paths: ``nnx.map_state(lambda p, v: list(p)[-1], state)``
         first = bool(positional) and positional[0] is arg
-        if first and self._is_view(call):
-            return None  # the view's own uses are checked as the family's
         if qualified in _EMA and (first or (arg.keyword is not None and arg.keyword.value == "params")):
             return None  # nnx.EMA copies the Variables it tracks and keeps no reference to them
         if qualified == _OPTIMIZER and (first or (arg.keyword is not None and arg.keyword.value == "model")):
@@ -611,7 +636,8 @@ class _Finder:
         return (_first_name(call),)
 
     def _is_view(self, call: cst.Call) -> bool:
-        """``nnx.view(model, ...)``, or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
+        """``nnx.view(model, ...)``, ``nnx.state(model, *filters)`` (a State of its very
+        Variables), or ``nnx.ModelAndOptimizer(model, tx)`` of a standard optax
         transform: an object that holds ``model``'s very Variables (which nnx writes back) and,
         for the optimizer, new moments of its own (flax 0.12.8, optax 0.2.8); or
         ``ema.apply_to(model)`` of an ``nnx.EMA``: a model whose Variables are the EMA's
@@ -625,6 +651,9 @@ class _Finder:
         qualified = self._resolve(call.func)
         if qualified == _VIEW:
             return True
+        if qualified in _STATE_VIEWS:
+            return bool(call.args) and isinstance(call.args[0].value, cst.Name) and not any(
+                arg.star or (arg.keyword is not None and arg.keyword.value != "graph") for arg in call.args)
         if qualified != _MODEL_AND_OPTIMIZER or any(arg.star for arg in call.args):
             return False
         return any(arg.keyword is None for arg in call.args) and self.provenance.new_state_transform_of(call)
@@ -933,6 +962,20 @@ def _is_number(expr) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         expr = expr.expression
     return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _ignores_variable(function) -> bool:
+    """``lambda path, v: list(path)[-1]``: a lambda of two plain parameters whose body never
+    names the second (the Variable), so what it returns holds none of the State's arrays."""
+    if not isinstance(function, cst.Lambda):
+        return False
+    params = function.params
+    if params.star_arg is not cst.MaybeSentinel.DEFAULT or params.star_kwarg is not None or params.kwonly_params \
+            or params.posonly_params or len(params.params) != 2 or any(p.default for p in params.params):
+        return False
+    variable = params.params[1].name.value
+    return not any(isinstance(node, cst.Name) and node.value == variable
+                   for node in (function.body, *descendants(function.body)))
 
 
 def _first_name(call: cst.Call) -> str | None:

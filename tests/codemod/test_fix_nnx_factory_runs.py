@@ -106,6 +106,16 @@ def main():
 def main():
     model = nnx.Sequential(Model(nnx.Rngs(0)), nnx.Linear(4, 4, rngs=nnx.Rngs(1)), jax.nn.gelu)
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", ""),
+    # flax's optimization cookbook: labels for optax.partition from the paths of an nnx.state,
+    # a State of the model's very Variables (flax 0.12.8), read again after the training
+    "labels-from-a-state": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    state = nnx.state(model, nnx.Param)
+    rates = {"kernel": optax.adam(1e-2), "bias": optax.adam(1e-3), "w": optax.sgd(0.1)}
+    labels = nnx.map_state(lambda path, v: list(path)[-1], state)
+    optimizer = nnx.Optimizer(model, tx=optax.partition(rates, labels), wrt=nnx.Param)""",
+        '    print("w", round(float(state["w"][...].sum()), 4))\n'),
 }
 
 HELD = {
@@ -174,6 +184,29 @@ def main():
     model = Model(nnx.Rngs(0), options["w"])
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
         '    print("w", round(float(options["w"].sum()), 4))\n'),
+    # the leaves of an nnx.state are the model's raw arrays, read after the training
+    "leaves-of-a-state": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    state = nnx.state(model, nnx.Param)
+    kept = jax.tree.leaves(state)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("kept", round(float(kept[0].sum()), 4))\n'),
+    # the same of a view not bound to a name (high, and crashed, before)
+    "leaves-of-an-unnamed-view": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    kept = jax.tree.leaves(nnx.view(model))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("kept", round(float(kept[0].sum()), 4))\n'),
+    # a map_state whose function returns the Variable's value: the result holds the arrays
+    "values-mapped-from-a-state": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    state = nnx.state(model, nnx.Param)
+    values = nnx.map_state(lambda path, v: v[...], state)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("w", round(float(values["w"].sum()), 4))\n'),
 }
 
 def _program(helpers: str, after: str) -> str:
