@@ -81,6 +81,7 @@ from jaxmem.lint.values.provenance import (
     MODULE_HELD,
     NO_ARRAYS,
     PRNG_KEY,
+    STORED_SLOT,
     UNKNOWN,
     FunctionSummary,
     Origin,
@@ -665,8 +666,11 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
                                            for made in summary.made if (why := project.class_stores_twice(made))),
                                           None)
             reasons = [twice] if twice else []
-            reasons += [why for slot, why in origin.arg_reasons
-                        if slot == "*" or _slot_param(slot, signature) in summary.returned]
+            reasons += [why for slot, why in origin.arg_reasons if not slot.startswith(STORED_SLOT)
+                        and (slot == "*" or _slot_param(slot, signature) in summary.returned)]
+            reasons += [f"{why} (`{origin.callee[-1]}` may store an array into its `{param}`)"
+                        for slot, why in origin.arg_reasons if slot.startswith(STORED_SLOT)
+                        and (param := _slot_param(slot[len(STORED_SLOT):], signature)) in summary.stores]
             if not reasons:
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not twice \

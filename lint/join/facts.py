@@ -2092,6 +2092,9 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         summary = summaries.of(stmt.name.value)
         if not ctx._keeps_no_argument(stmt.name.value):
             summary = dataclasses.replace(summary, keeps=True)
+        if len(ctx.module_functions.get(stmt.name.value, ())) == 1 \
+                and (stores := ctx.store_finder().stored_parameters(stmt)):
+            summary = dataclasses.replace(summary, stores=stores)
         if summary != FunctionSummary():
             facts.function_summaries[stmt.name.value] = summary
         if (made := returned_function(stmt)) is not None:

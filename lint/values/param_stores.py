@@ -81,6 +81,11 @@ class StoreFinder:
             return max(self._stored_params(function, depth).values(), default=NO_STORE)  # ``*args``: any
         return self._stored_params(function, depth).get(param, NO_STORE)
 
+    def stored_parameters(self, function: cst.FunctionDef) -> tuple[str, ...]:
+        """The parameters ``function``'s body (or a def of this file it hands them to) stores a
+        non-literal into (:data:`STORES`), for its callers in other files (``FunctionSummary.stores``)."""
+        return tuple(name for name, level in self._stored_params(function, 0).items() if level == STORES)
+
     def _callee(self, name: str) -> tuple[cst.FunctionDef | None, int]:
         """The one top-level def ``name`` calls, with how many leading parameters the call
         does not fill (1 for a class's ``__init__``); ``(None, 0)`` when not known."""

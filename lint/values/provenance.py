@@ -148,7 +148,12 @@ class Origin:
     shared_with: tuple[str, ...] = ()  # why a derived value may share buffers (already phrased)
     # For a project function's result: per argument slot ("0", "1", ... or a keyword),
     # why the value passed there is still held; the join keeps those the function returns.
+    # A slot prefixed with STORED_SLOT: a value that holds no array, unless the function (of
+    # another file) stores one into it; the join keeps those its summary ``stores``.
     arg_reasons: tuple[tuple[str, str], ...] = ()
+
+
+STORED_SLOT = "stored:"
 
 
 def caller_holds(named: str) -> str:
@@ -576,7 +581,7 @@ class Provenance:
         if effect in (HOLDS, PARTITION, READS) or (qualified is None and method is None and is_constructor_like(call)):
             return self._of_holding_call(call, after, depth, line, text)
         arg_reasons = self._arg_reasons(call, after)
-        shared = tuple(reason for _, reason in arg_reasons)
+        shared = tuple(reason for slot, reason in arg_reasons if not slot.startswith(STORED_SLOT))
         key = ref_key(call.func)
         if key is not None:
             maybe, project_name = ctx.might_be_jitted(key, self.class_scope)
@@ -1226,7 +1231,9 @@ class Provenance:
         value it passes may still be held after the donating call: read again,
         the caller's, held by an attribute or a global, passed twice, or made
         (one more call back) from such a value (``gdef, gstate = nnx.split(self)``).
-        Arguments that provably hold no arrays are left out."""
+        Arguments that provably hold no arrays are left out, except that for a function
+        of another project file, which may store an array into one (``cfg.w = ...``), the
+        reasons a mutable one is still held come under ``STORED_SLOT + slot``."""
         if values is None:
             slots = [("*" if arg.star else arg.keyword.value if arg.keyword is not None else str(i), arg.value)
                      for i, arg in enumerate(call.args)]
@@ -1234,8 +1241,12 @@ class Provenance:
             slots = [("", value) for value in values]
         out: list[tuple[str, str]] = []
         seen_args: set[RefKey] = set()
+        other_file = values is None and self._calls_another_file(call)
         for slot, value in slots:
             if self.array_free(value):
+                if other_file and slot != "*" and (key := ref_key(value)) is not None \
+                        and not is_immutable(value, self.ctx.imports.resolve):
+                    out.extend((STORED_SLOT + slot, reason) for reason in self._filled_held(key[0], call, after))
                 continue
             key = ref_key(value)
             if key is not None:
@@ -1247,6 +1258,18 @@ class Provenance:
             contained = {key[0] for key in self._may_contain(value)}
             out.extend((slot, reason) for reason in self._held_elsewhere(contained, call, after, 0))
         return tuple(out)
+
+    def _calls_another_file(self, call: cst.Call) -> bool:
+        """Whether ``call`` calls a function an import names from another project file."""
+        qualified = self.ctx.imports.resolve(call.func)
+        return qualified is not None and self.ctx.imports.is_project(qualified)
+
+    def _filled_held(self, name: str, call: cst.Call, after: Point) -> list[str]:
+        """Why the value ``name`` (which holds no array), once ``call`` stores an array
+        into it, still holds that array after the donating call."""
+        if self.owner_of((name,)) == "global":
+            return [f"`{name}`, a module-level value"]
+        return self._held_elsewhere({name}, call, after, 0)
 
     def _held_elsewhere(self, names, call: cst.Call, after: Point, depth: int) -> list[str]:
         reasons: list[str] = []
@@ -1499,12 +1522,16 @@ class FunctionSummary:
     ``made``: the classes of other project files (import-resolved names) whose
     instances the result may hold; the join knows which of them store one value
     twice (``FileFacts.twice_classes``), which this file cannot see.
+    ``stores``: the parameters its body stores a non-literal into
+    (``cfg.w = jnp.ones(4)``; :meth:`StoreFinder.stored_parameters`): the
+    caller's value passed there may hold an array afterwards.
     """
 
     twice: str | None = None
     returned: tuple[str, ...] = ()
     keeps: bool = False  # may keep an argument after it returns (stores, yields, closures, returns one)
     made: tuple[str, ...] = ()
+    stores: tuple[str, ...] = ()
 
 
 def _standard_optax_call(call: cst.Call, qualified: str | None, is_standard, resolve, array_free,

@@ -1116,3 +1116,43 @@ def test_a_model_made_from_a_config_a_call_fills_names_the_call():
     assert found["model"].confidence is Confidence.MEDIUM
     assert "`config`: `populate(config)` (line 21) may store into it" in found["model"].message, found["model"].message
     assert found["optimizer"].confidence is Confidence.HIGH  # sgd's state is empty: new memory
+
+
+def test_a_config_another_files_function_fills_and_its_result_holds_is_not_high():
+    """``state = make_state(config)`` of another file whose body stores an array into its
+    parameter (``cfg.w = jnp.ones(3)``) and returns it in the state: ``config`` is read after
+    the training, so donating the state would delete ``config.w`` (high, and crashed, before)."""
+    helper = """
+        import jax.numpy as jnp
+
+        def make_state(cfg):
+            cfg.w = jnp.ones(3)
+            return {"w": cfg.w, "b": jnp.zeros(3)}
+
+        def make_plain(cfg):
+            return {"w": jnp.ones(3) * cfg.scale}
+        """
+    main = STEP + textwrap.dedent("""
+        import ml_collections
+        from pkg.states import {name}
+
+        def train(batches):
+            config = ml_collections.ConfigDict({{"scale": 2.0}})
+            state = {name}(config)
+            for b in batches:
+                state = step(state, b)
+            return state, config.{read}
+        """)
+    filled = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_state", read="w")},
+                            "pkg/m.py")
+    assert filled is not None and filled.confidence is Confidence.MEDIUM, filled and filled.message
+    assert "`make_state` may store an array into its `cfg`" in filled.message, filled.message
+    # one that only reads its config: still high
+    plain = _state_finding({"pkg/states.py": helper, "pkg/m.py": main.format(name="make_plain", read="scale")},
+                           "pkg/m.py")
+    assert plain is not None and plain.confidence is Confidence.HIGH, plain and plain.message
+    # the config not read after the training: nothing reads what was stored, still high
+    unread = _state_finding({"pkg/states.py": helper,
+                             "pkg/m.py": main.format(name="make_state", read="w").replace(", config.w", "")},
+                            "pkg/m.py")
+    assert unread is not None and unread.confidence is Confidence.HIGH, unread and unread.message
