@@ -609,6 +609,8 @@ class Provenance:
         is, and none is still held elsewhere after the donating call.  ``held``: the
         expressions the result holds, when known; by default every argument, and a
         method's receiver."""
+        if held is None and self.ctx.imports.resolve(call.func) in NNX_GRAPH_VIEWS:
+            held = [only] if (only := call_argument(call, 0, "node")) is not None else None  # then filters
         if held is None:
             held = [arg.value for arg in call.args if not _is_static_field(call, arg)]
             if (isinstance(call.func, cst.Attribute) and self.ctx.imports.resolve(call.func) is None

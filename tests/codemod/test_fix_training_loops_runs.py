@@ -318,6 +318,65 @@ def test_default_fix_donates_the_state_and_the_program_runs(name, tmp_path):
     assert fixed.stdout == original.stdout.replace("first state deleted: False", "first state deleted: True")
 
 
+NNX_SPLIT_FILTERS = """\
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Count(nnx.Variable):
+    pass
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.count = Count(jnp.array(0))
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin(x)
+
+
+# flax's examples/nnx_toy_examples/01_functional_api.py: the filters are not held
+graphdef, params, counts = nnx.split(MLP(nnx.Rngs(0)), nnx.Param, Count)
+first = params
+
+
+@jax.jit  # the step
+def train_step(params, counts, x):
+    def loss_fn(params):
+        model = nnx.merge(graphdef, params, counts)
+        return (model(x) ** 2).mean(), nnx.state(model, Count)
+
+    grad, counts = jax.grad(loss_fn, has_aux=True)(params)
+    params = jax.tree.map(lambda w, g: w - 0.1 * g, params, grad)
+    return params, counts
+
+
+for _ in range(3):
+    params, counts = train_step(params, counts, jnp.ones((4, 2)))
+print("first state deleted:", first["lin"]["kernel"].value.is_deleted())
+model = nnx.merge(graphdef, params, counts)
+print(round(float(model(jnp.ones((1, 2))).sum()), 4))
+"""
+
+
+def test_split_of_a_new_module_by_filters_is_donated_and_the_program_runs(tmp_path):
+    """``nnx.split(MLP(...), nnx.Param, Count)``: the states hold the new module's arrays,
+    not the filters (a class of the file was taken for a value that may hold arrays)."""
+    program = tmp_path / "train.py"
+    program.write_text(NNX_SPLIT_FILTERS)
+    (tmp_path / "pyproject.toml").write_text("")
+    original = _run(tmp_path, sys.executable, "train.py")
+    assert original.returncode == 0 and "first state deleted: False" in original.stdout, original.stderr
+    fix = _run(tmp_path, str(Path(sys.executable).parent / "jaxmem-fix"), "--no-cache", "train.py")
+    assert fix.returncode == 1, fix.stdout + fix.stderr  # changed
+    assert "donate_argnums=(0, 1))  # the step" in program.read_text()
+    fixed = _run(tmp_path, sys.executable, "train.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == original.stdout.replace("first state deleted: False", "first state deleted: True")
+
+
 # brax's positional pipeline test: ``jax.jit(pipeline.step)`` of another module's
 # function, whose body (in pipeline.py) returns the state updated.
 PIPELINE = """\
