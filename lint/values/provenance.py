@@ -1281,7 +1281,7 @@ class Provenance:
                     # Followed back only through views of their argument
                     # (``gdef, gstate = nnx.split(self)``): other calls make new arrays.
                     if event.origin is not call:
-                        inner = self._held_elsewhere(_names_in(event.origin), event.origin, after, depth + 1)
+                        inner = self._held_elsewhere(self._names_held_by(event.origin), event.origin, after, depth + 1)
                         reasons.extend(f"`{name}` (made from {why})" for why in inner)
             for key, via in self._aliases((name,)):
                 owner = self.owner_of(key)
@@ -1376,6 +1376,15 @@ class Provenance:
                 found.add(id(update))
         return names, frozenset(found)
 
+    def _names_held_by(self, call: cst.Call) -> set[str]:
+        """The names whose values ``call``'s result may hold: those of its arguments
+        (:func:`_names_in`), only the first for an nnx graph view, whose others are
+        filters (``nnx.split(model, nnx.Param, Count)``)."""
+        if self.ctx.imports.resolve(call.func) in NNX_GRAPH_VIEWS \
+                and (node := call_argument(call, 0, "node")) is not None:
+            return _names_in_expr(node)
+        return _names_in(call)
+
     def _made_from(self, name: str) -> tuple[str, ...]:
         """The other locals some write of which is a call that receives the local
         ``name`` and may keep its arrays (``nbrs = neighbor_fn.allocate(positions)``:
@@ -1386,7 +1395,7 @@ class Provenance:
             for _, event in self.flow.events():
                 if (event.kind == WRITE and event.key is not None and len(event.key) == 1
                         and event.detail != "del" and isinstance(event.origin, cst.Call)):
-                    for source in _names_in(event.origin):
+                    for source in self._names_held_by(event.origin):
                         if source != event.key[0]:
                             found.setdefault(source, set()).add(event.key[0])
             self._made_from_of = {
@@ -1401,7 +1410,7 @@ class Provenance:
         captured by a closure, which may run later)."""
         out = []
         for holder in self._made_from(name):
-            if not any(isinstance(event.origin, cst.Call) and name in _names_in(event.origin)
+            if not any(isinstance(event.origin, cst.Call) and name in self._names_held_by(event.origin)
                        for event in self.reaching_writes((holder,), after)):
                 continue  # bound to another value by the time of the call
             read_line = self._read_line_after(holder, after)
