@@ -44,7 +44,7 @@ from jaxmem.runtime_check.holders import (
     first_user_site, frame_variables, outside_holders, own_nodes, refers_to_itself, repeated_leaves,
 )
 from jaxmem.runtime_check.jit_patch import JitDefinition, TransformedProxy, patched_attributes, patched_transforms
-from jaxmem.runtime_check.nnx_splits import SplitSources
+from jaxmem.runtime_check.nnx_splits import SplitSources, shares_variables
 
 SCANNED_CALLS = 3  # heap scans for outside holders on the first calls of each definition,
 SCAN_POLICY = "the first 3 calls of each definition, then its 10th, 100th, 1000th, ... call"
@@ -300,15 +300,17 @@ class Confirmer:
         for watch, _ in watched:
             watch.scanned_calls += 1
         roots, inner, own, expected = [], [], {id(args), id(kwargs)}, {}
+        shared: set[int] = set()  # the source objects' Variables among the donated nodes
         for watch, label in watched:
             if not watch.active:
                 continue
             value = _value(args, kwargs, label)
             name = text(label)
-            roots.append((value, name))
+            written_back = _written_back if definition.transform == "nnx.jit" else lambda node: False
+            if not written_back(value):  # an nnx object's holders see the new arrays nnx.jit writes back
+                roots.append((value, name))
             nodes, ids = own_nodes(value, is_array)
             own |= ids
-            written_back = _written_back if definition.transform == "nnx.jit" else lambda node: False
             mine = [(node, f"{name}{path}") for node, path in nodes if node is not value and not written_back(node)]
             mine.extend(zip([leaf for leaf in jax.tree_util.tree_leaves(value) if is_array(leaf)],
                             _leaf_names(name, value)))
@@ -318,9 +320,11 @@ class Confirmer:
             sources = self.splits.source_objects(value) if watch.confidence == "high" else frozenset()
             if sources:
                 expected.update((id(node), sources) for node, _ in mine)
-        if not roots:
+                shared |= {id(node) for node, _ in mine if id(node) in sources and _is_variable(node)}
+        if not roots and not inner:
             return
-        for holder in outside_holders(roots, inner, own, {id(self.events), id(self.watches)}, expected):
+        for holder in outside_holders(roots, inner, own, {id(self.events), id(self.watches)}, expected,
+                                      shares_variables(frozenset(shared)) if shared else None):
             if holder.refutes:
                 self._refute_holder(owners, holder, site)
             else:
@@ -348,7 +352,8 @@ class Confirmer:
             return
         if holder.expected:
             watch.note(f"`{holder.held}` is also bound to {holder.holder}, among the objects `nnx.split` or "
-                       f"`nnx.state` made `{watch.label}` from: the analysis proved nothing reads them again "
+                       f"`nnx.state` made `{watch.label}` from (or an nnx object sharing their Variables, as "
+                       f"`nnx.cached_partial` makes): the analysis proved nothing reads them again "
                        "unless `nnx.update` has written them back, and the run did not read them after the "
                        "donating call")
         else:
@@ -505,6 +510,12 @@ class Confirmer:
         return {"rerun": self.rerun,
                 "proposals": [{**asdict(watch), "key": watch.key}
                               for watches in self.watches.values() for watch in watches]}
+
+
+def _is_variable(node) -> bool:
+    """Whether ``node`` is an nnx Variable (flax imported)."""
+    nnx = sys.modules.get("flax.nnx")
+    return nnx is not None and isinstance(node, nnx.Variable)
 
 
 def _written_back(node) -> bool:

@@ -168,14 +168,17 @@ def _items(container):
 
 
 def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, str]], own: set[int],
-                    ignore: set[int], expected: dict[int, frozenset[int]] | None = None) -> list[Holder]:
+                    ignore: set[int], expected: dict[int, frozenset[int]] | None = None,
+                    also_expected=None) -> list[Holder]:
     """Holders of the donated ``roots``/inner nodes/``leaves`` outside ``own`` (one heap scan).
 
     ``roots`` and ``leaves`` pair each object with its user-facing name
     (inner nodes go with the leaves: every holder of theirs counts).
     ``ignore`` holds ids of jaxmem's own containers (the call's argument tuple).
     ``expected`` maps an object's id to the ids of holders that are notes, not
-    refutations (the Module an nnx State was split from: ``nnx_splits``).
+    refutations (the Module an nnx State was split from: ``nnx_splits``);
+    ``also_expected(obj, referrer)``, when given, says the same of other holders
+    (an nnx object sharing that Module's Variables: ``nnx_splits.shares_variables``).
     """
     expected = expected or {}
     targets = {id(obj): (obj, name, is_root) for obj, name, is_root in
@@ -199,7 +202,8 @@ def outside_holders(roots: list[tuple[object, str]], leaves: list[tuple[object, 
                 if holder is None:
                     continue
                 text, kind = holder
-                if id(referrer) in expected.get(key, ()):
+                if id(referrer) in expected.get(key, ()) or (also_expected is not None
+                                                             and also_expected(obj, referrer)):
                     found.append(Holder(name, text, False, expected=True))
                 elif kind == "variable":
                     found.append(Holder(name, text, False))

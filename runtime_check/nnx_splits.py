@@ -17,6 +17,13 @@ are expected holders, reported as a note.  Any other holder still refutes,
 and a read of the object that does happen on the run is still caught where
 it happens.
 
+An nnx object that holds the very Variables of those objects
+(``nnx.cached_partial(train_step, model, optimizer)`` keeps clones of the
+graph nodes that share their Variables, flax 0.12.8) is in the same place:
+``nnx.update`` writes the new arrays back into those Variables, and the
+analysis proved nothing made from the objects by a call that may keep them
+is read before (:func:`shares_variables`).
+
 ``nnx.split`` and ``nnx.state`` are recorded as the user's code calls them
 (``flax.nnx.split``); nnx's own transforms call ``graphlib`` directly and are
 not recorded.
@@ -92,3 +99,33 @@ class SplitSources:
                 if attributes is not None:
                     ids.add(id(attributes))
         return frozenset(ids)
+
+
+def shares_variables(variables: frozenset[int]):
+    """``(obj, referrer) -> bool``: whether ``obj`` is one of the Variables whose ids are
+    ``variables`` (those of the objects a State was split from) and ``referrer`` belongs to
+    nnx: the attribute dict of another graph node, a container of flax.nnx's own (the index
+    maps of a cached partial's graph), or a tuple, list or dict either holds, a few levels
+    up (an optax state in a clone's ``opt_state``)."""
+    import gc
+
+    is_node = sys.modules["flax.nnx"].graph.is_graph_node
+
+    def of_nnx(container, depth: int) -> bool:
+        if type(container).__module__.startswith("flax.nnx"):
+            return True
+        for owner in gc.get_referrers(container):
+            if getattr(owner, "__dict__", None) is container and (
+                    is_node(owner) or type(owner).__module__.startswith("flax.nnx")):
+                return True
+            if depth < _MAX_CONTAINER_DEPTH and isinstance(owner, (tuple, list, dict)) and of_nnx(owner, depth + 1):
+                return True
+        return False
+
+    def shares(obj, referrer) -> bool:
+        return id(obj) in variables and isinstance(referrer, (tuple, list, dict)) and of_nnx(referrer, 0)
+
+    return shares
+
+
+_MAX_CONTAINER_DEPTH = 3

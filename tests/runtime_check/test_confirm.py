@@ -542,6 +542,26 @@ def test_performance_guide_with_an_evaluation_after_update_is_high_confirmed_and
     assert "eval 1.881 steps 5" in ran.stdout and "deleted 0 of" not in ran.stdout, ran.stdout + ran.stderr
 
 
+def test_a_cached_partials_clones_sharing_the_split_objects_variables_confirm_every_donation(tmp_path):
+    # flax's performance guide in order: the nnx.jit step called through nnx.cached_partial (its
+    # clones of the model and the optimizer share their Variables), then the functional API on a
+    # split of both.  Refuted before: the partial's tuple holds the model (nnx.jit writes the new
+    # arrays back into it), and the clones hold the split objects' Variables (nnx.update does).
+    name = "nnx_split_cached_partial.py"
+    project = _project(tmp_path, name)
+    result, report = _confirm(project, "python", name)
+    assert result.stdout.startswith("steps 5 -1.302"), result.stderr
+    outcomes = {(p["function"], p["parameter_name"]): (p["confidence"], p["outcome"]) for p in report["proposals"]}
+    assert outcomes == {("train_step", "model"): ("high", "confirmed"),
+                        ("train_step", "optimizer"): ("high", "confirmed"),
+                        ("jax_train_step", "state"): ("high", "confirmed")}, report["proposals"]
+    _fix(project, name)
+    source = (project / name).read_text()
+    assert "@partial(nnx.jit, donate_argnums=(0, 1))" in source and "@partial(jax.jit, donate_argnums=1)" in source
+    ran = _run(project, f"import runpy; runpy.run_path({name!r}, run_name='__main__')")
+    assert ran.stdout == "steps 5 -1.302\n", ran.stderr
+
+
 def test_nnx_split_state_whose_module_is_read_before_update_is_refuted(tmp_path):
     project = _project(tmp_path, "nnx_split_read_before_update.py")
     result, report = _confirm(project, "python", "nnx_split_read_before_update.py")
