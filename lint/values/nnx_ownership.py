@@ -568,15 +568,18 @@ class _Finder:
 
     def _view_use(self, name: str, view: cst.Call, parents: tuple, metric: bool, family: list[str]) -> str | None:
         """Why the result of ``view``, a view of the object (``nnx.state(model)``,
-        ``ema.apply_to(model)``), may take its arrays: bound to a name, it is one of the
-        family, whose own uses are checked; thrown away, it takes nothing; anything else
+        ``ema.apply_to(model)``), may take its arrays: bound to a name of the family (one
+        bound only to views), whose own uses are checked; thrown away, it takes nothing; anything else
         (``jax.tree.leaves(nnx.view(model))``) is checked as a use of the object itself."""
         statement = parents[-1] if parents else None
         if isinstance(statement, cst.Expr) and statement.value is view:
             return None
         if isinstance(statement, cst.Assign) and statement.value is view and len(statement.targets) == 1 \
                 and isinstance(statement.targets[0].target, cst.Name):
-            return None  # the view's own uses are checked as the family's
+            target = statement.targets[0].target.value
+            if target in family:
+                return None  # the view's own uses are checked as the family's
+            return f"`{target}` holds a view of `{name}` (`{_code(view)[:40]}`) and is bound to other values too"
         doubt = self._use(name, view, parents, metric, family)
         return doubt and doubt.replace(f"`{name}`", f"`{name}` (through `{_code(view)[:40]}`)", 1)
 

@@ -199,6 +199,14 @@ def main():
     kept = jax.tree.leaves(nnx.view(model))
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
         '    print("kept", round(float(kept[0].sum()), 4))\n'),
+    # a name bound to a state of the model, then to its raw arrays (high, and crashed, before)
+    "state-bound-again": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    state = nnx.state(model, nnx.Param)
+    state = jax.tree.map(lambda x: x, state)
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
+        '    print("w", round(float(state["w"][...].sum()), 4))\n'),
     # a map_state whose function returns the Variable's value: the result holds the arrays
     "values-mapped-from-a-state": ("""
 def main():
