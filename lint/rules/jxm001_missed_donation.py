@@ -86,7 +86,10 @@ RULE = Rule(
     with new arrays and nothing takes an array out of it (only nnx.jit calls,
     also through `nnx.cached_partial(step, model)`, a step imported from
     another module of the project included,
-    `train()`/`eval()`/`update()`/`reset()`, views that do the same), also
+    `train()`/`eval()`/`update()`/`reset()`, views that do the same, such
+    as `nnx.state(model, nnx.Param)` under a name bound to nothing else, a
+    round trip `state = nnx.state(model)`, `state = jax.device_put(state,
+    sharding)`, `nnx.update(model, state)`), also
     when a function of the same file made it and handed it out by its final
     `return` (`model, optimizer = create(0)`) and took no array out of it,
     its arguments holding none. So is

@@ -673,6 +673,7 @@ ARRAY_FREE_CALLS: dict[str, str] = {
         "ml_collections.FrozenConfigDict", "ml_collections.config_dict.FrozenConfigDict",
         "jax.sharding.Mesh", "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec",
         "jax.sharding.SingleDeviceSharding", "jax.experimental.maps.Mesh",
+        "jax.NamedSharding", "jax.P",  # jax's top-level names of NamedSharding and PartitionSpec (jax 0.10.2)
         "jax.sharding.PositionalSharding",
         "functools.partial",  # of array-free parts
         # optax schedules: functions of the step count, closing over their arguments (optax 0.2.8)

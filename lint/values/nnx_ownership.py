@@ -49,13 +49,19 @@ from types import MappingProxyType
 import libcst as cst
 
 from jaxmem.lint.syntax.walk import children, descendants
-from jaxmem.lint.values.array_api import KNOWN_LIBRARIES, array_free_call, is_fresh_constructor
+from jaxmem.lint.values.array_api import KNOWN_LIBRARIES, READS, array_free_call, call_effect, is_fresh_constructor
 from jaxmem.lint.values.metadata import METADATA_ATTRIBUTES
 
 _VIEW = "flax.nnx.view"
 # ``nnx.state(model, nnx.Param)``: a State of ``model``'s very Variables, in graph and tree
 # mode (flax 0.12.8), which nnx.jit writes the new arrays back into.
 _STATE_VIEWS = frozenset({"flax.nnx.state", "flax.nnx.graph.state", "flax.nnx.variables"})
+# ``nnx.update(model, state)``: writes the State's arrays into ``model``'s Variables (flax 0.12.8).
+_UPDATES = frozenset({"flax.nnx.update", "flax.nnx.graph.update"})
+# Calls that hand back the same State placed elsewhere: its arrays as they are, or copies of
+# them on devices or on the host, nothing else (``jax.device_put(state, sharding)``, jax 0.10.2).
+_PLACEMENTS = frozenset({"jax.device_put", "jax.device_get", "jax.lax.with_sharding_constraint",
+                         "jax.sharding.reshard"})
 # ``nnx.map_state(f, state)``: ``f(path, variable)`` for each Variable; holds no array when
 # ``f`` is a lambda that never reads the Variable (``lambda path, v: path[-1]``).
 _MAP_STATE = frozenset({"flax.nnx.map_state", "flax.nnx.statelib.map_state"})
@@ -307,6 +313,7 @@ class _Finder:
         self.positions = positions
         self.name = name
         self.calls: list[tuple[int, int]] = []
+        self._trips: dict[str, frozenset[int]] = {}  # see _round_trip_lines
 
     def run(self) -> Ownership:
         occurrences = self.occurrences
@@ -549,6 +556,8 @@ class _Finder:
         if self.returned is not None and (parent is self.returned or (
                 isinstance(parent, cst.Element) and len(parents) > 2 and parents[-3] is self.returned)):
             return None  # a factory hands it out: the caller's uses are checked there
+        if (call := _graph_call_of(node, parents)) is not None and self._in_round_trip(call, parents):
+            return None  # its Variables get the State's arrays back, and nothing else holds them
         if isinstance(parent, cst.Arg) and len(parents) > 1 and isinstance(parents[-2], cst.Call) \
                 and parent.value is node:
             call = parents[-2]
@@ -562,9 +571,69 @@ class _Finder:
             if parent.attr.value in (_METRIC_METHODS if metric else _METHODS):
                 return None  # in place
             return f"`{name}.{parent.attr.value}(...)` may return or keep its arrays"
-        if _takes_nothing(node, parents):
+        if _takes_nothing(node, parents) or self._only_read(node, parents):
             return None
         return f"`{name}` is used as `{_code(_outermost(node, parents))[:60]}`, which may take its arrays"
+
+    def _only_read(self, node, parents: tuple) -> bool:
+        """``jax.debug.visualize_array_sharding(model.kernel.value)``: the use is an argument
+        of a call that only reads it (:data:`~jaxmem.lint.values.array_api.READS`), made as a
+        statement of its own, so nothing keeps what it was given nor what it returns."""
+        outer = _outermost(node, parents)
+        at = next((i for i in range(len(parents) - 1, -1, -1) if parents[i] is outer), len(parents))
+        if outer is node:
+            at = len(parents)
+        if at < 3 or not isinstance(parents[at - 1], cst.Arg) or parents[at - 1].value is not outer:
+            return False
+        call, statement = parents[at - 2], parents[at - 3]
+        return (isinstance(call, cst.Call) and isinstance(statement, cst.Expr) and statement.value is call
+                and call_effect(self._resolve(call.func)) == READS)
+
+    def _in_round_trip(self, call: cst.Call, parents: tuple) -> bool:
+        """Whether ``call``, an ``nnx.state`` or ``nnx.update`` of the object (or of a tuple
+        of names holding it), is part of a round trip, statements in a row (flax's
+        ``nnx_toy_examples/04_data_parallel_with_jit.py``)::
+
+            state = nnx.state((model, optimizer))
+            state = jax.device_put(state, sharding)      # any number of placements
+            nnx.update((model, optimizer), state)
+
+        and every occurrence of ``state`` in the scope is in such a round trip: the objects'
+        Variables get the placed arrays, which only the dead ``state`` also holds."""
+        line_at = next((i for i in range(len(parents) - 1, 0, -1)
+                        if isinstance(parents[i], cst.SimpleStatementLine)), None)
+        if line_at is None:
+            return False
+        body = getattr(parents[line_at - 1], "body", None)
+        if not isinstance(body, (list, tuple)):
+            return False
+        at = next((i for i, statement in enumerate(body) if statement is parents[line_at]), None)
+        state = _trip_state_name(body[at], self._resolve) if at is not None else None
+        return state is not None and id(parents[line_at]) in self._round_trip_lines(state)
+
+    def _round_trip_lines(self, state: str) -> frozenset[int]:
+        """Ids of the statements of every round trip through ``state`` (see
+        :meth:`_in_round_trip`); empty when one of its occurrences is in none."""
+        if state in self._trips:
+            return self._trips[state]
+        lines: set[int] = set()
+        for node, parents in self.occurrences.get(state, ()):
+            line_at = next((i for i in range(len(parents) - 1, 0, -1)
+                            if isinstance(parents[i], cst.SimpleStatementLine)), None)
+            body = getattr(parents[line_at - 1], "body", None) if line_at is not None else None
+            if not isinstance(body, (list, tuple)):
+                lines = set()
+                break
+            at = next(i for i, statement in enumerate(body) if statement is parents[line_at])
+            if id(body[at]) in lines:
+                continue
+            trip = _round_trip_from(body, at, state, self._resolve, self.provenance.array_free)
+            if trip is None:
+                lines = set()
+                break
+            lines.update(id(statement) for statement in trip)
+        self._trips[state] = frozenset(lines)
+        return self._trips[state]
 
     def _view_use(self, name: str, view: cst.Call, parents: tuple, metric: bool, family: list[str]) -> str | None:
         """Why the result of ``view``, a view of the object (``nnx.state(model)``,
@@ -965,6 +1034,92 @@ def _is_number(expr) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         expr = expr.expression
     return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _graph_call_of(node, parents: tuple) -> cst.Call | None:
+    """The call whose first argument is ``node`` or a tuple holding it (``nnx.state(model)``,
+    ``nnx.update((model, optimizer), state)``), if any."""
+    at = len(parents) - 1
+    if at >= 1 and isinstance(parents[at], cst.Element) and isinstance(parents[at - 1], cst.Tuple):
+        at -= 2
+    if at < 1 or not isinstance(parents[at], cst.Arg) or not isinstance(parents[at - 1], cst.Call):
+        return None
+    call = parents[at - 1]
+    return call if call.args and call.args[0] is parents[at] and call.args[0].keyword is None else None
+
+
+def _graph_names(expr) -> str | None:
+    """``model`` or ``(model, optimizer)`` as code, when ``expr`` is a name or a tuple of names."""
+    if isinstance(expr, cst.Name) or (isinstance(expr, cst.Tuple) and expr.elements and all(
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in expr.elements)):
+        return _code(expr)
+    return None
+
+
+def _single(statement):
+    """The one small statement of a simple statement line, or None."""
+    return statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+
+
+def _trip_state_name(statement, resolve) -> str | None:
+    """The State name of a round trip's first or last statement: ``state`` of ``state =
+    nnx.state(...)`` or of ``nnx.update(..., state)``."""
+    small = _single(statement)
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and isinstance(small.value, cst.Call) and resolve(small.value.func) in _STATE_VIEWS:
+        return small.targets[0].target.value
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and resolve(small.value.func) in _UPDATES \
+            and len(small.value.args) == 2 and isinstance(small.value.args[1].value, cst.Name):
+        return small.value.args[1].value.value
+    return None
+
+
+def _round_trip_from(body, at: int, state: str, resolve, array_free) -> list | None:
+    """The statements of the round trip through ``state`` that ``body[at]`` is part of
+    (see ``_Finder._in_round_trip``), or None when it is in none."""
+    start = at
+    while start >= 0 and not _starts_trip(body[start], state, resolve):
+        if start != at and not _places(body[start], state, resolve, array_free):
+            return None
+        start -= 1
+    if start < 0:
+        return None
+    objects = _graph_names(_single(body[start]).value.args[0].value)
+    end = start + 1
+    while end < len(body) and _places(body[end], state, resolve, array_free):
+        end += 1
+    update = _single(body[end]) if end < len(body) else None
+    if objects is None or not (isinstance(update, cst.Expr) and isinstance(update.value, cst.Call)
+                               and resolve(update.value.func) in _UPDATES and len(update.value.args) == 2
+                               and not any(arg.star or arg.keyword for arg in update.value.args)
+                               and _graph_names(update.value.args[0].value) == objects
+                               and isinstance(update.value.args[1].value, cst.Name)
+                               and update.value.args[1].value.value == state) or not start <= at <= end:
+        return None
+    return list(body[start:end + 1])
+
+
+def _starts_trip(statement, state: str, resolve) -> bool:
+    """``state = nnx.state(objects, *filters)``."""
+    small = _single(statement)
+    return (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == state and isinstance(small.value, cst.Call)
+            and resolve(small.value.func) in _STATE_VIEWS and bool(small.value.args)
+            and not any(arg.star or (arg.keyword is not None and arg.keyword.value != "graph")
+                        for arg in small.value.args))
+
+
+def _places(statement, state: str, resolve, array_free) -> bool:
+    """``state = jax.device_put(state, sharding)``: a placement of ``state`` (arguments
+    after it that hold no array)."""
+    small = _single(statement)
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == state and isinstance(small.value, cst.Call)
+            and resolve(small.value.func) in _PLACEMENTS and small.value.args):
+        return False
+    first, *rest = small.value.args
+    return (first.keyword is None and not first.star and isinstance(first.value, cst.Name)
+            and first.value.value == state and all(not arg.star and array_free(arg.value) for arg in rest))
 
 
 def _ignores_variable(function) -> bool:

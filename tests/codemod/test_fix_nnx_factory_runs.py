@@ -106,6 +106,22 @@ def main():
 def main():
     model = nnx.Sequential(Model(nnx.Rngs(0)), nnx.Linear(4, 4, rngs=nnx.Rngs(1)), jax.nn.gelu)
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""", ""),
+    # flax's nnx_toy_examples/04_data_parallel_with_jit.py: the state of both placed on a mesh
+    # and written back before the training, and copied to the host and back after it
+    "placed-and-written-back": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    sharding = jax.NamedSharding(jax.make_mesh((1,), ("data",)), jax.P())
+    state = nnx.state((model, optimizer))
+    state = jax.device_put(state, sharding)
+    nnx.update((model, optimizer), state)
+    jax.debug.visualize_array_sharding(model.lin.kernel[...])""", """\
+    state = nnx.state((model, optimizer))
+    state = jax.device_get(state)
+    nnx.update((model, optimizer), state)
+    print("w", round(float(model.w[...].sum()), 4))
+"""),
     # flax's optimization cookbook: labels for optax.partition from the paths of an nnx.state,
     # a State of the model's very Variables (flax 0.12.8), read again after the training
     "labels-from-a-state": ("""
@@ -199,6 +215,14 @@ def main():
     kept = jax.tree.leaves(nnx.view(model))
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)""",
         '    print("kept", round(float(kept[0].sum()), 4))\n'),
+    # the same, the placed state read after the training: it holds the arrays the step donated
+    "placed-state-read-after": ("""
+def main():
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    state = nnx.state((model, optimizer))
+    state = jax.device_put(state, jax.NamedSharding(jax.make_mesh((1,), ("data",)), jax.P()))
+    nnx.update((model, optimizer), state)""", '    print("kept", round(float(jax.tree.leaves(state)[0].sum()), 4))\n'),
     # a name bound to a state of the model, then to its raw arrays (high, and crashed, before)
     "state-bound-again": ("""
 def main():

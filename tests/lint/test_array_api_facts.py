@@ -339,13 +339,15 @@ def test_array_free_calls_hold_no_array():
     devices = jax.devices()
     mesh = Mesh(devices, ("data",))
     values = [len(devices), jax.local_devices(), jax.device_count(), jax.process_index(), mesh,
-              NamedSharding(mesh, PartitionSpec("data")), optax.adam(1e-3), int(jnp.ones(())),
-              jnp.ones((3, 4)).shape[0]]
+              NamedSharding(mesh, PartitionSpec("data")), jax.NamedSharding(mesh, jax.P()), optax.adam(1e-3),
+              int(jnp.ones(())), jnp.ones((3, 4)).shape[0]]
+    assert jax.NamedSharding is NamedSharding and jax.P is PartitionSpec
     for value in values:
         assert not [leaf for leaf in jax.tree.leaves(value) if isinstance(leaf, jax.Array)], value
     for name in ("len", "jax.devices", "jax.local_devices", "jax.device_count", "jax.process_index"):
         assert array_api.array_free_call(name) == "always"
-    for name in ("jax.sharding.Mesh", "jax.sharding.NamedSharding", "optax.adam", "ml_collections.ConfigDict"):
+    for name in ("jax.sharding.Mesh", "jax.sharding.NamedSharding", "jax.NamedSharding", "jax.P", "optax.adam",
+                 "ml_collections.ConfigDict"):
         assert array_api.array_free_call(name) == "if_args"
 
 

@@ -147,7 +147,7 @@ class Holder(nnx.Module):
      "an array"),
     ("\n@functools.cache\ndef create_model(seed):\n    return MLP(nnx.Rngs(seed))\n", "create_model(0)",
      "`create_model`, which jaxmem does not take for a factory of new nnx objects: it is decorated"),
-    ("\ndef create_model(seed):\n    model = MLP(nnx.Rngs(seed))\n    print(model.lin.kernel[...])\n"
+    ("\ndef create_model(seed):\n    model = MLP(nnx.Rngs(seed))\n    KEPT.append(model.lin.kernel[...])\n"
      "    return model\n", "create_model(0)", "does not take for a factory of new nnx objects: `model` is used as"),
     ("\ndef create_model(seed):\n    return MLP(nnx.Rngs(seed)) if seed else None\n", "create_model(0)",
      "its `return` gives something other than a name, distinct names or a class call"),
@@ -195,7 +195,7 @@ def test_a_factory_in_a_third_module_whose_class_is_in_another_is_read_whole():
 def test_a_factory_name_two_sibling_modules_define_differently_proves_nothing():
     # examples/a/factories.py keeps an array, examples/b's does not; examples/c/train.py has no
     # factories.py beside it: Python may import either, so neither is taken
-    keeping = FACTORIES.replace("    optimizer =", "    print(model.lin.kernel[...])\n    optimizer =")
+    keeping = FACTORIES.replace("    optimizer =", "    KEPT.append(model.lin.kernel[...])\n    optimizer =")
     files = {"examples/a/model_lib.py": MODEL_LIB, "examples/a/factories.py": keeping,
              "examples/b/model_lib.py": MODEL_LIB, "examples/b/factories.py": FACTORIES,
              "examples/c/train.py": TRAIN, "examples/c/model_lib.py": MODEL_LIB}
