@@ -732,6 +732,8 @@ class Provenance:
                 parts = self._returned_args(value, *helper)  # a helper of this file, by its summary
             if isinstance(value.func, cst.Attribute) and self.ctx.imports.resolve(value.func) is None:
                 parts.append(value.func.value)  # tx.init(params): the receiver may hand out what it holds
+            elif isinstance(value.func, cst.Name) and self._is_local_object(value.func.value):
+                parts.append(value.func)  # model(x): an object called may return one of its own arrays
             return set().union(*(self._may_contain(part, depth + 1) for part in parts))
         if isinstance(value, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
             return set().union(*(self._may_contain(e.value, depth) for e in value.elements
@@ -1376,13 +1378,25 @@ class Provenance:
                 found.add(id(update))
         return names, frozenset(found)
 
+    def _is_local_object(self, name: str) -> bool:
+        """Whether the local ``name`` is bound only to instances of classes (``model =
+        MLP(rngs)``, ``nnx.Linear(...)``, ``nnx.merge(graphdef, state)``): calling it runs
+        its ``__call__``."""
+        writes = self.writes_of((name,)) if self.owner_of((name,)) == "local" else ()
+        return bool(writes) and all(isinstance(event.origin, cst.Call) and event.origin_kind != "unpack" and (
+            _is_class_call(event.origin) or self.ctx.imports.resolve(event.origin.func) in _NNX_OBJECT_MAKERS)
+            for event in writes)
+
     def _names_held_by(self, call: cst.Call) -> set[str]:
         """The names whose values ``call``'s result may hold: those of its arguments
         (:func:`_names_in`), only the first for an nnx graph view, whose others are
-        filters (``nnx.split(model, nnx.Param, Count)``)."""
+        filters (``nnx.split(model, nnx.Param, Count)``), and a local called as a function
+        (``model(x)`` may return one of the Module's own arrays)."""
         if self.ctx.imports.resolve(call.func) in NNX_GRAPH_VIEWS \
                 and (node := call_argument(call, 0, "node")) is not None:
             return _names_in_expr(node)
+        if isinstance(call.func, cst.Name) and self._is_local_object(call.func.value):
+            return _names_in(call) | {call.func.value}  # ``y = model(x)``: may be one of ``model``'s arrays
         return _names_in(call)
 
     def _made_from(self, name: str) -> tuple[str, ...]:
@@ -1467,6 +1481,10 @@ def _is_static_field(call: cst.Call, arg: cst.Arg) -> bool:
     """``tx=`` and ``apply_fn=`` of ``TrainState.create``: static fields, not leaves."""
     return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "create"
             and arg.keyword is not None and arg.keyword.value in STATIC_FIELDS)
+
+
+# Calls that return an nnx object (flax 0.12.8): the Module rebuilt around a State, a view of one.
+_NNX_OBJECT_MAKERS = frozenset({"flax.nnx.merge", "flax.nnx.graph.merge", "flax.nnx.view"})
 
 
 def _is_class_call(call: cst.Call) -> bool:

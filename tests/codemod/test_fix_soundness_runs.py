@@ -181,7 +181,49 @@ def _class_twice_run(imports: str, make: str = 'State({"w": jnp.ones((4, 4))})')
     return CLASS_TWICE_RUN.replace("IMPORT", imports).replace("MAKE", make)
 
 
+TABLE_MODULE = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+
+    class Table(nnx.Module):
+        def __init__(self, rngs):
+            self.w = nnx.Param(jax.random.uniform(rngs.params(), (4,)))
+
+        def __call__(self, x):
+            return self.w[...]  # the Variable's own array
+
+
+    @jax.jit  # the step
+    def train_step(params, x):
+        return jax.tree.map(lambda w: w - 0.1 * x.sum(), params)
+"""
+
 PROGRAMS = {
+    # An nnx Module called before the functional API returns its own array: the result shares
+    # it with the split state (high, and crashed, before), read after the training ...
+    "module-call-read-after": {"train.py": TABLE_MODULE + """
+
+    model = Table(nnx.Rngs(0))
+    y = model(jnp.ones(4))
+    graphdef, params = nnx.split(model, nnx.Param)
+    for _ in range(3):
+        params = train_step(params, jnp.ones(4))
+    print(round(float(y.sum()), 4))
+    """},
+    # ... or passed in the same call ("Attempt to use a buffer that was previously donated in
+    # the same call")
+    "module-call-passed-beside": {"train.py": TABLE_MODULE + """
+
+    model = Table(nnx.Rngs(0))
+    y = model(jnp.ones(4))
+    graphdef, params = nnx.split(model, nnx.Param)
+    params = train_step(params, y)
+    print(round(float(params["w"][...].sum()), 4))
+    """},
     # The EMA copy built by a helper: every parameter buffer is held twice.
     "ema-helper": {"train.py": EMA_STATE + """
 
