@@ -164,6 +164,8 @@ class Index:
                               for name in facts.clean_classes}
         self.nnx_classes = {f"{module}.{name}" for facts in all_facts for module in facts.module_names
                             for name in facts.nnx_classes}
+        self.class_stores = {f"{module}.{name}": entry for facts in all_facts for module in facts.module_names
+                             for name, entry in facts.class_stores.items()}
         self.twice_classes = {f"{module}.{name}": why for facts in all_facts for module in facts.module_names
                               for name, why in facts.twice_classes.items()}
         # -> (path, what it makes, or why it is no factory)
@@ -675,6 +677,8 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not twice \
                 else f"{'; '.join(reasons)} ({where})", None
+        if (stored := _stored_by_class(origin, project)):
+            return f"`{origin.text}` ({where}) may share buffers with {', '.join(stored)}", None
         if kind == "twice class":
             return (f"its buffers are not proved to be its own: `{origin.text}` makes a "
                     f"`{origin.callee[-1]}`: {found} ({where})"), None
@@ -685,6 +689,25 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
     if origin.kind in (CALL, DERIVED) and origin.shared_with:
         return f"`{origin.text}` ({where}) may share buffers with {', '.join(origin.shared_with)}", None
     return None, None
+
+
+def _stored_by_class(origin: Origin, project: Index) -> list[str]:
+    """The reasons of ``origin``'s ``STORED_SLOT`` arguments (values that hold no array unless
+    the call stores one into them) that the project class it calls keeps: its ``__init__``
+    stores into that parameter (``FileFacts.class_stores``)."""
+    entry = project.class_stores.get(origin.qualified.lstrip(".")) if origin.qualified else None
+    if entry is None:
+        return []
+    stored, signature = entry
+    out = []
+    for slot, why in origin.arg_reasons:
+        if not slot.startswith(STORED_SLOT):
+            continue
+        slot = slot[len(STORED_SLOT):]
+        param = _slot_param(str(int(slot) + 1) if slot.isdigit() else slot, signature)  # after ``self``
+        if param in stored:
+            out.append(f"{why} (`{origin.callee[-1]}` may store an array into its `{param}`)")
+    return out
 
 
 def _useless_origins(arg: ArgFacts, subject: str, rc: ResolvedCall) -> str | None:
@@ -1021,6 +1044,12 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
                     f"another value in it); {generic}")
         if why := project.class_stores_twice(qualified):
             return f"`{arg.text}` is made by `{qualified}`: {why}"
+        stored, signature = project.class_stores.get(qualified.lstrip("."), ((), None))
+        named = [p.name for p in (signature.params if signature else ()) if p.name in stored
+                 and p.kind not in (VAR_POSITIONAL, VAR_KEYWORD)]  # ``*args``/``**kwargs``: made per call
+        if named:
+            return (f"`{arg.text}` is made by `{qualified}`, whose `__init__` may store an array into its "
+                    f"`{'`, `'.join(named)}`, which the caller may still hold; {generic}")
     return None
 
 

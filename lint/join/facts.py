@@ -288,6 +288,10 @@ class FileFacts:
     # Top-level classes whose ``__init__`` stores one value in two attributes, with why: an
     # instance may hold one array twice (lint.values.provenance.stores_one_value_twice).
     twice_classes: dict[str, str] = field(default_factory=dict)
+    # Top-level classes whose ``__init__`` stores a non-literal into a parameter, with those
+    # parameters and the ``__init__``'s signature, ``self`` first
+    # (lint.values.param_stores.StoreFinder.class_stores).
+    class_stores: dict[str, tuple[tuple[str, ...], Signature]] = field(default_factory=dict)
     # Top-level functions that make nnx objects and hand them out by their final ``return``, with
     # what each returned value is (lint.values.nnx_ownership.nnx_factory): another file's
     # ``model, optimizer = lib.create(0)`` binds what they made.  A function that returns names
@@ -2080,6 +2084,9 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         facts.clean_classes = classes - ctx.classes_reading_module_values()
         facts.nnx_classes = ctx.nnx_classes()
         facts.twice_classes = {name: why for name in sorted(classes) if (why := ctx.twice_for_export(name))}
+        facts.class_stores = {name: (stored, Signature.of(init)) for name in sorted(classes)
+                              if (found := ctx.store_finder().class_stores(name)) is not None
+                              for stored, init in [found]}
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

@@ -78,8 +78,8 @@ RULE = Rule(
     count as sharing, unless the program may store a non-literal into them:
     directly, through a function of the same file, `setattr`, a call it
     cannot read made as a statement of its own, `populate(config)`, or a
-    function of another file whose result is used and whose body stores
-    into that parameter, `state = make_state(config)`);
+    function or class of another file whose result is used and whose body
+    stores into that parameter, `state = make_state(config)`);
     and the body has an output built from it (or the loop above proves
     one has its shapes). An nnx Module, Optimizer or
     Metric that an `nnx.jit` step updates in place is high when it was made

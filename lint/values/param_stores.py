@@ -86,6 +86,21 @@ class StoreFinder:
         non-literal into (:data:`STORES`), for its callers in other files (``FunctionSummary.stores``)."""
         return tuple(name for name, level in self._stored_params(function, 0).items() if level == STORES)
 
+    def class_stores(self, name: str) -> tuple[tuple[str, ...], object] | None:
+        """For the file's top-level class ``name``, the parameters its one ``__init__`` stores a
+        non-literal into (``self`` aside) and that ``__init__``, for its callers in other files;
+        None when it stores into none or its code on the arguments is not read (as
+        :meth:`store_into` takes a call whose result is used, see :func:`counted_level`)."""
+        if len(self.classes.get(name, ())) != 1 or name in self.functions:
+            return None
+        init, _ = self._callee(name)
+        if init is None or init is _NO_INIT:
+            return None
+        positional = [*init.params.posonly_params, *init.params.params]
+        receiver = positional[0].name.value if positional else None  # ``self``: what ``__init__`` is for
+        stored = tuple(name for name in self.stored_parameters(init) if name != receiver)
+        return (stored, init) if stored else None
+
     def _callee(self, name: str) -> tuple[cst.FunctionDef | None, int]:
         """The one top-level def ``name`` calls, with how many leading parameters the call
         does not fill (1 for a class's ``__init__``); ``(None, 0)`` when not known."""

@@ -1,6 +1,7 @@
 """A config that holds no array when made, filled with one by a function of
 another project file whose result is the state (``state = make_state(config)``,
-the function doing ``cfg.w = jnp.ones(4)`` and returning it in the state).
+the function doing ``cfg.w = jnp.ones(4)`` and returning it in the state), or
+by the ``__init__`` of another file's class (a state, an nnx Module).
 
 Reading ``config.w`` after the training reads an array of the state: donating
 the state deletes it.  The function's file summary says which parameters it
@@ -19,6 +20,7 @@ from fix_runs import findings_of, left_alone_then_crashes, run, tool
 pytest.importorskip("ml_collections")
 
 STATES = """\
+import jax
 import jax.numpy as jnp
 
 
@@ -29,6 +31,61 @@ def make_state(cfg):
 
 def make_plain(cfg):
     return {"w": jnp.ones(4) * cfg.scale, "b": jnp.zeros(4)}
+
+
+class FilledState(dict):
+    def __init__(self, cfg):
+        cfg.w = jnp.ones(4)
+        super().__init__(w=cfg.w, b=jnp.zeros(4))
+
+
+def _unflatten(keys, values):
+    state = dict.__new__(FilledState)
+    dict.update(state, zip(keys, values))
+    return state
+
+
+jax.tree_util.register_pytree_node(FilledState, lambda s: (tuple(s.values()), tuple(s.keys())), _unflatten)
+"""
+
+# an nnx Module of another file whose __init__ fills the config and keeps its array
+MODELS = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Model(nnx.Module):
+    def __init__(self, cfg, rngs):
+        cfg.w = jnp.ones(4)
+        self.lin = nnx.Linear(4, 4, rngs=rngs)
+        self.w = nnx.Param(cfg.w)
+
+    def __call__(self, x):
+        return self.lin(x) + self.w[...]
+"""
+
+NNX_TRAIN = """\
+import jax.numpy as jnp
+import ml_collections
+import optax
+from flax import nnx
+
+from models import Model
+
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+config = ml_collections.ConfigDict()
+model = Model(config, nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+for _ in range(3):
+    train_step(model, optimizer, jnp.ones((2, 4)))
+print(float(config.w.sum()))
 """
 
 TRAIN = """\
@@ -109,3 +166,28 @@ def test_a_state_made_by_a_function_that_reads_the_config_is_donated(tmp_path):
     after = run(sys.executable, "runner.py", cwd=tmp_path)
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout.replace("deleted False", "deleted True"), after.stdout
+
+
+def test_a_state_class_of_another_file_that_fills_the_config_is_left_alone(tmp_path):
+    project = tmp_path / "project"
+    path = _project(project, "FilledState", "float(config.w.sum())")
+    found = findings_of(project, "step")
+    assert found["state"][0] == "medium" and "`FilledState` may store an array into its `cfg`" in found["state"][1], found
+    assert run(sys.executable, "train.py", cwd=project).returncode == 0
+    left_alone_then_crashes(project, "train.py", path, "@jax.jit\ndef step",
+                            "@jax.jit(donate_argnums=0)\ndef step")
+
+
+def test_an_nnx_module_of_another_file_that_fills_the_config_is_left_alone(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(MODELS)
+    path = tmp_path / "train.py"
+    path.write_text(NNX_TRAIN)
+    found = findings_of(tmp_path, "train_step")
+    assert found["model"][0] == "medium" and "whose `__init__` may store an array into its `cfg`" in found["model"][1]
+    assert run(sys.executable, "train.py", cwd=tmp_path).returncode == 0
+    run(tool("jaxmem-fix"), ".", cwd=tmp_path)
+    assert "donate_argnums=(0" not in path.read_text()
+    path.write_text(NNX_TRAIN.replace("@nnx.jit\n", "@nnx.jit(donate_argnums=(0, 1))\n"))
+    crashed = run(sys.executable, "train.py", cwd=tmp_path)
+    assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
