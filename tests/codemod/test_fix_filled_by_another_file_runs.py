@@ -144,11 +144,12 @@ def _project(folder: Path, maker: str, read: str) -> Path:
     return path
 
 
-def test_a_state_made_by_a_function_that_fills_the_config_is_left_alone(tmp_path):
+@pytest.mark.parametrize("maker", ["make_state", "FilledState"])
+def test_a_state_made_by_a_function_or_class_that_fills_the_config_is_left_alone(tmp_path, maker):
     project = tmp_path / "project"
-    path = _project(project, "make_state", "float(config.w.sum())")
+    path = _project(project, maker, "float(config.w.sum())")
     found = findings_of(project, "step")
-    assert found["state"][0] == "medium" and "may store an array into its `cfg`" in found["state"][1], found
+    assert found["state"][0] == "medium" and f"`{maker}` may store an array into its `cfg`" in found["state"][1], found
     assert run(sys.executable, "train.py", cwd=project).returncode == 0
     left_alone_then_crashes(project, "train.py", path, "@jax.jit\ndef step",
                             "@jax.jit(donate_argnums=0)\ndef step")
@@ -166,16 +167,6 @@ def test_a_state_made_by_a_function_that_reads_the_config_is_donated(tmp_path):
     after = run(sys.executable, "runner.py", cwd=tmp_path)
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout.replace("deleted False", "deleted True"), after.stdout
-
-
-def test_a_state_class_of_another_file_that_fills_the_config_is_left_alone(tmp_path):
-    project = tmp_path / "project"
-    path = _project(project, "FilledState", "float(config.w.sum())")
-    found = findings_of(project, "step")
-    assert found["state"][0] == "medium" and "`FilledState` may store an array into its `cfg`" in found["state"][1], found
-    assert run(sys.executable, "train.py", cwd=project).returncode == 0
-    left_alone_then_crashes(project, "train.py", path, "@jax.jit\ndef step",
-                            "@jax.jit(donate_argnums=0)\ndef step")
 
 
 def test_an_nnx_module_of_another_file_that_fills_the_config_is_left_alone(tmp_path):
