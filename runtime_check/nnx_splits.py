@@ -32,6 +32,7 @@ not recorded.
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 import weakref
 from typing import Callable
@@ -107,8 +108,6 @@ def shares_variables(variables: frozenset[int]):
     nnx: the attribute dict of another graph node, a container of flax.nnx's own (the index
     maps of a cached partial's graph), or a tuple, list or dict either holds, a few levels
     up (an optax state in a clone's ``opt_state``)."""
-    import gc
-
     is_node = sys.modules["flax.nnx"].graph.is_graph_node
 
     def of_nnx(container, depth: int) -> bool:

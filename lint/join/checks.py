@@ -670,14 +670,13 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
             reasons = [twice] if twice else []
             reasons += [why for slot, why in origin.arg_reasons if not slot.startswith(STORED_SLOT)
                         and (slot == "*" or _slot_param(slot, signature) in summary.returned)]
-            reasons += [f"{why} (`{origin.callee[-1]}` may store an array into its `{param}`)"
-                        for slot, why in origin.arg_reasons if slot.startswith(STORED_SLOT)
-                        and (param := _slot_param(slot[len(STORED_SLOT):], signature)) in summary.stores]
+            reasons += _stored_reasons(origin, summary.stores, signature)
             if not reasons:
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not twice \
                 else f"{'; '.join(reasons)} ({where})", None
-        if (stored := _stored_by_class(origin, project)):
+        stores, init = project.class_stores.get(origin.qualified.lstrip(".") if origin.qualified else "", ((), None))
+        if init is not None and (stored := _stored_reasons(origin, stores, init, skip=1)):  # after ``self``
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(stored)}", None
         if kind == "twice class":
             return (f"its buffers are not proved to be its own: `{origin.text}` makes a "
@@ -691,21 +690,17 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
     return None, None
 
 
-def _stored_by_class(origin: Origin, project: Index) -> list[str]:
+def _stored_reasons(origin: Origin, stores: tuple[str, ...], signature: Signature, skip: int = 0) -> list[str]:
     """The reasons of ``origin``'s ``STORED_SLOT`` arguments (values that hold no array unless
-    the call stores one into them) that the project class it calls keeps: its ``__init__``
-    stores into that parameter (``FileFacts.class_stores``)."""
-    entry = project.class_stores.get(origin.qualified.lstrip(".")) if origin.qualified else None
-    if entry is None:
-        return []
-    stored, signature = entry
+    the call stores one into them) whose parameter is among ``stores``, the parameters the
+    callee of another file stores into (``FunctionSummary.stores``, ``FileFacts.class_stores``);
+    ``skip``: leading parameters no argument fills (a class's ``self``)."""
     out = []
     for slot, why in origin.arg_reasons:
         if not slot.startswith(STORED_SLOT):
             continue
         slot = slot[len(STORED_SLOT):]
-        param = _slot_param(str(int(slot) + 1) if slot.isdigit() else slot, signature)  # after ``self``
-        if param in stored:
+        if (param := _slot_param(str(int(slot) + skip) if slot.isdigit() else slot, signature)) in stores:
             out.append(f"{why} (`{origin.callee[-1]}` may store an array into its `{param}`)")
     return out
 

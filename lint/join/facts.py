@@ -2084,9 +2084,10 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
         facts.clean_classes = classes - ctx.classes_reading_module_values()
         facts.nnx_classes = ctx.nnx_classes()
         facts.twice_classes = {name: why for name in sorted(classes) if (why := ctx.twice_for_export(name))}
-        facts.class_stores = {name: (stored, Signature.of(init)) for name in sorted(classes)
-                              if (found := ctx.store_finder().class_stores(name)) is not None
-                              for stored, init in [found]}
+        for name in sorted(classes):
+            if (found := ctx.store_finder().class_stores(name)) is not None:
+                stored, init = found
+                facts.class_stores[name] = (stored, Signature.of(init))
     facts.functions = {
         stmt.name.value: Signature.of(stmt) for stmt in module.body if isinstance(stmt, cst.FunctionDef)
     }

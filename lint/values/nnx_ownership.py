@@ -580,9 +580,7 @@ class _Finder:
         of a call that only reads it (:data:`~jaxmem.lint.values.array_api.READS`), made as a
         statement of its own, so nothing keeps what it was given nor what it returns."""
         outer = _outermost(node, parents)
-        at = next((i for i in range(len(parents) - 1, -1, -1) if parents[i] is outer), len(parents))
-        if outer is node:
-            at = len(parents)
+        at = len(parents) if outer is node else next(i for i, p in enumerate(parents) if p is outer)
         if at < 3 or not isinstance(parents[at - 1], cst.Arg) or parents[at - 1].value is not outer:
             return False
         call, statement = parents[at - 2], parents[at - 3]
@@ -600,16 +598,9 @@ class _Finder:
 
         and every occurrence of ``state`` in the scope is in such a round trip: the objects'
         Variables get the placed arrays, which only the dead ``state`` also holds."""
-        line_at = next((i for i in range(len(parents) - 1, 0, -1)
-                        if isinstance(parents[i], cst.SimpleStatementLine)), None)
-        if line_at is None:
-            return False
-        body = getattr(parents[line_at - 1], "body", None)
-        if not isinstance(body, (list, tuple)):
-            return False
-        at = next((i for i, statement in enumerate(body) if statement is parents[line_at]), None)
-        state = _trip_state_name(body[at], self._resolve) if at is not None else None
-        return state is not None and id(parents[line_at]) in self._round_trip_lines(state)
+        found = _statement_line(parents)
+        state = _trip_state_name(found[0][found[1]], call, self._resolve) if found is not None else None
+        return state is not None and id(found[0][found[1]]) in self._round_trip_lines(state)
 
     def _round_trip_lines(self, state: str) -> frozenset[int]:
         """Ids of the statements of every round trip through ``state`` (see
@@ -618,13 +609,11 @@ class _Finder:
             return self._trips[state]
         lines: set[int] = set()
         for node, parents in self.occurrences.get(state, ()):
-            line_at = next((i for i in range(len(parents) - 1, 0, -1)
-                            if isinstance(parents[i], cst.SimpleStatementLine)), None)
-            body = getattr(parents[line_at - 1], "body", None) if line_at is not None else None
-            if not isinstance(body, (list, tuple)):
+            found = _statement_line(parents)
+            if found is None:
                 lines = set()
                 break
-            at = next(i for i, statement in enumerate(body) if statement is parents[line_at])
+            body, at = found
             if id(body[at]) in lines:
                 continue
             trip = _round_trip_from(body, at, state, self._resolve, self.provenance.array_free)
@@ -724,8 +713,7 @@ class _Finder:
         if qualified == _VIEW:
             return True
         if qualified in _STATE_VIEWS:
-            return bool(call.args) and isinstance(call.args[0].value, cst.Name) and not any(
-                arg.star or (arg.keyword is not None and arg.keyword.value != "graph") for arg in call.args)
+            return _plain_state_call(call) and isinstance(call.args[0].value, cst.Name)
         if qualified != _MODEL_AND_OPTIMIZER or any(arg.star for arg in call.args):
             return False
         return any(arg.keyword is None for arg in call.args) and self.provenance.new_state_transform_of(call)
@@ -1056,21 +1044,46 @@ def _graph_names(expr) -> str | None:
     return None
 
 
+def _statement_line(parents: tuple) -> tuple[list, int] | None:
+    """``(body, index)`` of the innermost simple statement line among ``parents`` in the
+    statement list that holds it, or None."""
+    line_at = next((i for i in range(len(parents) - 1, 0, -1) if isinstance(parents[i], cst.SimpleStatementLine)),
+                   None)
+    body = getattr(parents[line_at - 1], "body", None) if line_at is not None else None
+    if not isinstance(body, (list, tuple)):
+        return None
+    return body, next(i for i, statement in enumerate(body) if statement is parents[line_at])
+
+
 def _single(statement):
     """The one small statement of a simple statement line, or None."""
     return statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
 
 
-def _trip_state_name(statement, resolve) -> str | None:
-    """The State name of a round trip's first or last statement: ``state`` of ``state =
-    nnx.state(...)`` or of ``nnx.update(..., state)``."""
+def _assigned_call(statement, resolve, callees) -> tuple[str, cst.Call] | None:
+    """``(name, call)`` of a line ``name = call(...)`` whose callee is one of ``callees``."""
     small = _single(statement)
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-            and isinstance(small.value, cst.Call) and resolve(small.value.func) in _STATE_VIEWS:
-        return small.targets[0].target.value
-    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and resolve(small.value.func) in _UPDATES \
-            and len(small.value.args) == 2 and isinstance(small.value.args[1].value, cst.Name):
-        return small.value.args[1].value.value
+            and isinstance(small.value, cst.Call) and resolve(small.value.func) in callees:
+        return small.targets[0].target.value, small.value
+    return None
+
+
+def _plain_state_call(call: cst.Call) -> bool:
+    """``nnx.state(node, *filters)``: arguments, none spread, no keyword but ``graph=``."""
+    return bool(call.args) and not any(arg.star or (arg.keyword is not None and arg.keyword.value != "graph")
+                                       for arg in call.args)
+
+
+def _trip_state_name(statement, call: cst.Call, resolve) -> str | None:
+    """The State name of a round trip's first or last statement when ``call`` is its own call:
+    ``state`` of ``state = nnx.state(...)`` or of ``nnx.update(..., state)``."""
+    if (assigned := _assigned_call(statement, resolve, _STATE_VIEWS)) is not None and assigned[1] is call:
+        return assigned[0]
+    small = _single(statement)
+    if isinstance(small, cst.Expr) and small.value is call and resolve(call.func) in _UPDATES \
+            and len(call.args) == 2 and isinstance(call.args[1].value, cst.Name):
+        return call.args[1].value.value
     return None
 
 
@@ -1101,23 +1114,17 @@ def _round_trip_from(body, at: int, state: str, resolve, array_free) -> list | N
 
 def _starts_trip(statement, state: str, resolve) -> bool:
     """``state = nnx.state(objects, *filters)``."""
-    small = _single(statement)
-    return (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == state and isinstance(small.value, cst.Call)
-            and resolve(small.value.func) in _STATE_VIEWS and bool(small.value.args)
-            and not any(arg.star or (arg.keyword is not None and arg.keyword.value != "graph")
-                        for arg in small.value.args))
+    assigned = _assigned_call(statement, resolve, _STATE_VIEWS)
+    return assigned is not None and assigned[0] == state and _plain_state_call(assigned[1])
 
 
 def _places(statement, state: str, resolve, array_free) -> bool:
     """``state = jax.device_put(state, sharding)``: a placement of ``state`` (arguments
     after it that hold no array)."""
-    small = _single(statement)
-    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == state and isinstance(small.value, cst.Call)
-            and resolve(small.value.func) in _PLACEMENTS and small.value.args):
+    assigned = _assigned_call(statement, resolve, _PLACEMENTS)
+    if assigned is None or assigned[0] != state or not assigned[1].args:
         return False
-    first, *rest = small.value.args
+    first, *rest = assigned[1].args
     return (first.keyword is None and not first.star and isinstance(first.value, cst.Name)
             and first.value.value == state and all(not arg.star and array_free(arg.value) for arg in rest))
 

@@ -86,7 +86,7 @@ class StoreFinder:
         non-literal into (:data:`STORES`), for its callers in other files (``FunctionSummary.stores``)."""
         return tuple(name for name, level in self._stored_params(function, 0).items() if level == STORES)
 
-    def class_stores(self, name: str) -> tuple[tuple[str, ...], object] | None:
+    def class_stores(self, name: str) -> tuple[tuple[str, ...], cst.FunctionDef] | None:
         """For the file's top-level class ``name``, the parameters its one ``__init__`` stores a
         non-literal into (``self`` aside) and that ``__init__``, for its callers in other files;
         None when it stores into none or its code on the arguments is not read (as
