@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter, defaultdict
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from jaxmem.findings import (
@@ -261,7 +262,7 @@ class Index:
     def keeps_nothing(self, qualified: str | None) -> bool:
         """Whether the project function ``qualified`` (another file's) provably keeps
         no argument after it returns: it stores none and returns none, not even maybe."""
-        found = self.qualified_functions.get(qualified) if qualified is not None else None
+        found = self.qualified_functions.get(self.known_as(qualified, self.qualified_functions) or "")
         return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
 
     def factory_shared(self, path: str, definition: JitDefinition) -> bool:
@@ -347,20 +348,34 @@ class Index:
             return "function", self.nested[(path, f"{scopes[0]}.{origin.callee[0]}")]
         if len(origin.callee) == 1 and (path, origin.callee[0]) in self.functions:
             return "function", self.functions[(path, origin.callee[0])]
-        if origin.qualified is not None and origin.qualified.lstrip(".") in self.qualified_functions:
-            return "function", self.qualified_functions[origin.qualified.lstrip(".")]
+        if found := self.known_as(origin.qualified, self.qualified_functions):
+            return "function", self.qualified_functions[found]
         if origin.qualified is not None and (why := self.class_stores_twice(origin.qualified)):
             return "twice class", why
         return "unknown", None
 
-    def class_stores_twice(self, qualified: str, depth: int = 0) -> str | None:
+    def known_as(self, qualified: str | None, known: Container[str], depth: int = 0) -> str | None:
+        """The name under which ``known`` (a table keyed by import-resolved project names)
+        holds ``qualified``: itself, or what a module re-exports under it (``pkg.State`` is
+        ``pkg.states.State`` when ``pkg/__init__.py`` does ``from .states import State``),
+        a few levels at most; None when it holds neither."""
+        if qualified is None:
+            return None
+        qualified = qualified.lstrip(".")
+        if qualified in known or depth >= 3:
+            return qualified if qualified in known else None
+        return next((found for _, target in self.reexported.get(qualified, ())
+                     if (found := self.known_as(target, known, depth + 1))), None)
+
+    def class_stores_twice(self, qualified: str) -> str | None:
         """Why an instance of the project class ``qualified`` (import-resolved, also through
         re-exports) may hold one array twice: its ``__init__`` stores one value twice."""
-        qualified = qualified.lstrip(".")
-        if qualified in self.twice_classes or depth >= 3:
-            return self.twice_classes.get(qualified)
-        return next((why for _, target in self.reexported.get(qualified, ())
-                     if (why := self.class_stores_twice(target, depth + 1))), None)
+        return self.twice_classes.get(self.known_as(qualified, self.twice_classes) or "")
+
+    def class_stored(self, qualified: str | None) -> tuple[tuple[str, ...], Signature | None]:
+        """The parameters the one ``__init__`` of the project class ``qualified`` (import-resolved,
+        also through re-exports) stores into, with its signature (``FileFacts.class_stores``)."""
+        return self.class_stores.get(self.known_as(qualified, self.class_stores) or "", ((), None))
 
 
 def resolve_calls(all_facts: list[FileFacts], index: Index) -> list[ResolvedCall]:
@@ -675,7 +690,7 @@ def _origin_problem(origin: Origin, subject: str, rc: ResolvedCall, project: Ind
                 return None, None  # its result holds nothing still held elsewhere
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(reasons)}" if not twice \
                 else f"{'; '.join(reasons)} ({where})", None
-        stores, init = project.class_stores.get(origin.qualified.lstrip(".") if origin.qualified else "", ((), None))
+        stores, init = project.class_stored(origin.qualified)
         if init is not None and (stored := _stored_reasons(origin, stores, init, skip=1)):  # after ``self``
             return f"`{origin.text}` ({where}) may share buffers with {', '.join(stored)}", None
         if kind == "twice class":
@@ -922,7 +937,7 @@ def _nnx_nodes(calls: list[ResolvedCall], index: int | None, name: str, project:
         own = arg.nnx_own if arg is not None else None
         made = [_made_by_factory(entry, rc.path, project) for entry in own.factories] if own is not None else []
         if own is None or not own.node or not all(m is not None and m.node for m in made) \
-                or any(c.lstrip(".") not in project.nnx_classes
+                or any(project.known_as(c, project.nnx_classes) is None
                        for c in (*own.classes, *(c for m in made for c in m.classes))):
             return False
     return bool(calls)
@@ -1034,12 +1049,12 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
                     f"takes no array out of; {generic}")
         made.append(one)
     for qualified in (*own.classes, *(c for m in made for c in m.classes)):
-        if qualified.lstrip(".") not in project.clean_classes:
+        if project.known_as(qualified, project.clean_classes) is None:
             return (f"`{arg.text}` is made by `{qualified}`, a class jaxmem cannot see (it may put arrays of "
                     f"another value in it); {generic}")
         if why := project.class_stores_twice(qualified):
             return f"`{arg.text}` is made by `{qualified}`: {why}"
-        stored, signature = project.class_stores.get(qualified.lstrip("."), ((), None))
+        stored, signature = project.class_stored(qualified)
         named = [p.name for p in (signature.params if signature else ()) if p.name in stored
                  and p.kind not in (VAR_POSITIONAL, VAR_KEYWORD)]  # ``*args``/``**kwargs``: made per call
         if named:

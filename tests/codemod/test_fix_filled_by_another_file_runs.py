@@ -109,16 +109,18 @@ print(float(state["w"].sum()), {read})
 
 # Outside the project (the analysis never sees it): records the leaves of the first state
 # the maker returns, runs the training by importing it, and says whether they are deleted.
+# ``modules``: where the maker is bound (its file, and the package re-exporting it).
 RUNNER = """\
+import importlib
 import sys
 
 import jax
 
 sys.path.insert(0, {project!r})
-import states  # noqa: E402
+modules = [importlib.import_module(name) for name in {modules!r}]
 
 made = []
-original = states.{maker}
+original = getattr(modules[0], {maker!r})
 
 
 def recorded(cfg):
@@ -127,27 +129,36 @@ def recorded(cfg):
     return state
 
 
-states.{maker} = recorded
+for module in modules:
+    setattr(module, {maker!r}, recorded)
 import train  # noqa: E402,F401  (runs the training)
 
 print("deleted", all(leaf.is_deleted() for leaf in made))
 """
 
 
-def _project(folder: Path, maker: str, read: str) -> Path:
+def _project(folder: Path, maker: str, read: str, package: bool = False) -> Path:
+    """The training project: ``states.py`` beside ``train.py``, or (``package``) in a package
+    ``pkg`` whose ``__init__.py`` re-exports its makers, imported by ``from pkg import ...``."""
     folder.mkdir()
-    (folder.parent / "runner.py").write_text(RUNNER.format(project=str(folder), maker=maker))
+    modules = ["pkg.states", "pkg"] if package else ["states"]
+    (folder.parent / "runner.py").write_text(RUNNER.format(project=str(folder), maker=maker, modules=modules))
     (folder / "pyproject.toml").write_text("")
-    (folder / "states.py").write_text(STATES)
+    if package:
+        (folder / "pkg").mkdir()
+        (folder / "pkg" / "__init__.py").write_text("from .states import FilledState, make_plain, make_state\n")
+    (folder / ("pkg/states.py" if package else "states.py")).write_text(STATES)
     path = folder / "train.py"
-    path.write_text(TRAIN.format(maker=maker, read=read))
+    train = TRAIN.format(maker=maker, read=read)
+    path.write_text(train.replace("from states import", "from pkg import") if package else train)
     return path
 
 
+@pytest.mark.parametrize("package", [False, True], ids=["beside", "re-exported"])
 @pytest.mark.parametrize("maker", ["make_state", "FilledState"])
-def test_a_state_made_by_a_function_or_class_that_fills_the_config_is_left_alone(tmp_path, maker):
+def test_a_state_made_by_a_function_or_class_that_fills_the_config_is_left_alone(tmp_path, maker, package):
     project = tmp_path / "project"
-    path = _project(project, maker, "float(config.w.sum())")
+    path = _project(project, maker, "float(config.w.sum())", package)
     found = findings_of(project, "step")
     assert found["state"][0] == "medium" and f"`{maker}` may store an array into its `cfg`" in found["state"][1], found
     assert run(sys.executable, "train.py", cwd=project).returncode == 0
@@ -155,9 +166,10 @@ def test_a_state_made_by_a_function_or_class_that_fills_the_config_is_left_alone
                             "@jax.jit(donate_argnums=0)\ndef step")
 
 
-def test_a_state_made_by_a_function_that_reads_the_config_is_donated(tmp_path):
+@pytest.mark.parametrize("package", [False, True], ids=["beside", "re-exported"])
+def test_a_state_made_by_a_function_that_reads_the_config_is_donated(tmp_path, package):
     project = tmp_path / "project"
-    _project(project, "make_plain", "config.scale")
+    _project(project, "make_plain", "config.scale", package)
     found = findings_of(project, "step")
     assert found["state"][0] == "high", found
     before = run(sys.executable, "runner.py", cwd=tmp_path)
@@ -169,16 +181,21 @@ def test_a_state_made_by_a_function_that_reads_the_config_is_donated(tmp_path):
     assert after.stdout == before.stdout.replace("deleted False", "deleted True"), after.stdout
 
 
-def test_an_nnx_module_of_another_file_that_fills_the_config_is_left_alone(tmp_path):
+@pytest.mark.parametrize("package", [False, True], ids=["beside", "re-exported"])
+def test_an_nnx_module_of_another_file_that_fills_the_config_is_left_alone(tmp_path, package):
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "models.py").write_text(MODELS)
+    if package:
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "__init__.py").write_text("from .models import Model\n")
+    (tmp_path / ("pkg/models.py" if package else "models.py")).write_text(MODELS)
     path = tmp_path / "train.py"
-    path.write_text(NNX_TRAIN)
+    train = NNX_TRAIN.replace("from models import", "from pkg import") if package else NNX_TRAIN
+    path.write_text(train)
     found = findings_of(tmp_path, "train_step")
     assert found["model"][0] == "medium" and "whose `__init__` may store an array into its `cfg`" in found["model"][1]
     assert run(sys.executable, "train.py", cwd=tmp_path).returncode == 0
     run(tool("jaxmem-fix"), ".", cwd=tmp_path)
     assert "donate_argnums=(0" not in path.read_text()
-    path.write_text(NNX_TRAIN.replace("@nnx.jit\n", "@nnx.jit(donate_argnums=(0, 1))\n"))
+    path.write_text(train.replace("@nnx.jit\n", "@nnx.jit(donate_argnums=(0, 1))\n"))
     crashed = run(sys.executable, "train.py", cwd=tmp_path)
     assert crashed.returncode != 0 and "has been deleted" in crashed.stderr, crashed.stderr
