@@ -105,6 +105,7 @@ from jaxmem.lint.values.param_stores import (
     STORE_NODES,
     StoreFinder,
     counted_level,
+    effect_calls,
     is_immutable,
     passed_values,
     stores_of,
@@ -512,10 +513,7 @@ class _Context:
         """Ids of the calls made for their effect: a statement of their own (``populate(config)``)
         or one whose result is thrown away (``_ = populate(config)``)."""
         if self._statement_calls is None:
-            self._statement_calls = frozenset(
-                id(node.value) for node in descendants_of_type(self.module, (cst.Expr, cst.Assign))
-                if isinstance(node.value, cst.Call) and (isinstance(node, cst.Expr) or all(
-                    isinstance(t.target, cst.Name) and t.target.value == "_" for t in node.targets)))
+            self._statement_calls = effect_calls(self.module)
         return self._statement_calls
 
     def store_finder(self) -> StoreFinder:

@@ -18,7 +18,10 @@ answers for the stores a *call* may make into an argument:
 A call not seen counts only when it is a statement of its own, made for its
 effect (``populate(config)``, ``build_layers(layers, rngs)``); one whose result
 is used (``state = State(params, config)``) is taken to make that result
-(:func:`counted_level`).  Nothing is stored into a number, a string or a tuple
+(:func:`counted_level`).  Inside a def the same holds: a parameter it hands to a
+call not seen, made for its effect (``fill(cfg)`` of another file), counts as
+stored into, so its callers (in this file or, through ``FunctionSummary.stores``,
+in others) see the store.  Nothing is stored into a number, a string or a tuple
 (:func:`is_immutable`).
 """
 
@@ -132,6 +135,7 @@ class StoreFinder:
             return dict.fromkeys(params, UNSEEN)
         stored: dict[str, int] = {}
         self._stored[id(function)] = stored  # while in progress: a recursive call adds nothing more
+        for_effect = effect_calls(function.body)
         for node in descendants_of_type(function.body, STORE_NODES):
             for name, literal in stores_of(node, CONTAINER_MUTATORS):
                 if name in params and not literal:
@@ -140,6 +144,8 @@ class StoreFinder:
                 for arg, name in passed_values(node):
                     if name in params:
                         level = self.store_into(node, arg, params, depth + 1)
+                        if level == UNSEEN and id(node) in for_effect:
+                            level = STORES  # ``fill(cfg)`` of another file, made for its effect: see counted_level
                         if level > stored.get(name, NO_STORE):
                             stored[name] = level
         return stored
@@ -175,6 +181,14 @@ def counted_level(level: int, call: cst.Call, statement_calls) -> int:
     if level == UNSEEN and id(call) not in statement_calls:
         return NO_STORE
     return level
+
+
+def effect_calls(node: cst.CSTNode) -> frozenset[int]:
+    """Ids of the calls under ``node`` made for their effect: a statement of their own
+    (``populate(config)``) or one whose result is thrown away (``_ = populate(config)``)."""
+    return frozenset(id(stmt.value) for stmt in descendants_of_type(node, (cst.Expr, cst.Assign))
+                     if isinstance(stmt.value, cst.Call) and (isinstance(stmt, cst.Expr) or all(
+                         isinstance(t.target, cst.Name) and t.target.value == "_" for t in stmt.targets)))
 
 
 STORE_NODES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)  # what :func:`stores_of` reads

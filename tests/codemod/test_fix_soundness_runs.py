@@ -181,6 +181,35 @@ def _class_twice_run(imports: str, make: str = 'State({"w": jnp.ones((4, 4))})')
     return CLASS_TWICE_RUN.replace("IMPORT", imports).replace("MAKE", make)
 
 
+FILL = """
+import jax.numpy as jnp
+
+
+def fill(cfg):
+    cfg["w"] = jnp.ones(4)
+"""
+
+FILLED_RUN = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    MAKER
+
+
+    @jax.jit  # the step
+    def step(state):
+        return jax.tree.map(lambda x: x + 1, state)
+
+
+    config = {"scale": 2.0}
+    state = make_state(config)
+    for _ in range(3):
+        state = step(state)
+    print(float(state["w"].sum()), float(config["w"].sum()))
+    """
+
 TABLE_MODULE = """
     import functools
 
@@ -249,6 +278,28 @@ PROGRAMS = {
     from states import make_state
 
     """ + EMA_STEP},
+    # A config filled with an array by a function of another file that a maker calls for its
+    # effect (``fill(cfg)``), the maker here or in a third file; the state holds that array.
+    "filled-through-a-helper-here": {"helpers.py": FILL, "train.py": FILLED_RUN.replace("MAKER", """
+    from helpers import fill
+
+
+    def make_state(cfg):
+        fill(cfg)
+        return {"w": cfg["w"], "b": jnp.zeros(4)}""")},
+    "filled-through-a-helper-of-a-third-file": {
+        "helpers.py": FILL,
+        "states.py": """
+    import jax.numpy as jnp
+
+    from helpers import fill
+
+
+    def make_state(cfg):
+        fill(cfg)
+        return {"w": cfg["w"], "b": jnp.zeros(4)}
+    """,
+        "train.py": FILLED_RUN.replace("MAKER", "from states import make_state")},
     # A class of another module whose __init__ stores its parameters twice, made here,
     # through a helper here, through a helper of a third module, and through a package's re-export.
     "class-twice-other-module": {"states.py": CLASS_TWICE, "train.py": _class_twice_run("from states import State")},
