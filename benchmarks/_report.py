@@ -50,6 +50,9 @@ def summarize(report: dict) -> dict:
             "restored_by_fix": len([c for c in group if c["restored_by_fix"]]),
             "fix_ratio": ratio(len([c for c in group if c["restored_by_fix"]]), len(group)),
             "restored_by_unsafe_fix": len([c for c in group if c["restored_by_unsafe_fix"]]),
+            # not reported, with jaxmem's reason that donating frees nothing (scalars, unused)
+            "not_worth": len([c for c in group if not c["reported"]
+                              and (c.get("refusal") or "").startswith("not worth donating")]),
         }
     summary["recall"] = recall
     summary["uncalled"] = uncalled_summary(report)
@@ -138,6 +141,8 @@ def _rows(report: dict) -> list[tuple[str, str, str, str]]:
         ("recall: check reports stripped donations",
          f"{rec['all']['reported']}/{rec['all']['parameters']} ({_pct(rec['all']['reported_ratio'])})",
          ">= 95%", _verdict(rec["all"]["reported_ratio"], TARGETS["recall_any"])),
+        ("  not reported: jaxmem says donating frees nothing (scalars, unused)",
+         str(rec["all"].get("not_worth", 0)), "", ""),
         ("recall: default fix restores (rebound by call)",
          f"{rec['rebound']['restored_by_fix']}/{rec['rebound']['parameters']} ({_pct(rec['rebound']['fix_ratio'])})",
          ">= 80%", _verdict(rec["rebound"]["fix_ratio"], TARGETS["fix_rebound"])),
@@ -267,8 +272,9 @@ def format_markdown(report: dict) -> str:
     out += ["", "## 2. Recall: stripped donations not reported", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and not c["reported"]:
+            refusal = f"; skipped: {c['refusal']}" if c.get("refusal") else ""
             out.append(f"- {c['package']} `{c['path']}:{c['line']}` {c['callee']} `{c['function']}` "
-                       f"param {c['parameter'] or c['parameter_index']} ({c['status']})")
+                       f"param {c['parameter'] or c['parameter_index']} ({c['status']}){refusal}")
     out += ["", "Rebound by the call but not restored by the default `jaxmem-fix`:", ""]
     for c in report["recall"]:
         if c["resolution"] == "resolved" and c["status"] == "rebound" and not c["restored_by_fix"]:
