@@ -71,7 +71,7 @@ from jaxmem.lint.join.facts import (
 from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.syntax.relevance import OWN_METHOD
-from jaxmem.lint.values.array_api import FRESH_CONSTRUCTORS
+from jaxmem.lint.values.array_api import DISTINCT_RESULTS as RNGS_CLASSES, FRESH_CONSTRUCTORS
 from jaxmem.lint.values.nnx_ownership import Factory, Made
 from jaxmem.lint.values.provenance import (
     CALL,
@@ -1063,6 +1063,16 @@ def _module_doubt(arg: ArgFacts, rc: ResolvedCall, project: Index) -> str | None
     return None
 
 
+def _only_rngs(calls: list[ResolvedCall], index: int | None, name: str) -> bool:
+    """Whether every call passes for the parameter a name bound only to ``nnx.Rngs(...)``."""
+    for rc in calls:
+        arg = _arg_at(rc, index, name)
+        if arg is None or arg.key is None or not arg.origins \
+                or any(origin.qualified not in RNGS_CLASSES for origin in arg.origins):
+            return False
+    return bool(calls)
+
+
 def _nnx_not_updated(definition: JitDefinition, name: str, live: str) -> str:
     """Why an ``nnx.jit`` parameter read after its calls (``live`` says where) is not proposed."""
     return (f"{live}; that is fine only for an nnx Module that `{definition.wrapped}` updates in place (nnx "
@@ -1237,6 +1247,12 @@ def propose(definition: JitDefinition, def_path: str, calls: list[ResolvedCall],
             live = [v for _, v in verdicts if v.live]
             if live and len(live) < len(verdicts):
                 blocked = "call sites disagree: " + live[0].live
+            elif live and definition.keeps_module_args and _only_rngs(calls, index, name):
+                out.report(def_path).refusals.append(Refusal(
+                    def_path, definition.line, definition.function, name,
+                    f"not worth donating: every call passes an `nnx.Rngs` for `{name}`, which holds only PRNG "
+                    f"keys and counters, a few bytes (nnx.jit writes it back, so reading it after the call is fine)"))
+                continue
             elif live and definition.keeps_module_args and not all(
                     (arg := _arg_at(rc, index, name)) is not None and _only_arrays(arg) for rc, _ in verdicts):
                 blocked = _nnx_not_updated(definition, name, live[0].live)  # say why a read after nnx.jit matters

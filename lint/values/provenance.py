@@ -51,6 +51,7 @@ from jaxmem.lint.values.array_api import (
     ARRAY_FREE_TYPES,
     BLACKJAX_ALGORITHMS,
     BLACKJAX_INITS,
+    DISTINCT_RESULTS,
     DEVICE_COPIES,
     FLASHBAX_BUFFERS,
     HOLDS,
@@ -592,7 +593,9 @@ class Provenance:
         if method is not None and qualified is None:
             # obj.method(...): may return the object's own arrays (``self.get_state()``).
             return [Origin(UNKNOWN, line, f"`{text}` may return arrays its object still holds")]
-        derived = Origin(DERIVED, line, text, shared_with=shared)
+        # (``nnx.Rngs(0)`` keeps its name: the join says an nnx.jit parameter passed only those is not worth donating)
+        derived = Origin(DERIVED, line, text, shared_with=shared,
+                         qualified=qualified if qualified in DISTINCT_RESULTS else None)
         if (returns_distinct_arrays(qualified or (call.func.value if isinstance(call.func, cst.Name) else None))
                 or self.new_state_nnx_optimizer(call) or _is_class_call(call)
                 or _vmapped_rebuild(call, ctx.imports.resolve)):

@@ -811,6 +811,47 @@ def main():
     assert "Variables made from a Python number" in refusal.reason
 
 
+NNX_RNGS_STEP = """\
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+@nnx.jit{donate}
+def train_step(model, optimizer, rngs, x):
+    noise = jax.random.normal(rngs(), x.shape)
+    loss, grads = nnx.value_and_grad(lambda m: (m(x + noise) ** 2).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+rngs = nnx.Rngs(0)
+model = nnx.Linear(4, 4, rngs=rngs)
+optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+for _ in range(3):
+    train_step(model, optimizer, rngs, jnp.ones((2, 4)))
+total = float(model.kernel[...].sum()) + float(jax.random.normal(rngs(), ()))
+"""
+
+
+def test_an_nnx_rngs_passed_to_an_nnx_jit_step_is_not_worth_donating_and_donating_it_runs():
+    # flax's benchmarks/nnx_mlpmixer_training.py donates ``rngs``: before, jaxmem said the step
+    # "does not visibly update `rngs`", though ``rngs()`` advances its counter
+    pytest.importorskip("flax")
+    source = NNX_RNGS_STEP.format(donate="")
+    assert {f.parameter_name for f in _findings(source, "JXM001")} == {"model", "optimizer"}
+    (refusal,) = [r for r in report([facts_for_file("prog.py", source, ALL)], ALL)[0].refusals
+                  if r.parameter == "rngs"]
+    assert refusal.reason.startswith("not worth donating: every call passes an `nnx.Rngs`"), refusal.reason
+    runs = {}
+    for donate in ("", "(donate_argnums=(0, 1, 2))"):
+        namespace = {"__name__": "prog"}
+        exec(compile(NNX_RNGS_STEP.format(donate=donate), "prog.py", "exec"), namespace)
+        runs[donate] = namespace["total"]  # reading rngs after the donating calls is fine: nnx writes it back
+    assert runs[""] == runs["(donate_argnums=(0, 1, 2))"]
+
+
 def test_an_nnx_variable_of_a_larger_array_made_in_place_is_proposed():
     source = """\
 import jax.numpy as jnp
