@@ -33,8 +33,14 @@ from jaxmem.settings import Settings
 
 
 def _is_package_module(path: str) -> bool:
+    """Whether ``path`` is a module of a package that other projects may import: in a folder
+    with an ``__init__.py``, and neither a ``__main__.py`` nor a test module pytest collects
+    (``test_*.py``, ``*_test.py``: nothing outside the project calls what those define)."""
     folder = os.path.dirname(os.path.abspath(path))
-    return os.path.exists(os.path.join(folder, "__init__.py")) and not path.endswith("__main__.py")
+    name = os.path.basename(path)
+    if name == "__main__.py" or (name.startswith("test_") or name.endswith("_test.py")) and name.endswith(".py"):
+        return False
+    return os.path.exists(os.path.join(folder, "__init__.py"))
 
 
 def _syntax_error(text: str, target_version: str | None = None) -> tuple[int, int, str] | None:

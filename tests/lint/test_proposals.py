@@ -166,17 +166,21 @@ def test_nnx_module_stays_usable_after_donation():
     assert [f.code for f in result.findings if f.code.startswith("JXM1")] == []
 
 
-def test_public_definition_in_a_package_is_medium(tmp_path):
+@pytest.mark.parametrize("name, public", [
+    ("steps.py", True),
+    # a test module pytest collects is no API: nothing outside the project calls its step
+    ("test_steps.py", False), ("steps_test.py", False)])
+def test_public_definition_in_a_package_is_medium(tmp_path, name, public):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    source = STEP + "def train(b):\n    state = init()\n    state = step(state, b)\n"
-    path = pkg / "steps.py"
+    source = STEP + "def train(b):\n    state = jax.numpy.zeros(3)\n    state = step(state, b)\n"
+    path = pkg / name
     path.write_text(source)
     result = report([facts_for_file(str(path), source, ALL)], ALL)[0]
     (finding,) = [f for f in result.findings if f.code == "JXM001"]
-    assert finding.confidence is Confidence.MEDIUM
-    assert any("public" in e.message for e in finding.evidence)
+    assert (finding.confidence is Confidence.MEDIUM) is public
+    assert any("is public" in e.message for e in finding.evidence) is public
 
 
 def test_a_factory_in_another_file_gives_the_pmapped_step_its_signature():
