@@ -68,6 +68,9 @@ def _child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+# The same as a set of exact types: libcst's node classes have no subclasses, and an
+# isinstance check against one (an ABC) costs several times a set lookup.
+_SCOPE_TYPES = frozenset(_SCOPES)
 
 
 class NodeIndex:
@@ -143,7 +146,7 @@ class NodeIndex:
         while at < end:
             current = nodes[at]
             yield current
-            at = ends[at] if isinstance(current, _SCOPES) else at + 1
+            at = ends[at] if type(current) in _SCOPE_TYPES else at + 1
 
 
 _active = threading.local()

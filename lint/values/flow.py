@@ -433,16 +433,15 @@ def refs_within(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
 
 def _operands(expr) -> tuple:
     """The operands an expression uses only once all of them are evaluated."""
-    if isinstance(expr, cst.BinaryOperation):
+    kind = type(expr)  # exact types: libcst's node classes have no subclasses (and isinstance is slow)
+    if kind is cst.BinaryOperation:
         return (expr.left, expr.right)
-    if isinstance(expr, cst.Comparison):
+    if kind is cst.Comparison:
         return (expr.left, *(target.comparator for target in expr.comparisons))
-    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+    if kind is cst.Tuple or kind is cst.List or kind is cst.Set:
         return tuple(element.value for element in expr.elements)
-    if isinstance(expr, cst.Dict):
-        return tuple(element.value for element in expr.elements if isinstance(element, cst.DictElement))
-    if isinstance(expr, cst.UnaryOperation):
-        return ()
+    if kind is cst.Dict:
+        return tuple(element.value for element in expr.elements if type(element) is cst.DictElement)
     return ()
 
 
@@ -918,6 +917,31 @@ class _Loop:
     breaks: list[int] = field(default_factory=list)
 
 
+
+# What :meth:`FlowBuilder._child` does with a child node of an expression, by its exact type
+# (computed once per type with ``issubclass``: isinstance on libcst's ABCs is slow).
+_EXPRESSION, _HOLDS_VALUE, _KEY_AND_VALUE, _COMPARATOR, _FORMATTED, _CONTAINER, _FORMATTING = range(7)
+_CHILD_ROLES: dict[type, int] = {}
+
+
+def _child_role(kind: type) -> int:
+    if issubclass(kind, cst.BaseExpression):
+        return _EXPRESSION
+    if issubclass(kind, (cst.Arg, cst.Element, cst.StarredElement, cst.StarredDictElement)):
+        return _HOLDS_VALUE
+    if issubclass(kind, cst.DictElement):
+        return _KEY_AND_VALUE
+    if issubclass(kind, cst.ComparisonTarget):
+        return _COMPARATOR
+    if issubclass(kind, cst.FormattedStringExpression):
+        return _FORMATTED
+    if issubclass(kind, cst.CSTNode) and not issubclass(
+            kind, (cst.BaseParenthesizableWhitespace, cst.Comma, cst.BaseBinaryOp, cst.BaseBooleanOp,
+                   cst.BaseCompOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen)):
+        return _CONTAINER
+    return _FORMATTING
+
+
 class FlowBuilder:
     """Builds a :class:`Flow` for a module body or a function body."""
 
@@ -1353,23 +1377,23 @@ class FlowBuilder:
                 self._slice(element.slice, events, skip)
             self._consume((expr.value,), events, skip)
             return
-        if isinstance(expr, cst.Call):
+        if kind is cst.Call:
             self._call(expr, events, skip)
             return
-        if isinstance(expr, cst.Lambda):
+        if kind is cst.Lambda:
             self._defaults(expr.params, events, skip)
             self._capture(expr, events)
             return
-        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if kind in _COMPREHENSIONS:
             self._comprehension(expr, events, skip)
             return
-        if isinstance(expr, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             self._expr(expr.value, events, skip)
             key = ref_key(expr.target)
             if key is not None:
                 events.append(Event(WRITE, key, expr.target, direct_refs(expr.value, self.imported), origin=expr.value))
             return
-        if isinstance(expr, (cst.Yield,)):
+        if kind is cst.Yield:
             value = expr.value
             if isinstance(value, cst.From):
                 value = value.item
@@ -1393,25 +1417,22 @@ class FlowBuilder:
                     events.append(Event(READ, key, operand, (), "consume"))
 
     def _child(self, child, events, skip) -> None:
-        if isinstance(child, cst.BaseExpression):
+        kind = type(child)
+        role = _CHILD_ROLES.get(kind)
+        if role is None:
+            role = _CHILD_ROLES[kind] = _child_role(kind)
+        if role == _EXPRESSION:
             self._expr(child, events, skip)
-        elif isinstance(child, cst.Arg):
+        elif role == _HOLDS_VALUE:
             self._expr(child.value, events, skip)
-        elif isinstance(child, (cst.Element, cst.StarredElement)):
-            self._expr(child.value, events, skip)
-        elif isinstance(child, (cst.DictElement,)):
+        elif role == _KEY_AND_VALUE:
             self._expr(child.key, events, skip)
             self._expr(child.value, events, skip)
-        elif isinstance(child, cst.StarredDictElement):
-            self._expr(child.value, events, skip)
-        elif isinstance(child, (cst.ComparisonTarget,)):
+        elif role == _COMPARATOR:
             self._expr(child.comparator, events, skip)
-        elif isinstance(child, cst.FormattedStringExpression):
+        elif role == _FORMATTED:
             self._expr(child.expression, events, skip)
-        elif isinstance(child, cst.CSTNode) and not isinstance(
-            child, (cst.BaseParenthesizableWhitespace, cst.Comma, cst.BaseBinaryOp, cst.BaseBooleanOp,
-                    cst.BaseCompOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen)
-        ):
+        elif role == _CONTAINER:
             for grandchild in children(child):
                 self._child(grandchild, events, skip)
 

@@ -753,28 +753,30 @@ def occurrences(scope) -> dict[str, list[tuple[cst.Name, tuple]]]:
     found: dict[str, list[tuple[cst.Name, tuple]]] = {}
 
     def walk(node, parents: tuple, hidden: frozenset) -> None:
-        if isinstance(node, cst.Name):
+        kind = type(node)  # exact types: libcst's node classes have no subclasses (and isinstance is slow)
+        if kind is cst.Name:
             if node.value not in hidden:
                 found.setdefault(node.value, []).append((node, parents))
             return
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+        if kind is cst.Import or kind is cst.ImportFrom:
             return
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and parents:
+        if (kind is cst.FunctionDef or kind is cst.Lambda) and parents:
             hidden = hidden | _parameter_names(node.params)
-            if isinstance(node, cst.FunctionDef):
+            if kind is cst.FunctionDef:
                 hidden = hidden | _local_names(node)
         inner = parents + (node,)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             walk(node.value, inner, hidden)  # ``nnx.metrics``: ``metrics`` is an attribute, not the name
-        elif isinstance(node, cst.Arg):
+        elif kind is cst.Arg:
             walk(node.value, inner, hidden)  # ``f(model=x)``: the keyword is not a use of ``model``
-        elif isinstance(node, cst.Param):
+        elif kind is cst.Param:
             for part in (node.annotation, node.default):
                 if part is not None:
                     walk(part, inner, hidden)
         else:
+            named = node.name if kind is cst.FunctionDef or kind is cst.ClassDef else None
             for child in children(node):
-                if not (isinstance(node, (cst.FunctionDef, cst.ClassDef)) and child is node.name):
+                if child is not named:
                     walk(child, inner, hidden)
 
     # the scope itself is not a parent: only the defs and loops inside it run code later or again

@@ -1529,11 +1529,12 @@ def _names_in_expr(expr) -> set[str]:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Name):
+        kind = type(node)  # exact types: libcst's node classes have no subclasses (and isinstance is slow)
+        if kind is cst.Name:
             names.add(node.value)
-        elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
+        elif kind is cst.Lambda or kind is cst.FunctionDef:
             continue
-        elif isinstance(node, cst.Attribute) and node.attr.value in _FUNCTION_ATTRIBUTES:
+        elif kind is cst.Attribute and node.attr.value in _FUNCTION_ATTRIBUTES:
             continue
         else:
             stack.extend(children(node))
@@ -1935,6 +1936,10 @@ def straight_line_names(function: cst.FunctionDef) -> frozenset[str]:
     return _scope_bindings(function)[1]
 
 
+# Code that runs after the statement defining it (exact types: libcst's node classes have no subclasses).
+_RUNS_LATER = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp})
+
+
 def _scope_bindings(function: cst.FunctionDef) -> tuple[frozenset[str], frozenset[str]]:
     """``(every name function's own scope binds, its straight-line names)`` from one walk
     of the body (see :func:`straight_line_names`)."""
@@ -1955,7 +1960,7 @@ def _scope_bindings(function: cst.FunctionDef) -> tuple[frozenset[str], frozense
     bound_elsewhere: set[str] = set()
     mentioned_later: set[str] = set()  # read by a closure or a lazy generator when it runs, not here
     for node in descendants(function.body, into_scopes=False):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp)):
+        if type(node) in _RUNS_LATER:
             mentioned_later.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
         if id(node) not in top:
             bound_elsewhere.update(bound_names(node))

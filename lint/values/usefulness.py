@@ -98,6 +98,9 @@ _RESHAPES = {"jax.numpy.reshape": ((0, "a"), (1, "shape")), "jax.lax.reshape": (
 _CAST_METHOD, _RESHAPE_METHOD = "astype", "reshape"
 
 
+_COMPREHENSION_TYPES = frozenset({cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp})
+
+
 def _union(*flows: _Flow) -> _Flow:
     return tuple(frozenset().union(*(f[i] for f in flows)) for i in range(4))
 
@@ -135,29 +138,30 @@ class _Body:
         """Which parameters' shapes the value of ``node`` may carry."""
         if node is None:
             return _EMPTY
-        if isinstance(node, cst.Name):
+        kind = type(node)  # exact types: libcst's node classes have no subclasses (and isinstance is slow)
+        if kind is cst.Name:
             return self.names.get(node.value, _EMPTY)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self.expr(node.value)  # state.params: a subtree of the pytree
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             keys = [e.slice for e in node.slice]
             by_key = all(isinstance(k, cst.Index) and isinstance(k.value, cst.SimpleString) for k in keys)
             base = self.expr(node.value)
             if self._is_scan_carry(node):
                 return base  # jax.lax.scan(f, init, xs)[0]: the carry, init's structure
             return base if by_key else _maybe(base)  # x["mu"] keeps leaves; x[0] may slice an array
-        if isinstance(node, (cst.BinaryOperation,)):
+        if kind is cst.BinaryOperation:
             return _union(self.expr(node.left), self.expr(node.right))
-        if isinstance(node, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             return self.expr(node.expression)
-        if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+        if kind is cst.Tuple or kind is cst.List or kind is cst.Dict:
             values = [e.value for e in node.elements if isinstance(e, (cst.Element, cst.DictElement, cst.StarredElement))]
             return _union(*(self.expr(v) for v in values)) if values else _EMPTY
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             return _union(self.expr(node.body), self.expr(node.orelse))
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self.call(node)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp)):
+        if kind in _COMPREHENSION_TYPES:
             return _maybe(_union(*(self.expr(c) for c in _children_exprs(node))))
         return _EMPTY
 
