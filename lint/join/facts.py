@@ -1792,6 +1792,10 @@ class FactExtractor:
                                            f"may still hold", "borrowed"))
                     for read in flow.search(point, source).reads:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
+                    if source_owner == LOCAL and source[0] in flow.captured:
+                        closure = next(node for node in flow.capture_nodes if source[0] in flow.free_names_of(node))
+                        escapes.append(Use(*_line_col(ctx, closure), f"`{render(key)}` holds `{render(source)}`, "
+                                           f"which a closure reads whenever it is called", "borrowed"))
                 continue
             if kind != "alias":
                 if kind == "call" and self._keeps_nothing(event.node):

@@ -93,6 +93,7 @@ from jaxmem.lint.values.flow import (
     Event,
     Flow,
     Point,
+    free_names,
     joined_operands,
     may_join_containers,
     returns_an_argument,
@@ -510,6 +511,11 @@ class Provenance:
                 continue  # state = step(state): the donating call's own rebinding
             if any(node.value == name for node in descendants_of_type(kill.origin, cst.Name)):
                 return self.ctx.positions[kill.origin].start.line
+        return self._capture_line(name)
+
+    def _capture_line(self, name: str) -> int | None:
+        """The line of a closure (nested def, lambda) of the scope that reads the local
+        ``name`` when it runs, which may be after any call; None when none does."""
         if name in self.flow.captured:
             for node in self.flow.capture_nodes:
                 if name in self.flow.free_names_of(node):
@@ -1299,6 +1305,8 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
+                    elif (closure_line := self._capture_line(key[0])) is not None:
+                        reasons.append(f"{named}, which a closure (line {closure_line}) reads whenever it is called")
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):
                     reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "
@@ -1898,6 +1906,8 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, stra
     in_loops = {id(small) for loop in statements(suite_statements(function.body), into_scopes=False)
                 if isinstance(loop, (cst.For, cst.While))
                 for small in small_statements(suite_statements(loop.body), into_scopes=False)}
+    nested_defs = [stmt for stmt in statements(suite_statements(function.body), into_scopes=False)
+                   if type(stmt) is cst.FunctionDef]
     returned: list[_Held] = []
     stored: list = []
     holder.straight = straight
@@ -1922,6 +1932,8 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, stra
                         holder.store(target, held, id(small) in in_loops)
                     else:
                         holder.bind(target, held, prng)
+        for nested in nested_defs:  # bound after the pass: the next one returns what they keep
+            holder.bind(nested.name, holder.closure_held(nested))
     return returned, stored
 
 
@@ -2122,7 +2134,9 @@ class _Holdings:
         if isinstance(expr, cst.BinaryOperation) and may_join_containers(expr):
             # ps + [w], (state,) * 2, d | extra: a new container of the operands' own elements
             return tuple((key, False) for operand in joined_operands(expr) for key, _ in self.held(operand))
-        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Lambda,
+        if type(expr) is cst.Lambda:
+            return self.closure_held(expr)
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison,
                              cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return ()
         if isinstance(expr, cst.Call):
@@ -2131,6 +2145,12 @@ class _Holdings:
             return tuple((key, False) for key, _ in self.held(expr.left) + self.held(expr.right))
         # comprehensions, awaits, ...: may hold anything they read
         return tuple((key, False) for name in _names_in_expr(expr) for key, _ in self.held(cst.Name(name)))
+
+    def closure_held(self, closure: cst.Lambda | cst.FunctionDef) -> _Held:
+        """What a nested def or lambda keeps: the variables of this scope it reads, whose
+        values it reads when called (``read_w = lambda: w`` returned beside ``{"w": w}``
+        holds ``w`` twice)."""
+        return tuple(h for name in sorted(free_names(closure)) for h in self._held(cst.Name(name)))
 
     def _call(self, call: cst.Call) -> _Held:
         qualified = self.imports.resolve(call.func) if self.imports is not None else None

@@ -181,6 +181,27 @@ def _class_twice_run(imports: str, make: str = 'State({"w": jnp.ones((4, 4))})')
     return CLASS_TWICE_RUN.replace("IMPORT", imports).replace("MAKE", make)
 
 
+CLOSURE_RUN = """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def step(state):
+        return jax.tree.map(lambda x: x + 1, state)
+
+
+    MAKE
+        for _ in range(3):
+            state = step(state)
+        print(float(state["w"].sum()), report())
+
+
+    run()
+    """
+
 FILL = """
 import jax.numpy as jnp
 
@@ -278,6 +299,46 @@ PROGRAMS = {
     from states import make_state
 
     """ + EMA_STEP},
+    # A closure reads the array the state is made of whenever it is called, after the training:
+    # returned by the helper beside the state, a lambda or nested def of the scope, or one
+    # capturing the array a helper puts in the state.
+    "closure-returned-beside-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def make():
+        w = jnp.ones(4)
+
+        def report():
+            return float(w.sum())
+
+        return report, {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        report, state = make()""")},
+    "lambda-over-the-states-array": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        report = lambda: float(w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "nested-def-over-the-states-array": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+
+        def report():
+            return float(w.sum())
+
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+
+        def report():
+            return float(w.sum())
+
+        state = make_state(w)""")},
     # A config filled with an array by a function of another file that a maker calls for its
     # effect (``fill(cfg)``), the maker here or in a third file; the state holds that array.
     "filled-through-a-helper-here": {"helpers.py": FILL, "train.py": FILLED_RUN.replace("MAKER", """
