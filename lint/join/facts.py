@@ -624,7 +624,8 @@ class _Context:
         pos = self.positions[event.node]
         node = event.node
         if event.kind == ESCAPE and event.detail == "closure":
-            text = f"captured by {'a lambda' if isinstance(node, cst.Lambda) else '`' + node.name.value + '`'}"
+            what = {cst.Lambda: "a lambda", cst.GeneratorExp: "a generator expression"}.get(type(node))
+            text = f"captured by {what or '`' + node.name.value + '`'}"
         else:
             text = self.text(node)
         kind = kind or (event.detail or "read")
@@ -1794,8 +1795,9 @@ class FactExtractor:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
                     if source_owner == LOCAL and source[0] in flow.captured:
                         closure = next(node for node in flow.capture_nodes if source[0] in flow.free_names_of(node))
+                        what = "generator expression" if type(closure) is cst.GeneratorExp else "closure"
                         escapes.append(Use(*_line_col(ctx, closure), f"`{render(key)}` holds `{render(source)}`, "
-                                           f"which a closure reads whenever it is called", "borrowed"))
+                                           f"which a {what} reads whenever it runs", "borrowed"))
                 continue
             if kind != "alias":
                 if kind == "call" and self._keeps_nothing(event.node):

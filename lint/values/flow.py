@@ -446,10 +446,18 @@ def _operands(expr) -> tuple:
 
 
 def free_names(node: cst.CSTNode) -> set[str]:
-    """Names ``node`` (a def or lambda) reads from enclosing scopes."""
+    """Names ``node`` (a def or lambda) reads from enclosing scopes; for a generator
+    expression, those it reads lazily, as it is consumed (not its first iterable's)."""
     read: set[str] = set()
     bound: set[str] = set()
-    stack: list[cst.CSTNode] = [node.params, node.body]
+    if type(node) is cst.GeneratorExp:
+        first = node.for_in
+        bound.update(map(ident, target_names(first.target)))
+        stack: list[cst.CSTNode] = [node.elt, *first.ifs]
+        if first.inner_for_in is not None:
+            stack.append(first.inner_for_in)
+    else:
+        stack = [node.params, node.body]
     while stack:
         current = stack.pop()
         kind = type(current)  # exact types: cheaper than isinstance on libcst's ABCs
@@ -1036,6 +1044,9 @@ class FlowBuilder:
         events: list[Event] = []
         if isinstance(small, (cst.Assign, cst.Return)) and isinstance(small.value, cst.Name):
             self.flow.passed.add(small.value.value)
+        if type(small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None) is cst.GeneratorExp:
+            # ``scaled = (w * i for i in xs)``: kept, it reads ``w`` whenever it is consumed
+            self._capture(small.value, events)
         if isinstance(small, cst.Assign):
             self._expr(small.value, events)
             sources = direct_refs(small.value, self.imported)

@@ -1306,7 +1306,8 @@ class Provenance:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
                     elif (closure_line := self._capture_line(key[0])) is not None:
-                        reasons.append(f"{named}, which a closure (line {closure_line}) reads whenever it is called")
+                        reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
+                                       f"whenever it runs")
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):
                     reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "

@@ -327,6 +327,12 @@ PROGRAMS = {
             return float(w.sum())
 
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "generator-over-the-states-array": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        scaled = (w * i for i in range(3))
+        report = lambda: [float(v.sum()) for v in scaled]  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}
