@@ -1793,7 +1793,8 @@ class FactExtractor:
                                            f"may still hold", "borrowed"))
                     for read in flow.search(point, source).reads:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
-                    if source_owner == LOCAL and source[0] in flow.captured:
+                    if source_owner == LOCAL and source[0] in flow.captured \
+                            and not self.provenance.defined_only(source[0]):
                         closure = next(node for node in flow.capture_nodes if source[0] in flow.free_names_of(node))
                         what = "generator expression" if type(closure) is cst.GeneratorExp else "closure"
                         escapes.append(Use(*_line_col(ctx, closure), f"`{render(key)}` holds `{render(source)}`, "

@@ -229,6 +229,12 @@ class Provenance:
             found = self._events_of[key] = tuple(event for _, event in self._write_points(key))
         return found
 
+    def defined_only(self, name: str) -> bool:
+        """Whether every binding of the local ``name`` is a ``def`` or ``class`` statement:
+        it holds a function or a class, never an array."""
+        writes = self.writes_of((name,))
+        return bool(writes) and all(type(event.node) in _DEFINITIONS for event in writes)
+
     def view_writes_of(self, name: str) -> tuple:
         """The writes of the local ``name`` that bind a view of their call's arguments
         (``gdef, gstate = nnx.split(self)``)."""
@@ -1305,7 +1311,7 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
-                    elif (closure_line := self._capture_line(key[0])) is not None:
+                    elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0])) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
             if self.owner_of((name,)) == "local":
@@ -1935,6 +1941,7 @@ def _walk_bindings(holder: "_Holdings", function: cst.FunctionDef, imports, stra
                         holder.bind(target, held, prng)
         for nested in nested_defs:  # bound after the pass: the next one returns what they keep
             holder.bind(nested.name, holder.closure_held(nested))
+            holder.closures.add(nested.name.value)
     return returned, stored
 
 
@@ -1948,6 +1955,8 @@ def straight_line_names(function: cst.FunctionDef) -> frozenset[str]:
     ``step`` made, not the caller's ``state``)."""
     return _scope_bindings(function)[1]
 
+
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
 # Code that runs after the statement defining it (exact types: libcst's node classes have no subclasses).
 _RUNS_LATER = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp})
@@ -2031,6 +2040,7 @@ class _Holdings:
         self.function = function
         self._only_called: dict[str, bool] = {}
         self.names: dict[str, _Held] = {}
+        self.closures: set[str] = set()  # the nested defs' names (see closure_held)
         self.prng: dict[str, bool] = {}  # name -> every binding is a PRNG key (jax.random.split(...))
         self.stored_into: dict[str, dict[int, _Held]] = {}  # name -> what each store into it put there
         self.overflow = False
@@ -2073,6 +2083,10 @@ class _Holdings:
         ``held`` as well, beside what other stores put in it (each statement counted once,
         however many passes; in a loop, twice: one value may land under several keys)."""
         base = base_name(target)
+        if base in self.closures:
+            # ``energy_fn.model = model`` on a nested def reading ``model``: one object reached
+            # two ways, not two leaves of a pytree (a function is none)
+            held = tuple((key, False) for key, _ in held)
         if base is not None and (base in self.params or base in self.names):
             self.stored_into.setdefault(base, {})[id(target)] = held + held if in_loop else held
             self.prng[base] = False
