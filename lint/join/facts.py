@@ -76,6 +76,7 @@ from jaxmem.lint.values.flow import (
     Point,
     direct_refs,
     free_names,
+    handed_on,
     view_operands,
 )
 from jaxmem.lint.values.key_reads import (
@@ -1793,6 +1794,12 @@ class FactExtractor:
                                            f"may still hold", "borrowed"))
                     for read in flow.search(point, source).reads:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
+                    made_here = event.origin
+                    kept = handed_on(flow, source[0], lambda node: made_here is not None and (
+                        node is made_here or _inside(node, made_here, ctx))) if source_owner == LOCAL else None
+                    if kept is not None:
+                        escapes.append(Use(*_line_col(ctx, kept.node), f"`{render(key)}` holds `{render(source)}`, "
+                                           f"which `{ctx.text(kept.node, 40)}` may keep", "borrowed"))
                     if source_owner == LOCAL and source[0] in flow.captured \
                             and not self.provenance.defined_only(source[0]):
                         closure = next(node for node in flow.capture_nodes if source[0] in flow.free_names_of(node))

@@ -1314,6 +1314,7 @@ class Provenance:
                     elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0])) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
+
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):
                     reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "
@@ -2182,8 +2183,12 @@ class _Holdings:
         if qualified in TREE_MAPS and call.args and self.imports is not None and maps_to_new_arrays(
                 call.args[0].value, self.imports.resolve):
             return ()  # tree_map(jnp.zeros_like, params), tree_map(lambda x: x / 10, params): new arrays
-        if array_free_call(qualified) in ("always", "if_args"):
+        free = array_free_call(qualified)
+        if free == "always":
             return ()  # len(x), optax.adam(lr): no arrays
+        if free == "if_args":
+            # optax.adam(lr), functools.partial(f, w): no arrays but those its arguments hold
+            return tuple(h for arg in call.args for h in self.held(arg.value))
         if qualified is not None and qualified.startswith(("jax.numpy.", "jax.random.", "jax.lax.")) \
                 and not returns_an_argument(call):
             return ()  # new arrays (not ``jnp.reshape(x, x.shape)``, which may be ``x`` itself)

@@ -333,6 +333,42 @@ PROGRAMS = {
         scaled = (w * i for i in range(3))
         report = lambda: [float(v.sum()) for v in scaled]  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    # The array the state is made of, kept by something read after the training: a partial
+    # a helper returns beside the state, a local list, a method of a local object.
+    "partial-returned-beside-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def total(w):
+        return float(w.sum())
+
+
+    def make():
+        w = jnp.ones(4)
+        return functools.partial(total, w), {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        report, state = make()""")},
+    "appended-to-a-list-read-after": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        history = []
+        history.append(w)
+        report = lambda: float(history[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-of-a-local-object": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Logger:
+        def __init__(self):
+            self.seen = []
+
+        def log(self, x):
+            self.seen.append(x)
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        logger.log(w)
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}
