@@ -928,17 +928,19 @@ class _Loop:
 
 def handed_on(flow: "Flow", name: str, skip=lambda node: False) -> Event | None:
     """The first event of ``flow`` that hands the value of the local ``name`` to something
-    that may keep it: a call that may keep its arguments (``logger.log(w)``), a container
-    or another object's attribute or item it is stored in (``history.append(w)``,
-    ``box.w = w``), a yield; those whose node ``skip`` says belongs to the value being
-    looked at (the expression that made it) are left out, and so are plain rebindings
-    (another name bound to it: :meth:`Provenance._still_read` follows those)."""
+    that keeps it: a container or another object's attribute or item it is stored in
+    (``history.append(w)``, ``box.w = w``), a yield; those whose node ``skip`` says belongs
+    to the value being looked at (the expression that made it) are left out, and so are
+    plain rebindings (another name bound to it: :meth:`Provenance._still_read` follows
+    those) and calls that may keep it (``logger.log(w)``: most such calls keep nothing,
+    ``m.apply(variables, x)``, and taking them all would cost real donations)."""
     for _, event in flow.events_about(name):
         key = event.key
         if key is None:
             continue
         if event.kind == ESCAPE:
-            kept = key[0] == name and event.detail in ("call", "stored", "yield")
+            # not "call": most calls given it keep nothing (``m.apply(variables, x)``, ``tx.init(p)``)
+            kept = key[0] == name and event.detail in ("stored", "yield")
         elif event.kind == ALIAS or (event.kind == WRITE and len(key) > 1):
             kept = key[0] != name and any(source[0] == name for source in event.sources)
         else:

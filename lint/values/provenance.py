@@ -519,6 +519,22 @@ class Provenance:
                 return self.ctx.positions[kill.origin].start.line
         return self._capture_line(name)
 
+    def _container_read_after(self, name: str, held: set[str], after: Point) -> tuple[str, int] | None:
+        """``(container, line)`` for a local container of the scope that a mutator call put
+        ``name``'s value in (``history.append(w)``) and that is read after the call before
+        ``after`` (or read by a closure); containers among ``held`` (what the donated value is
+        made of) do not count."""
+        for _, event in self.flow.events_about(name):
+            key = event.key
+            if event.kind != ALIAS or event.detail != "container" or key is None or key[0] == name \
+                    or key[0] in held or not any(source[0] == name for source in event.sources) \
+                    or self.owner_of(key[:1]) != "local" or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
+                continue  # (``nnx.update(model, state)``: a module's function, no container)
+            line = self._read_line_after(key[0], after)  # or where a closure reading it is
+            if line is not None:
+                return key[0], line
+        return None
+
     def _capture_line(self, name: str) -> int | None:
         """The line of a closure (nested def, lambda) of the scope that reads the local
         ``name`` when it runs, which may be after any call; None when none does."""
@@ -1314,6 +1330,8 @@ class Provenance:
                     elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0])) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
+                    elif (filled := self._container_read_after(key[0], names, after)) is not None:
+                        reasons.append(f"{named}, which `{filled[0]}` holds, read again at line {filled[1]}")
 
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):

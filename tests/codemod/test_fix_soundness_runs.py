@@ -334,7 +334,7 @@ PROGRAMS = {
         report = lambda: [float(v.sum()) for v in scaled]  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
     # The array the state is made of, kept by something read after the training: a partial
-    # a helper returns beside the state, a local list, a method of a local object.
+    # a helper returns beside the state, a local list (the state made here or by a helper).
     "partial-returned-beside-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def total(w):
         return float(w.sum())
@@ -354,21 +354,17 @@ PROGRAMS = {
         history.append(w)
         report = lambda: float(history[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
-    "kept-by-a-method-of-a-local-object": {"train.py": CLOSURE_RUN.replace("MAKE", """
-    class Logger:
-        def __init__(self):
-            self.seen = []
-
-        def log(self, x):
-            self.seen.append(x)
+    "appended-to-a-list-then-made-by-a-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
 
 
     def run():
         w = jnp.ones(4)
-        logger = Logger()
-        logger.log(w)
-        report = lambda: float(logger.seen[0].sum())  # noqa: E731
-        state = {"w": w, "b": jnp.zeros(4)}""")},
+        history = []
+        history.append(w)
+        report = lambda: float(history[0].sum())  # noqa: E731
+        state = make_state(w)""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}
