@@ -535,12 +535,16 @@ class Provenance:
                 return key[0], line
         return None
 
-    def _capture_line(self, name: str) -> int | None:
+    def _capture_line(self, name: str, within: cst.Call | None = None) -> int | None:
         """The line of a closure (nested def, lambda) of the scope that reads the local
-        ``name`` when it runs, which may be after any call; None when none does."""
+        ``name`` when it runs, which may be after any call; None when none does.  Closures
+        inside ``within`` (the call that made the value: ``jax.vmap(lambda q: d.replace(qpos=q))(qs)``)
+        run as it does, and do not count."""
         if name in self.flow.captured:
+            inside = {id(node) for node in descendants_of_type(within, (cst.Lambda, cst.FunctionDef))} \
+                if within is not None else set()
             for node in self.flow.capture_nodes:
-                if name in self.flow.free_names_of(node):
+                if id(node) not in inside and name in self.flow.free_names_of(node):
                     return self.ctx.positions[node].start.line
         return None
 
@@ -1327,7 +1331,7 @@ class Provenance:
                     if reads:
                         read_line = self.ctx.positions[reads[0].node].start.line
                         reasons.append(f"{named}, read again at line {read_line}")
-                    elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0])) is not None:
+                    elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0], call)) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
                     elif (filled := self._container_read_after(key[0], names, after)) is not None:
