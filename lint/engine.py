@@ -38,7 +38,7 @@ def _is_package_module(path: str) -> bool:
     (``test_*.py``, ``*_test.py``: nothing outside the project calls what those define)."""
     folder = os.path.dirname(os.path.abspath(path))
     name = os.path.basename(path)
-    if name == "__main__.py" or (name.startswith("test_") or name.endswith("_test.py")) and name.endswith(".py"):
+    if name == "__main__.py" or (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py"):
         return False
     return os.path.exists(os.path.join(folder, "__init__.py"))
 

@@ -1802,9 +1802,8 @@ class FactExtractor:
                                            f"which `{ctx.text(kept.node, 40)}` may keep", "borrowed"))
                     if source_owner == LOCAL and source[0] in flow.captured \
                             and not self.provenance.defined_only(source[0]):
-                        closure = next((node for node in flow.capture_nodes if source[0] in flow.free_names_of(node)
-                                        and not (made_here is not None and _inside(node, made_here, ctx))), None)
-                        if closure is not None:  # (one inside the value's own expression runs as it is made)
+                        closure = self.provenance.capturing_closure(source[0], made_here)
+                        if closure is not None:
                             what = "generator expression" if type(closure) is cst.GeneratorExp else "closure"
                             escapes.append(Use(*_line_col(ctx, closure), f"`{render(key)}` holds "
                                                f"`{render(source)}`, which a {what} reads whenever it runs",

@@ -925,7 +925,6 @@ class _Loop:
     breaks: list[int] = field(default_factory=list)
 
 
-
 def handed_on(flow: "Flow", name: str, skip=lambda node: False) -> Event | None:
     """The first event of ``flow`` that hands the value of the local ``name`` to something
     that keeps it: a container or another object's attribute or item it is stored in

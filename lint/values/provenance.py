@@ -535,18 +535,22 @@ class Provenance:
                 return key[0], line
         return None
 
-    def _capture_line(self, name: str, within: cst.Call | None = None) -> int | None:
-        """The line of a closure (nested def, lambda) of the scope that reads the local
-        ``name`` when it runs, which may be after any call; None when none does.  Closures
-        inside ``within`` (the call that made the value: ``jax.vmap(lambda q: d.replace(qpos=q))(qs)``)
-        run as it does, and do not count."""
-        if name in self.flow.captured:
-            inside = {id(node) for node in descendants_of_type(within, (cst.Lambda, cst.FunctionDef))} \
-                if within is not None else set()
-            for node in self.flow.capture_nodes:
-                if id(node) not in inside and name in self.flow.free_names_of(node):
-                    return self.ctx.positions[node].start.line
-        return None
+    def _capture_line(self, name: str, within: cst.CSTNode | None = None) -> int | None:
+        """The line of :meth:`capturing_closure`'s closure, or None."""
+        closure = self.capturing_closure(name, within)
+        return self.ctx.positions[closure].start.line if closure is not None else None
+
+    def capturing_closure(self, name: str, within: cst.CSTNode | None = None) -> cst.CSTNode | None:
+        """A closure of the scope (nested def, lambda, generator expression bound to a name)
+        that reads the local ``name`` when it runs, which may be after any call; None when
+        none does.  Closures inside ``within`` (the expression that made the value:
+        ``jax.vmap(lambda q: d.replace(qpos=q))(qs)``) run as it does, and do not count."""
+        if name not in self.flow.captured:
+            return None
+        closures = (cst.Lambda, cst.FunctionDef, cst.GeneratorExp)
+        inside = {id(node) for node in descendants_of_type(within, closures)} if within is not None else set()
+        return next((node for node in self.flow.capture_nodes
+                     if id(node) not in inside and name in self.flow.free_names_of(node)), None)
 
     def _of_container(self, expr, after: Point, depth: int) -> list[Origin]:
         elements = [e.value for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))]
