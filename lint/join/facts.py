@@ -1520,6 +1520,18 @@ class FactExtractor:
                     self.ctx.nnx_classes(), self._factories_for(scope.provenance), self._defaults_provenance)
         return self._nnx_factories[name]
 
+    def _kept_by_receiver(self, event, name: str, flow: Flow, point: Point, owner_of) -> bool:
+        """Whether ``event`` hands the local ``name`` to a method that may keep it in its receiver
+        (:meth:`Provenance.keeping_receiver`: ``logger.log(w)``) whose keeping matters: the
+        receiver is not local (the caller or the object may read it later), or it is read after
+        the donating call at ``point``, or a closure reads it."""
+        receiver = self.provenance.keeping_receiver(event, name)
+        if receiver is None or self._keeps_nothing(event.node):
+            return False
+        if owner_of(receiver[:1]) != LOCAL:
+            return True
+        return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured
+
     def _keeps_nothing(self, node) -> bool:
         """Whether a call that received the value provably keeps no reference to it:
         ``tx.init(params)`` or ``opt_init(params)`` of a standard optax transform (a pure
@@ -1796,7 +1808,9 @@ class FactExtractor:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
                     made_here = event.origin
                     kept = handed_on(flow, source[0], lambda node: made_here is not None and (
-                        node is made_here or _inside(node, made_here, ctx))) if source_owner == LOCAL else None
+                        node is made_here or _inside(node, made_here, ctx)),
+                        lambda event: self._kept_by_receiver(event, source[0], flow, point, owner_of)) \
+                        if source_owner == LOCAL else None
                     if kept is not None:
                         escapes.append(Use(*_line_col(ctx, kept.node), f"`{render(key)}` holds `{render(source)}`, "
                                            f"which `{ctx.text(kept.node, 40)}` may keep", "borrowed"))

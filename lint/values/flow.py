@@ -925,21 +925,22 @@ class _Loop:
     breaks: list[int] = field(default_factory=list)
 
 
-def handed_on(flow: "Flow", name: str, skip=lambda node: False) -> Event | None:
+def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lambda event: False) -> Event | None:
     """The first event of ``flow`` that hands the value of the local ``name`` to something
     that keeps it: a container or another object's attribute or item it is stored in
     (``history.append(w)``, ``box.w = w``), a yield; those whose node ``skip`` says belongs
     to the value being looked at (the expression that made it) are left out, and so are
     plain rebindings (another name bound to it: :meth:`Provenance._still_read` follows
-    those) and calls that may keep it (``logger.log(w)``: most such calls keep nothing,
-    ``m.apply(variables, x)``, and taking them all would cost real donations)."""
+    those) and calls, but those ``kept_by_call`` says may keep it (``logger.log(w)``): most
+    calls given a value keep nothing (``m.apply(variables, x)``), and taking them all would
+    cost real donations."""
     for _, event in flow.events_about(name):
         key = event.key
         if key is None:
             continue
         if event.kind == ESCAPE:
             # not "call": most calls given it keep nothing (``m.apply(variables, x)``, ``tx.init(p)``)
-            kept = key[0] == name and event.detail in ("stored", "yield")
+            kept = key[0] == name and (event.detail in ("stored", "yield") or kept_by_call(event))
         elif event.kind == ALIAS or (event.kind == WRITE and len(key) > 1):
             kept = key[0] != name and any(source[0] == name for source in event.sources)
         else:

@@ -89,6 +89,7 @@ from jaxmem.lint.values.array_api import (
 from jaxmem.lint.values.flow import (
     ALIAS,
     CALL as CALL_EVENT,
+    ESCAPE,
     WRITE,
     Event,
     Flow,
@@ -520,20 +521,44 @@ class Provenance:
         return self._capture_line(name)
 
     def _container_read_after(self, name: str, held: set[str], after: Point) -> tuple[str, int] | None:
-        """``(container, line)`` for a local container of the scope that a mutator call put
-        ``name``'s value in (``history.append(w)``) and that is read after the call before
-        ``after`` (or read by a closure); containers among ``held`` (what the donated value is
+        """``("`history` holds", line)`` for a local container of the scope that a mutator call
+        put ``name``'s value in (``history.append(w)``), or ``("`logger` may hold", line)`` for
+        an object a method may keep it in (:meth:`keeping_receiver`), that is read after the call
+        before ``after`` (or read by a closure); those among ``held`` (what the donated value is
         made of) do not count."""
         for _, event in self.flow.events_about(name):
-            key = event.key
-            if event.kind != ALIAS or event.detail != "container" or key is None or key[0] == name \
-                    or key[0] in held or not any(source[0] == name for source in event.sources) \
-                    or self.owner_of(key[:1]) != "local" or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
+            key = self.keeping_receiver(event, name)
+            if key is None and (event.kind != ALIAS or event.detail != "container" or event.key is None
+                                or not any(source[0] == name for source in event.sources)):
+                continue
+            holds = "holds" if key is None else "may hold"
+            key = key or event.key
+            if key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
+                    or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
                 continue  # (``nnx.update(model, state)``: a module's function, no container)
             line = self._read_line_after(key[0], after)  # or where a closure reading it is
             if line is not None:
-                return key[0], line
+                return f"`{key[0]}` {holds}", line
         return None
+
+    def keeping_receiver(self, event: Event, name: str) -> RefKey | None:
+        """``logger`` when ``event`` hands the local ``name``'s value to a method of it made for
+        its effect (``logger.log(w)`` as a statement: a method whose result is not used may well
+        keep its argument, ``self.seen.append(value)``); None for any other event, and for a
+        module's function (``jax.debug.print``), a method of the value itself, and a method known
+        to keep nothing (``READING_METHODS``, a standard optax transform's ``init``)."""
+        call = event.node
+        if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
+                or type(call) is not cst.Call or type(call.func) is not cst.Attribute \
+                or id(call) not in self.ctx.statement_calls():
+            return None
+        receiver = ref_key(call.func.value)
+        if receiver is None or receiver[0] == name or self.ctx.imports.resolve(call.func.value) is not None:
+            return None
+        if self.only_reads(call.func) or (call.func.attr.value == "init" and len(call.args) == 1
+                                          and self.inits_new_arrays(call.func.value)):
+            return None
+        return receiver
 
     def _capture_line(self, name: str, within: cst.CSTNode | None = None) -> int | None:
         """The line of :meth:`capturing_closure`'s closure, or None."""
@@ -1339,7 +1364,7 @@ class Provenance:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
                     elif (filled := self._container_read_after(key[0], names, after)) is not None:
-                        reasons.append(f"{named}, which `{filled[0]}` holds, read again at line {filled[1]}")
+                        reasons.append(f"{named}, which {filled[0]}, read again at line {filled[1]}")
 
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):

@@ -365,6 +365,42 @@ PROGRAMS = {
         history.append(w)
         report = lambda: float(history[0].sum())  # noqa: E731
         state = make_state(w)""")},
+    # An object whose method keeps the array it is given (``logger.log(w)`` appends it), read
+    # after the training: the method is called for its effect, so it may keep its argument.
+    "kept-by-a-method-of-an-object-read-after": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Logger:
+        def __init__(self):
+            self.seen = []
+
+        def log(self, value):
+            self.seen.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        logger.log(w)
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-then-made-by-a-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Logger:
+        def __init__(self):
+            self.seen = []
+
+        def log(self, value):
+            self.seen.append(value)
+
+
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        logger.log(w)
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = make_state(w)""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}
