@@ -1809,7 +1809,7 @@ class FactExtractor:
                     made_here = event.origin
                     kept = handed_on(flow, source[0], lambda node: made_here is not None and (
                         node is made_here or _inside(node, made_here, ctx)),
-                        lambda event: self._kept_by_receiver(event, source[0], flow, point, owner_of)) \
+                        lambda event: self._kept_by_receiver(event, source[0], flow, point, owner_of), p) \
                         if source_owner == LOCAL else None
                     if kept is not None:
                         escapes.append(Use(*_line_col(ctx, kept.node), f"`{render(key)}` holds `{render(source)}`, "

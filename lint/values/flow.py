@@ -787,6 +787,14 @@ class Flow:
                     work.append(Point(target, 0))
         return True
 
+    def same_value(self, name: str, first: Point, second: Point) -> bool:
+        """Whether the local ``name`` may hold the same value at the events at ``first`` and
+        ``second`` (the points of two events of the graph): one's value reaches the other
+        unrebound, whichever comes first."""
+        one, other = self.nodes[first.node].events[first.index], self.nodes[second.node].events[second.index]
+        return bool(self.search(Point(first.node, first.index + 1), (name,), until_event=other).reached
+                    or self.search(Point(second.node, second.index + 1), (name,), until_event=one).reached)
+
     def events(self):
         """Every ``(point, event)`` in the graph."""
         for n, node in enumerate(self.nodes):
@@ -925,7 +933,8 @@ class _Loop:
     breaks: list[int] = field(default_factory=list)
 
 
-def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lambda event: False) -> Event | None:
+def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lambda event: False,
+              made: Point | None = None) -> Event | None:
     """The first event of ``flow`` that hands the value of the local ``name`` to something
     that keeps it: a container or another object's attribute or item it is stored in
     (``history.append(w)``, ``box.w = w``), a yield; those whose node ``skip`` says belongs
@@ -933,10 +942,11 @@ def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lam
     plain rebindings (another name bound to it: :meth:`Provenance._still_read` follows
     those) and calls, but those ``kept_by_call`` says may keep it (``logger.log(w)``): most
     calls given a value keep nothing (``m.apply(variables, x)``), and taking them all would
-    cost real donations."""
-    for _, event in flow.events_about(name):
+    cost real donations.  ``made``: the point of the event that gave the value looked at
+    ``name``'s; events about another value of ``name`` (bound before or after) are left out."""
+    for point, event in flow.events_about(name):
         key = event.key
-        if key is None:
+        if key is None or (made is not None and not flow.same_value(name, point, made)):
             continue
         if event.kind == ESCAPE:
             # not "call": most calls given it keep nothing (``m.apply(variables, x)``, ``tx.init(p)``)

@@ -520,13 +520,18 @@ class Provenance:
                 return self.ctx.positions[kill.origin].start.line
         return self._capture_line(name)
 
-    def _container_read_after(self, name: str, held: set[str], after: Point) -> tuple[str, int] | None:
+    def _container_read_after(self, name: str, held: set[str], after: Point,
+                              made_by: cst.Call | None = None) -> tuple[str, int] | None:
         """``("`history` holds", line)`` for a local container of the scope that a mutator call
         put ``name``'s value in (``history.append(w)``), or ``("`logger` may hold", line)`` for
         an object a method may keep it in (:meth:`keeping_receiver`), that is read after the call
         before ``after`` (or read by a closure); those among ``held`` (what the donated value is
-        made of) do not count."""
-        for _, event in self.flow.events_about(name):
+        made of) do not count, nor, when ``made_by`` (the call the donated value is made by)
+        is given, those given another value of ``name`` than it is."""
+        made_at = self.flow.point_after(made_by) if made_by is not None else None
+        for point, event in self.flow.events_about(name):
+            if made_at is not None and not self.flow.same_value(name, point, Point(made_at.node, made_at.index - 1)):
+                continue
             key = self.keeping_receiver(event, name)
             if key is None and (event.kind != ALIAS or event.detail != "container" or event.key is None
                                 or not any(source[0] == name for source in event.sources)):
@@ -1363,7 +1368,8 @@ class Provenance:
                     elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0], call)) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
-                    elif (filled := self._container_read_after(key[0], names, after)) is not None:
+                    elif (filled := self._container_read_after(
+                            key[0], names, after, call if key == (name,) else None)) is not None:
                         reasons.append(f"{named}, which {filled[0]}, read again at line {filled[1]}")
 
             if self.owner_of((name,)) == "local":

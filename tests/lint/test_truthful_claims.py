@@ -1026,3 +1026,62 @@ def test_a_branch_closing_over_a_parameter_may_return_it(other):
         warnings.simplefilter("error")  # "Some donated buffers were not usable" would fail here
         namespace["update"](cache, jnp.ones(4))
     assert cache.is_deleted()
+
+
+LOGGED = """\
+import jax
+import jax.numpy as jnp
+
+
+class Logger:
+    def __init__(self):
+        self.seen = []
+
+    def log(self, value):
+        self.seen.append(value)
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def make_state(w):
+    return {"w": w}
+
+
+def main():
+    logger = Logger()
+    w = jnp.zeros(4)
+    logger.log(w)
+    w = jnp.ones(4)
+    state = MADE
+    for _ in range(3):
+        state = step(state)
+    return float(logger.seen[0].sum()), float(state["w"].sum())
+"""
+
+
+@pytest.mark.parametrize("made", ['{"w": w}', "make_state(w)"])
+def test_a_method_given_an_earlier_value_of_the_array_keeps_nothing_of_the_state(made):
+    # `logger.log(w)` may keep what it is given, but it was given the zeros `w` held before
+    # it was rebound: the state holds the ones, which nothing else holds
+    source = LOGGED.replace("MADE", made)
+    (finding,) = _findings(source, "JXM001")
+    assert finding.confidence is Confidence.HIGH, finding.message
+    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    assert _run(donating) == (0.0, 0.5)
+
+
+@pytest.mark.parametrize("made", ['{"w": w}', "make_state(w)"])
+def test_a_method_given_the_states_array_after_the_state_is_made_may_keep_it(made):
+    source = LOGGED.replace("MADE", made).replace("    logger.log(w)\n", "").replace(
+        "    for _ in", "    logger.log(w)\n    for _ in")
+    (finding,) = _findings(source, "JXM001")
+    assert finding.confidence is Confidence.MEDIUM
+    assert "`logger.log(w)` may keep" in finding.message or "`logger` may hold" in finding.message
+    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    with raises_deleted_read():
+        _run(donating)
