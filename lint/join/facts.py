@@ -1520,15 +1520,16 @@ class FactExtractor:
                     self.ctx.nnx_classes(), self._factories_for(scope.provenance), self._defaults_provenance)
         return self._nnx_factories[name]
 
-    def _kept_by_receiver(self, event, name: str, flow: Flow, point: Point, owner_of) -> bool:
-        """Whether ``event`` hands the local ``name`` to a method that may keep it in its receiver
-        (:meth:`Provenance.keeping_receiver`: ``logger.log(w)``) whose keeping matters: the
-        receiver is not local (the caller or the object may read it later), or it is read after
-        the donating call at ``point``, or a closure reads it."""
-        receiver = self.provenance.keeping_receiver(event, name)
-        if receiver is None or self._keeps_nothing(event.node):
+    def _kept_by_call(self, event, name: str, flow: Flow, point: Point, owner_of) -> bool:
+        """Whether ``event`` hands the local ``name`` to a call made for its effect that may keep
+        it (:meth:`Provenance.keeping_call`: ``register(w)``, ``logger.log(w)``) where its keeping
+        matters: a function, which may keep it anywhere; a method whose receiver is not local
+        (the caller or the object may read it later), or is read after the donating call at
+        ``point``, or is read by a closure."""
+        kept, receiver = self.provenance.keeping_call(event, name)
+        if not kept or self._keeps_nothing(event.node):
             return False
-        if owner_of(receiver[:1]) != LOCAL:
+        if receiver is None or owner_of(receiver[:1]) != LOCAL:
             return True
         return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured
 
@@ -1809,7 +1810,7 @@ class FactExtractor:
                     made_here = event.origin
                     kept = handed_on(flow, source[0], lambda node: made_here is not None and (
                         node is made_here or _inside(node, made_here, ctx)),
-                        lambda event: self._kept_by_receiver(event, source[0], flow, point, owner_of), p) \
+                        lambda event: self._kept_by_call(event, source[0], flow, point, owner_of), p) \
                         if source_owner == LOCAL else None
                     if kept is not None:
                         escapes.append(Use(*_line_col(ctx, kept.node), f"`{render(key)}` holds `{render(source)}`, "

@@ -520,50 +520,71 @@ class Provenance:
                 return self.ctx.positions[kill.origin].start.line
         return self._capture_line(name)
 
-    def _container_read_after(self, name: str, held: set[str], after: Point,
-                              made_by: cst.Call | None = None) -> tuple[str, int] | None:
-        """``("`history` holds", line)`` for a local container of the scope that a mutator call
-        put ``name``'s value in (``history.append(w)``), or ``("`logger` may hold", line)`` for
-        an object a method may keep it in (:meth:`keeping_receiver`), that is read after the call
-        before ``after`` (or read by a closure); those among ``held`` (what the donated value is
-        made of) do not count, nor, when ``made_by`` (the call the donated value is made by)
-        is given, those given another value of ``name`` than it is."""
+    def _kept_elsewhere(self, name: str, held: set[str], after: Point,
+                        made_by: cst.Call | None = None) -> str | None:
+        """Why the local ``name``'s value may still be held after the donating call before
+        ``after``, by what it was handed to: a local container a mutator put it in
+        (``history.append(w)``: "which `history` holds, read again at line 9"), an object
+        a method made for its effect may keep it in (:meth:`keeping_call`, ``logger.log(w)``:
+        "which `logger` may hold, ..."), both when read after (or by a closure); an object
+        that is not local, or a function that may keep it wherever it puts it
+        (``register(w)``: "which `register(w)` (line 7) may keep"); None when nothing is.
+        Containers and objects among ``held`` (what the donated value is made of) do not
+        count, nor, when ``made_by`` (the call the donated value is made by) is given, those
+        given another value of ``name`` than it is."""
         made_at = self.flow.point_after(made_by) if made_by is not None else None
         for point, event in self.flow.events_about(name):
             if made_at is not None and not self.flow.same_value(name, point, Point(made_at.node, made_at.index - 1)):
                 continue
-            key = self.keeping_receiver(event, name)
-            if key is None and (event.kind != ALIAS or event.detail != "container" or event.key is None
-                                or not any(source[0] == name for source in event.sources)):
+            kept, key = self.keeping_call(event, name)
+            if kept and (key is None or self.owner_of(key[:1]) != "local"):
+                if key is None or key[0] not in held:
+                    line = self.ctx.positions[event.node].start.line
+                    return f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep"
                 continue
-            holds = "holds" if key is None else "may hold"
+            if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
+                             or not any(source[0] == name for source in event.sources)):
+                continue
+            holds = "may hold" if kept else "holds"
             key = key or event.key
             if key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
                     or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
                 continue  # (``nnx.update(model, state)``: a module's function, no container)
             line = self._read_line_after(key[0], after)  # or where a closure reading it is
             if line is not None:
-                return f"`{key[0]}` {holds}", line
+                return f"which `{key[0]}` {holds}, read again at line {line}"
         return None
 
-    def keeping_receiver(self, event: Event, name: str) -> RefKey | None:
-        """``logger`` when ``event`` hands the local ``name``'s value to a method of it made for
-        its effect (``logger.log(w)`` as a statement: a method whose result is not used may well
-        keep its argument, ``self.seen.append(value)``); None for any other event, and for a
-        module's function (``jax.debug.print``), a method of the value itself, and a method known
-        to keep nothing (``READING_METHODS``, a standard optax transform's ``init``)."""
+    def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None]:
+        """Whether ``event`` hands the local ``name``'s value to a call made for its effect (a
+        statement of its own, or its result thrown away) that may keep it, and the object it
+        may keep it in: ``(True, ("logger",))`` for ``logger.log(w)`` (a method whose result is
+        not used may well keep its argument, ``self.seen.append(value)``), ``(True, None)`` for
+        ``register(w)``, a function of the project whose body may keep an argument (or that
+        jaxmem cannot read: another file's, a local callable).  ``(False, None)`` for any other
+        event, and for a library function, a builtin (``print(w)``), a method of the value
+        itself or of a module (``jax.debug.print``), a method known to keep nothing
+        (``READING_METHODS``, a standard optax transform's ``init``), a function of this file
+        whose body keeps no argument."""
         call = event.node
         if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
-                or type(call) is not cst.Call or type(call.func) is not cst.Attribute \
-                or id(call) not in self.ctx.statement_calls():
-            return None
-        receiver = ref_key(call.func.value)
-        if receiver is None or receiver[0] == name or self.ctx.imports.resolve(call.func.value) is not None:
-            return None
-        if self.only_reads(call.func) or (call.func.attr.value == "init" and len(call.args) == 1
-                                          and self.inits_new_arrays(call.func.value)):
-            return None
-        return receiver
+                or type(call) is not cst.Call or id(call) not in self.ctx.statement_calls():
+            return False, None
+        func = call.func
+        if type(func) is cst.Name:
+            # (the flow hands a value on to a call only when it may keep it: not to a builtin
+            # such as ``print``, nor to a function of this file whose body keeps nothing)
+            qualified = self.ctx.imports.resolve(func)
+            return qualified is None or self.ctx.imports.is_project(qualified), None
+        if type(func) is not cst.Attribute:
+            return False, None
+        receiver = ref_key(func.value)
+        if receiver is None or receiver[0] == name or self.ctx.imports.resolve(func.value) is not None:
+            return False, None
+        if self.only_reads(func) or (func.attr.value == "init" and len(call.args) == 1
+                                     and self.inits_new_arrays(func.value)):
+            return False, None
+        return True, receiver
 
     def _capture_line(self, name: str, within: cst.CSTNode | None = None) -> int | None:
         """The line of :meth:`capturing_closure`'s closure, or None."""
@@ -1368,9 +1389,8 @@ class Provenance:
                     elif not self.defined_only(key[0]) and (closure_line := self._capture_line(key[0], call)) is not None:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
-                    elif (filled := self._container_read_after(
-                            key[0], names, after, call if key == (name,) else None)) is not None:
-                        reasons.append(f"{named}, which {filled[0]}, read again at line {filled[1]}")
+                    elif (kept := self._kept_elsewhere(key[0], names, after, call if key == (name,) else None)):
+                        reasons.append(f"{named}, {kept}")
 
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):

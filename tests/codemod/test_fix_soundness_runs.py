@@ -401,6 +401,35 @@ PROGRAMS = {
         logger.log(w)
         report = lambda: float(logger.seen[0].sum())  # noqa: E731
         state = make_state(w)""")},
+    # A function called for its effect that keeps the array it is given in a module's list.
+    "kept-by-a-function-of-this-file": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        register(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-of-another-file-then-made-by-a-helper": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    from registry import SEEN, register
+
+
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+        register(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = make_state(w)""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}

@@ -1085,3 +1085,16 @@ def test_a_method_given_the_states_array_after_the_state_is_made_may_keep_it(mad
         "import jax\n", "from functools import partial\n\nimport jax\n", 1)
     with raises_deleted_read():
         _run(donating)
+
+
+def test_a_function_of_the_file_that_keeps_nothing_leaves_the_state_its_own():
+    # `show(w)` is called for its effect, but its body only reads what it is given
+    source = LOGGED.replace("MADE", '{"w": w}').replace(
+        "def make_state(w):", "def show(value):\n    print(float(value.sum()))\n\n\ndef make_state(w):").replace(
+        "    logger.log(w)\n", "").replace("    for _ in", "    show(w)\n    for _ in")
+    (finding,) = _findings(source, "JXM001")
+    assert finding.confidence is Confidence.HIGH, finding.message
+    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1).replace(
+        "float(logger.seen[0].sum())", "len(logger.seen)")
+    assert _run(donating) == (0, 0.5)
