@@ -104,6 +104,16 @@ _VIEW_CALLS = {
                               "uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128")},
     "cond": 3, "switch": 2, "fori_loop": 3, "while_loop": 2, "scan": 1, "associative_scan": 1, "map": 1,
     "functools.reduce": 1, "copy.copy": 0,
+    # the pytree utilities that hand back leaves as they are: a rebuilt tree
+    # (``jax.tree.unflatten(treedef, leaves)``), the leaves with their paths, a reduction
+    # that may return a leaf (``jax.tree.reduce(max, x)`` of one leaf), a transpose, a
+    # broadcast; optax's ``tree_get`` (a leaf), ``tree_set`` and ``tree_cast`` (to the
+    # dtype a leaf has, or none: the leaf itself).  Checked on jax 0.10.2, optax 0.2.8.
+    "tree.unflatten": 1, "tree_unflatten": 1, "tree.flatten_with_path": 0, "tree_flatten_with_path": 0,
+    "tree.leaves_with_path": 0, "tree_leaves_with_path": 0, "tree.reduce": 1, "tree_reduce": 1,
+    "tree.transpose": 2, "tree_transpose": 2, "tree.broadcast": 0, "tree_broadcast": 0,
+    "tree.map_with_path": 1, "tree_map_with_path": 1,
+    "tree.get": 0, "tree_get": 0, "tree.set": 0, "tree_set": 0, "tree.cast": 0, "tree_cast": 0,
 }
 _VIEW_CALLS_BY_LAST: dict[str, list[tuple[str, int]]] = {}  # by the last name: one dict lookup per call
 for _suffix, _position in _VIEW_CALLS.items():
