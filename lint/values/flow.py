@@ -1327,11 +1327,21 @@ class FlowBuilder:
                 self._expr(element.slice, events)
             if base is not None:
                 events.append(Event(ALIAS, base, target, tuple(sources)))
+            else:
+                self._stored_out_of_sight(target, sources, events)
             return
         if isinstance(target, cst.Attribute):
             self._expr(target.value, events)
+            self._stored_out_of_sight(target, sources, events)
             return
         self._expr(target, events)
+
+    @staticmethod
+    def _stored_out_of_sight(target, sources, events) -> None:
+        """A value stored into an object no name holds (``globals()["G"] = state``,
+        ``registry().w = w``): kept where the flow cannot follow it."""
+        for key in sources:
+            events.append(Event(ESCAPE, key, target, (), "stored"))
 
     def _parts(self, origin, origin_kind: str) -> tuple[RefKey, ...]:
         """What a bound value may be a part of, one way (``Event.parts``): through a

@@ -1139,3 +1139,49 @@ def test_pytree_utilities_hand_back_the_states_own_leaves(keep, read):
         "import jax\n", "from functools import partial\n\nimport jax\n", 1)
     with raises_deleted_read():
         _run(donating)
+
+
+STORED_OUT_OF_SIGHT = """\
+import jax
+import jax.numpy as jnp
+
+
+class Box:
+    pass
+
+
+BOX = Box()
+
+
+def box():
+    return BOX
+
+
+@jax.jit
+def step(state):
+    return {"w": state["w"] * 2.0}
+
+
+def main():
+    w = jnp.ones(4)
+    state = {"w": w}
+    STORE
+    for _ in range(3):
+        state = step(state)
+    return float(state["w"].sum()), float(READ.sum())
+"""
+
+
+@pytest.mark.parametrize("store, read", [
+    ('globals()["KEPT"] = state', 'KEPT["w"]'),
+    ("box().w = w", "BOX.w"),
+    ('vars(BOX)["w"] = w', "BOX.w"),
+])
+def test_a_value_stored_into_an_object_no_name_holds_is_kept(store, read):
+    # proposed at high confidence before: the store went into an object the flow had no name for
+    source = STORED_OUT_OF_SIGHT.replace("STORE", store).replace("READ", read)
+    assert all(f.confidence is not Confidence.HIGH for f in _findings(source, "JXM001"))
+    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
+        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    with raises_deleted_read():
+        _run(donating)
