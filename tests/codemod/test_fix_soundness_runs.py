@@ -202,6 +202,17 @@ CLOSURE_RUN = """
     run()
     """
 
+# A class whose method keeps the value it is given (indented as CLOSURE_RUN's MAKE).
+LOGGER = """
+    class Logger:
+        def __init__(self):
+            self.seen = []
+
+        def log(self, value):
+            self.seen.append(value)
+
+"""
+
 FILL = """
 import jax.numpy as jnp
 
@@ -367,30 +378,14 @@ PROGRAMS = {
         state = make_state(w)""")},
     # An object whose method keeps the array it is given (``logger.log(w)`` appends it), read
     # after the training: the method is called for its effect, so it may keep its argument.
-    "kept-by-a-method-of-an-object-read-after": {"train.py": CLOSURE_RUN.replace("MAKE", """
-    class Logger:
-        def __init__(self):
-            self.seen = []
-
-        def log(self, value):
-            self.seen.append(value)
-
-
+    "kept-by-a-method-of-an-object-read-after": {"train.py": CLOSURE_RUN.replace("MAKE", LOGGER + """
     def run():
         w = jnp.ones(4)
         logger = Logger()
         logger.log(w)
         report = lambda: float(logger.seen[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
-    "kept-by-a-method-then-made-by-a-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
-    class Logger:
-        def __init__(self):
-            self.seen = []
-
-        def log(self, value):
-            self.seen.append(value)
-
-
+    "kept-by-a-method-then-made-by-a-helper": {"train.py": CLOSURE_RUN.replace("MAKE", LOGGER + """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}
 

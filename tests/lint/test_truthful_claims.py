@@ -49,6 +49,14 @@ def raises_deleted_read():
     return pytest.raises((RuntimeError, ValueError), match="Array has been deleted|Buffer has been deleted or donated")
 
 
+def _donating(source: str) -> str:
+    """``source`` with its ``@jax.jit`` step donating its first argument."""
+    source = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
+    if "from functools import partial" not in source:
+        source = source.replace("import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    return source
+
+
 def _run(source: str, call: str = "main()"):
     namespace: dict = {"__name__": "prog"}
     with warnings.catch_warnings():
@@ -935,8 +943,7 @@ def test_a_container_filled_with_new_arrays_is_proposed(made, fill):
     source = FILLED.replace("MADE", made).replace("FILL", fill.replace("VALUE", "jnp.zeros((4, 4))"))
     (finding,) = _findings(source, "JXM001")
     assert finding.parameter_name == "state" and finding.confidence is Confidence.HIGH
-    leaves, _ = _run(source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n")
-                     .replace("import jax\n", "from functools import partial\n\nimport jax\n", 1))
+    leaves, _ = _run(_donating(source))
     assert [leaf.shape for leaf in leaves] == [(4, 4)]
 
 
@@ -947,10 +954,8 @@ def test_a_container_filled_with_an_array_read_later_is_not_high_and_donating_it
     (finding,) = _findings(source, "JXM001")
     assert finding.confidence is Confidence.MEDIUM
     assert "`w` still holds its arrays" in finding.message or "is stored into it" in finding.message
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
     with raises_deleted_read():
-        _run(donating)
+        _run(_donating(source))
 
 
 def test_a_container_of_python_values_is_still_not_worth_donating():
@@ -1069,8 +1074,7 @@ def test_a_method_given_an_earlier_value_of_the_array_keeps_nothing_of_the_state
     source = LOGGED.replace("MADE", made)
     (finding,) = _findings(source, "JXM001")
     assert finding.confidence is Confidence.HIGH, finding.message
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
+    donating = _donating(source)
     assert _run(donating) == (0.0, 0.5)
 
 
@@ -1081,10 +1085,8 @@ def test_a_method_given_the_states_array_after_the_state_is_made_may_keep_it(mad
     (finding,) = _findings(source, "JXM001")
     assert finding.confidence is Confidence.MEDIUM
     assert "`logger.log(w)` may keep" in finding.message or "`logger` may hold" in finding.message
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
     with raises_deleted_read():
-        _run(donating)
+        _run(_donating(source))
 
 
 def test_a_function_of_the_file_that_keeps_nothing_leaves_the_state_its_own():
@@ -1094,56 +1096,15 @@ def test_a_function_of_the_file_that_keeps_nothing_leaves_the_state_its_own():
         "    logger.log(w)\n", "").replace("    for _ in", "    show(w)\n    for _ in")
     (finding,) = _findings(source, "JXM001")
     assert finding.confidence is Confidence.HIGH, finding.message
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1).replace(
+    donating = _donating(source).replace(
         "float(logger.seen[0].sum())", "len(logger.seen)")
     assert _run(donating) == (0, 0.5)
 
 
-TREE_UTILITY = """\
+KEPT_ELSEWHERE = """\
 import jax
 import jax.numpy as jnp
 import optax
-
-
-@jax.jit
-def step(state):
-    return {"w": state["w"] * 2.0}
-
-
-def main():
-    state = {"w": jnp.ones(4)}
-    KEEP
-    for _ in range(3):
-        state = step(state)
-    return float(state["w"].sum()), float(READ.sum())
-"""
-
-
-@pytest.mark.parametrize("keep, read", [
-    ("leaves, treedef = jax.tree.flatten(state)\n    kept = jax.tree.unflatten(treedef, leaves)", 'kept["w"]'),
-    ("kept = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(state), jax.tree_util.tree_leaves(state))",
-     'kept["w"]'),
-    ("kept = jax.tree.reduce(max, state)", "kept"),  # one leaf: the leaf itself
-    ("kept = jax.tree.reduce(lambda a, b: a + b, state)", "kept"),
-    ("kept, _ = jax.tree_util.tree_flatten_with_path(state)", "kept[0][1]"),
-    ('kept = optax.tree_utils.tree_get(state, "w")', "kept"),
-])
-def test_pytree_utilities_hand_back_the_states_own_leaves(keep, read):
-    # proposed at high confidence before: each kept value is the state's very array (jax 0.10.2,
-    # optax 0.2.8), so donating the state deletes what the program reads after the loop
-    pytest.importorskip("optax")
-    source = TREE_UTILITY.replace("KEEP", keep).replace("READ", read)
-    assert all(f.confidence is not Confidence.HIGH for f in _findings(source, "JXM001"))
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
-    with raises_deleted_read():
-        _run(donating)
-
-
-STORED_OUT_OF_SIGHT = """\
-import jax
-import jax.numpy as jnp
 
 
 class Box:
@@ -1165,23 +1126,32 @@ def step(state):
 def main():
     w = jnp.ones(4)
     state = {"w": w}
-    STORE
+    KEEP
     for _ in range(3):
         state = step(state)
     return float(state["w"].sum()), float(READ.sum())
 """
 
 
-@pytest.mark.parametrize("store, read", [
+@pytest.mark.parametrize("keep, read", [
+    # pytree utilities that hand back the state's very leaves (jax 0.10.2, optax 0.2.8)
+    ("leaves, treedef = jax.tree.flatten(state)\n    kept = jax.tree.unflatten(treedef, leaves)", 'kept["w"]'),
+    ("kept = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(state), jax.tree_util.tree_leaves(state))",
+     'kept["w"]'),
+    ("kept = jax.tree.reduce(max, state)", "kept"),  # one leaf: the leaf itself
+    ("kept = jax.tree.reduce(lambda a, b: a + b, state)", "kept"),
+    ("kept, _ = jax.tree_util.tree_flatten_with_path(state)", "kept[0][1]"),
+    ('kept = optax.tree_utils.tree_get(state, "w")', "kept"),
+    # stores into an object no name holds
     ('globals()["KEPT"] = state', 'KEPT["w"]'),
     ("box().w = w", "BOX.w"),
     ('vars(BOX)["w"] = w', "BOX.w"),
 ])
-def test_a_value_stored_into_an_object_no_name_holds_is_kept(store, read):
-    # proposed at high confidence before: the store went into an object the flow had no name for
-    source = STORED_OUT_OF_SIGHT.replace("STORE", store).replace("READ", read)
+def test_a_value_kept_where_the_flow_had_no_name_for_it_is_not_high(keep, read):
+    # each was proposed at high confidence before: donating the state deletes what the program
+    # reads after the loop
+    pytest.importorskip("optax")
+    source = KEPT_ELSEWHERE.replace("KEEP", keep).replace("READ", read)
     assert all(f.confidence is not Confidence.HIGH for f in _findings(source, "JXM001"))
-    donating = source.replace("@jax.jit\n", "@partial(jax.jit, donate_argnums=0)\n").replace(
-        "import jax\n", "from functools import partial\n\nimport jax\n", 1)
     with raises_deleted_read():
-        _run(donating)
+        _run(_donating(source))
