@@ -403,6 +403,7 @@ class _Context:
         self._deferred: set[int] | None = None  # see deferred_calls
         self._store_finder: StoreFinder | None = None  # see store_finder
         self._statement_calls: frozenset[int] | None = None  # see statement_calls
+        self._method_keeps: dict[str, bool] | None = None  # see method_keeps
         self._stored_into: frozenset[str] | None = None  # see stored_into
 
     def deferred_calls(self) -> set[int]:
@@ -472,6 +473,20 @@ class _Context:
                 if isinstance(stmt, cst.ClassDef):
                     self._classes.setdefault(stmt.name.value, []).append(stmt)
         return self._classes
+
+    def method_keeps(self, name: str) -> bool:
+        """Whether a method ``name`` of one of the module's top-level classes may keep an
+        argument after it returns (:func:`keeps_arguments`: ``self.kept.append(value)``), so
+        a call ``obj.name(w)`` whose result is used may still keep ``w`` in ``obj``.  Decided
+        by the name alone: which class ``obj`` is an instance of is not known."""
+        if self._method_keeps is None:
+            self._method_keeps = {}
+            for classes in self.top_level_classes().values():
+                for cls in classes:
+                    for stmt in cls.body.body:
+                        if isinstance(stmt, cst.FunctionDef) and not self._method_keeps.get(stmt.name.value):
+                            self._method_keeps[stmt.name.value] = keeps_arguments(stmt)
+        return self._method_keeps.get(name, False)
 
     def may_gain_arrays(self, name: str) -> bool:
         """Whether code anywhere in the module may store something other than a literal into the

@@ -559,7 +559,9 @@ class Provenance:
         """Whether ``event`` hands the local ``name``'s value to a call made for its effect (a
         statement of its own, or its result thrown away) that may keep it, and the object it
         may keep it in: ``(True, ("logger",))`` for ``logger.log(w)`` (a method whose result is
-        not used may well keep its argument, ``self.seen.append(value)``), ``(True, None)`` for
+        not used may well keep its argument, ``self.seen.append(value)``; so may one whose
+        result is used when a class of this file has a method of that name that keeps an
+        argument: ``n = tracker.track(w)``), ``(True, None)`` for
         ``register(w)``, a function of the project whose body may keep an argument (or that
         jaxmem cannot read: another file's, a local callable).  ``(False, None)`` for any other
         event, and for a library function, a builtin (``print(w)``), a method of the value
@@ -568,9 +570,12 @@ class Provenance:
         whose body keeps no argument."""
         call = event.node
         if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
-                or type(call) is not cst.Call or id(call) not in self.ctx.statement_calls():
+                or type(call) is not cst.Call:
             return False, None
         func = call.func
+        if id(call) not in self.ctx.statement_calls() and not (
+                type(func) is cst.Attribute and self.ctx.method_keeps(func.attr.value)):
+            return False, None  # its result is used: taken to be what the call is for
         if type(func) is cst.Name:
             # (the flow hands a value on to a call only when it may keep it: not to a builtin
             # such as ``print``, nor to a function of this file whose body keeps nothing)

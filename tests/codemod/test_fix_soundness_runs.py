@@ -396,6 +396,27 @@ PROGRAMS = {
         logger.log(w)
         report = lambda: float(logger.seen[0].sum())  # noqa: E731
         state = make_state(w)""")},
+    # A method that keeps what it is given and returns something else, its result used.
+    "kept-by-a-method-whose-result-is-used": {"train.py": CLOSURE_RUN.replace("MAKE", LOGGER + """
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        if logger.log(w) is None:
+            print("logged")
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-whose-result-is-used-then-made-by-a-helper": {
+        "train.py": CLOSURE_RUN.replace("MAKE", LOGGER + """
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        logged = logger.log(w)
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = make_state(w)""")},
     # A function called for its effect that keeps the array it is given in a module's list.
     "kept-by-a-function-of-this-file": {"train.py": CLOSURE_RUN.replace("MAKE", """
     SEEN = []
