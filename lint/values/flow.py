@@ -959,7 +959,7 @@ def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lam
         if key is None or (made is not None and not flow.same_value(name, point, made)):
             continue
         if event.kind == ESCAPE:
-            # not "call": most calls given it keep nothing (``m.apply(variables, x)``, ``tx.init(p)``)
+            # a call only when ``kept_by_call`` says so: most keep nothing (``m.apply(variables, x)``)
             kept = key[0] == name and (event.detail in ("stored", "yield") or kept_by_call(event))
         elif event.kind == ALIAS or (event.kind == WRITE and len(key) > 1):
             kept = key[0] != name and any(source[0] == name for source in event.sources)

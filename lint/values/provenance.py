@@ -556,18 +556,18 @@ class Provenance:
         return None
 
     def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None]:
-        """Whether ``event`` hands the local ``name``'s value to a call made for its effect (a
-        statement of its own, or its result thrown away) that may keep it, and the object it
-        may keep it in: ``(True, ("logger",))`` for ``logger.log(w)`` (a method whose result is
-        not used may well keep its argument, ``self.seen.append(value)``; so may one whose
-        result is used when a class of this file has a method of that name that keeps an
-        argument: ``n = tracker.track(w)``), ``(True, None)`` for
-        ``register(w)``, a function of the project whose body may keep an argument (or that
-        jaxmem cannot read: another file's, a local callable).  ``(False, None)`` for any other
-        event, and for a library function, a builtin (``print(w)``), a method of the value
-        itself or of a module (``jax.debug.print``), a method known to keep nothing
-        (``READING_METHODS``, a standard optax transform's ``init``), a function of this file
-        whose body keeps no argument."""
+        """Whether ``event`` hands the local ``name``'s value to a call that may keep it, and
+        the object it may keep it in.  A call made for its effect (a statement of its own, or
+        its result thrown away) may well keep what it is given: ``(True, ("logger",))`` for
+        ``logger.log(w)`` (``Logger.log`` appends to ``self.seen``), ``(True, None)`` for
+        ``register(w)`` (a function of the project, or a local callable: it may keep it
+        anywhere).  A call whose result is used is taken to be made for that result, unless
+        it is a method whose name a class of this file gives a method that keeps an argument
+        (``n = tracker.track(w)``).  ``(False, None)`` for any other event, and for a library
+        function, a builtin (``print(w)``), a method of the value itself or of a module
+        (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``, a
+        standard optax transform's ``init``), a function of this file whose body keeps no
+        argument (the flow hands nothing on to those)."""
         call = event.node
         if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
                 or type(call) is not cst.Call:
@@ -577,8 +577,6 @@ class Provenance:
                 type(func) is cst.Attribute and self.ctx.method_keeps(func.attr.value)):
             return False, None  # its result is used: taken to be what the call is for
         if type(func) is cst.Name:
-            # (the flow hands a value on to a call only when it may keep it: not to a builtin
-            # such as ``print``, nor to a function of this file whose body keeps nothing)
             qualified = self.ctx.imports.resolve(func)
             return qualified is None or self.ctx.imports.is_project(qualified), None
         if type(func) is not cst.Attribute:
