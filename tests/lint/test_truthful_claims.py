@@ -57,6 +57,16 @@ def _donating(source: str) -> str:
     return source
 
 
+def _medium_and_deleted_when_forced(source: str, *said: str) -> None:
+    """``source``'s one JXM001 is medium, its message says one of ``said``, and donating the
+    state deletes an array the program reads after the loop."""
+    (finding,) = _findings(source, "JXM001")
+    assert finding.confidence is Confidence.MEDIUM
+    assert any(phrase in finding.message for phrase in said), finding.message
+    with raises_deleted_read():
+        _run(_donating(source))
+
+
 def _run(source: str, call: str = "main()"):
     namespace: dict = {"__name__": "prog"}
     with warnings.catch_warnings():
@@ -951,11 +961,7 @@ def test_a_container_filled_with_new_arrays_is_proposed(made, fill):
 def test_a_container_filled_with_an_array_read_later_is_not_high_and_donating_it_deletes_that_array(made, fill):
     # proposed at high confidence before: the forced donation deletes `w`, read after the loop
     source = FILLED.replace("MADE", made).replace("FILL", fill.replace("VALUE", "w"))
-    (finding,) = _findings(source, "JXM001")
-    assert finding.confidence is Confidence.MEDIUM
-    assert "`w` still holds its arrays" in finding.message or "is stored into it" in finding.message
-    with raises_deleted_read():
-        _run(_donating(source))
+    _medium_and_deleted_when_forced(source, "`w` still holds its arrays", "is stored into it")
 
 
 def test_a_container_of_python_values_is_still_not_worth_donating():
@@ -1082,11 +1088,7 @@ def test_a_method_given_an_earlier_value_of_the_array_keeps_nothing_of_the_state
 def test_a_method_given_the_states_array_after_the_state_is_made_may_keep_it(made):
     source = LOGGED.replace("MADE", made).replace("    logger.log(w)\n", "").replace(
         "    for _ in", "    logger.log(w)\n    for _ in")
-    (finding,) = _findings(source, "JXM001")
-    assert finding.confidence is Confidence.MEDIUM
-    assert "`logger.log(w)` may keep" in finding.message or "`logger` may hold" in finding.message
-    with raises_deleted_read():
-        _run(_donating(source))
+    _medium_and_deleted_when_forced(source, "`logger.log(w)` may keep", "`logger` may hold")
 
 
 def test_a_function_of_the_file_that_keeps_nothing_leaves_the_state_its_own():
