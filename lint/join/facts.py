@@ -1549,22 +1549,12 @@ class FactExtractor:
         return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured
 
     def _keeps_nothing(self, node) -> bool:
-        """Whether a call that received the value provably keeps no reference to it:
-        ``tx.init(params)`` or ``opt_init(params)`` of a standard optax transform (a pure
-        function whose state is new buffers, checked per transform in
-        ``test_array_api_facts``), ``buffer.init(x)`` of a flashbax buffer, a method that only reads
-        (``vault.write(state)``, see ``READING_METHODS``), or a jit called where it is made
-        (``jax.pmap(opt_init)(params)``: the traced function sees tracers, never the array)."""
+        """Whether a call that received the value provably keeps no reference to it
+        (:meth:`Provenance.keeps_nothing`), or is an assertion of a test case."""
         if not isinstance(node, cst.Call):
             return False
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "init" and len(node.args) == 1:
-            return self.provenance.inits_new_arrays(func.value)
-        if self.provenance.only_reads(func):
-            return True  # buffer.sample(state, key), vault.write(state)
-        if self._test_assertion(func):
-            return True  # self.assertIsInstance(state, dict) in a unittest/absltest TestCase
-        return self.provenance.is_transform_init(func) or self.provenance.immediate_jit(node)
+        # self.assertIsInstance(state, dict) in a unittest/absltest TestCase
+        return self.provenance.keeps_nothing(node) or self._test_assertion(node.func)
 
     def _test_assertion(self, func) -> bool:
         """Whether ``func`` is ``self.assertX`` in a method of a top-level class whose bases are

@@ -584,10 +584,21 @@ class Provenance:
         receiver = ref_key(func.value)
         if receiver is None or receiver[0] == name or self.ctx.imports.resolve(func.value) is not None:
             return False, None
-        if self.only_reads(func) or (func.attr.value == "init" and len(call.args) == 1
-                                     and self.inits_new_arrays(func.value)):
+        if self.keeps_nothing(call):
             return False, None
         return True, receiver
+
+    def keeps_nothing(self, call: cst.Call) -> bool:
+        """Whether ``call`` provably keeps no reference to what it is given: ``tx.init(params)``
+        or ``opt_init(params)`` of a standard optax transform (a pure function whose state is
+        new buffers, checked per transform in ``test_array_api_facts``), ``buffer.init(x)`` of
+        a flashbax buffer, a method that only reads (``vault.write(state)``, see
+        ``READING_METHODS``), or a jit called where it is made (``jax.pmap(opt_init)(params)``:
+        the traced function sees tracers, never the array)."""
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "init" and len(call.args) == 1:
+            return self.inits_new_arrays(func.value)
+        return self.only_reads(func) or self.is_transform_init(func) or self.immediate_jit(call)
 
     def _capture_line(self, name: str, within: cst.CSTNode | None = None) -> int | None:
         """The line of :meth:`capturing_closure`'s closure, or None."""
