@@ -96,7 +96,7 @@ def check_paths(
         return reports
     sources = _decode(run, read)
     del read  # the bytes of every file
-    sources = _select_context(run, sources)
+    sources = _select_context(run, caches, sources)
     summary, hints = _summarize(caches, sources, settings)
     run.compute(_plan_facts(run, caches, sources, summary, hints), jobs, hints)
     caches.save_indexes(limit=2 * len(files + context) + 1000)  # room for this project and some edits
@@ -138,11 +138,14 @@ def _decode(run: _Run, read: list[tuple]) -> list[tuple]:
     return sources
 
 
-def _select_context(run: _Run, sources: list[tuple]) -> list[tuple]:
+def _select_context(run: _Run, caches: _Caches, sources: list[tuple]) -> list[tuple]:
     """``sources`` without the project's files that cannot matter to the requested ones.
 
     Of the project's other files, only those that import, call or pass what
     the requested files define, or that the requested files import, are kept.
+    The methods of the others' classes that may keep an argument still count
+    (``run.unseen_keeping``: an object of such a class may reach the requested
+    files unnamed, see :mod:`jaxmem.lint.values.kept_if`).
     """
     if not run.context:
         return sources
@@ -150,6 +153,10 @@ def _select_context(run: _Run, sources: list[tuple]) -> list[tuple]:
 
     wanted = engine.context_selector({s.path: s.text for p, s in sources if p not in run.context},
                                      run.settings.own_packages)
+    dropped = [(p, s) for p, s in sources if p in run.context and not wanted(s.path, s.text)]
+    if dropped:
+        summaries = caches.summaries(dropped, run.settings.own_packages)
+        run.unseen_keeping = frozenset().union(*(summary.keeping for summary in summaries.values()))
     sources = [(p, s) for p, s in sources if p not in run.context or wanted(s.path, s.text)]
     kept = {s.path for _, s in sources}
     run.order = [p for p in run.order if p in kept or p not in run.context]
@@ -178,7 +185,7 @@ def _plan_facts(run: _Run, caches: _Caches, sources: list[tuple], summary: dict,
     for path, source in sources:
         run.texts[source.path] = source.text
         if not summary_involves_jit(summary[source.path], source.text, run.settings, hints):
-            facts = caches.skipped_facts(source, summary[source.path].private, run.settings)
+            facts = caches.skipped_facts(source, summary[source.path], run.settings)
             run.add_facts(source.path, facts, _skipped_facts_digest(facts))
             continue
         # Which parts of a file are analysed depends on the names it can call
@@ -233,10 +240,11 @@ def _facts_digest(content_digest: str, reachable_hints, in_package: bool) -> str
 
 def _skipped_facts_digest(facts) -> str:
     """The facts digest of a file the pre-filter skipped: such facts are a
-    function of the path (which the join digest holds), the parse verdict and
-    the private names (see ``engine.skipped_facts``), so no encoding is needed."""
-    private = hashlib.sha256(" ".join(sorted(facts.private_names)).encode()).hexdigest()[:32]
-    return f"skipped {facts.parse_error!r} {private}"
+    function of the path (which the join digest holds), the parse verdict, the
+    private names and the methods that may keep an argument (see
+    ``engine.skipped_facts``), so no encoding is needed."""
+    names = " ".join(sorted(facts.private_names)) + "|" + " ".join(sorted(facts.keeping_methods))
+    return f"skipped {facts.parse_error!r} {hashlib.sha256(names.encode()).hexdigest()[:32]}"
 
 
 def is_internal_error(finding: Finding) -> bool:
@@ -391,7 +399,8 @@ class _Caches:
         """Each source's pre-filter summary by path: from the index, else computed."""
         from jaxmem.summaries import Summaries
 
-        self.summary_index = Summaries(self.facts, own_packages)
+        if self.summary_index is None:
+            self.summary_index = Summaries(self.facts, own_packages)
         return {source.path: self.summary_index.summary(source.digest, source.text) for _, source in sources}
 
     def open_file_lookups(self) -> None:
@@ -399,15 +408,17 @@ class _Caches:
         self.joined_files = self.run.facts_digests() if self.run is not None else {}
         self.skipped = self.facts.skipped_index() if self.facts is not None else {}
 
-    def skipped_facts(self, source, private: frozenset[str], settings: Settings):
-        """The facts of a file the pre-filter skips, its syntax verdict from the index, else found now."""
+    def skipped_facts(self, source, summary, settings: Settings):
+        """The facts of a file the pre-filter skips (``summary``: its ``TextSummary``), its
+        syntax verdict from the index, else found now."""
         from jaxmem.lint import engine
 
+        known = {"private": summary.private, "keeping": summary.keeping}
         if source.digest in self.skipped:
             facts = engine.skipped_facts(source.path, source.text, settings,
-                                         parse_error=self.skipped[source.digest], private=private)
+                                         parse_error=self.skipped[source.digest], **known)
         else:
-            facts = engine.skipped_facts(source.path, source.text, settings, private=private)
+            facts = engine.skipped_facts(source.path, source.text, settings, **known)
         self.skipped_now[source.digest] = facts.parse_error
         return facts
 
@@ -470,6 +481,7 @@ class _Run:
     entries: dict[str, tuple] = field(default_factory=dict)  # path -> (content digest, cache key) of cached facts
     hints: frozenset = frozenset()
     join: tuple | None = None  # what to store of this run's join: see RunCache.put
+    unseen_keeping: frozenset = frozenset()  # see _select_context
 
     def in_package(self, path: str) -> bool:
         """Whether the folder of ``path`` holds an ``__init__.py`` (the engine
@@ -601,7 +613,7 @@ class _Run:
         from jaxmem.lint import engine
 
         in_order = [path for path in self.order if path in self.facts or path in self.deferred]
-        digests = [(path, self.facts_digests.get(path)) for path in in_order]
+        digests = self._join_digests(in_order)
         if self.digesting and all(digest is not None for _, digest in digests):
             key = joined_digest(digests)
             joined = stored_join(key) if stored_join is not None else None
@@ -614,15 +626,23 @@ class _Run:
         while True:
             in_order = [path for path in self.order if path in self.facts]
             try:
-                joined = engine.report([self.facts[path] for path in in_order], self.settings) if in_order else []
+                joined = engine.report([self.facts[path] for path in in_order], self.settings,
+                                       keeping_methods=self.unseen_keeping) if in_order else []
                 break
             except StaleEntry as stale:
                 # A cached file's arguments, read only now, were unusable: analyse it again, join again.
                 self._analyse_again(stale.path)
-        digests = [(path, self.facts_digests.get(path)) for path in in_order]
+        digests = self._join_digests(in_order)
         if self.digesting and all(digest is not None for _, digest in digests):
             self._remember_join(joined_digest(digests), joined)
         return joined
+
+    def _join_digests(self, in_order: list[str]) -> list[tuple]:
+        """What the join reads: each file's facts digest, in order, then the unseen files' keeping methods."""
+        digests = [(path, self.facts_digests.get(path)) for path in in_order]
+        if self.unseen_keeping:
+            digests.append(("", " ".join(sorted(self.unseen_keeping))))
+        return digests
 
     def _load_deferred(self) -> None:
         """Decode the deferred files' facts; one whose entry is gone (pruned by

@@ -49,7 +49,7 @@ from jaxmem.sources import UnreadableFile, read_regular_file
 CACHE_DIR_NAME = ".jaxmem_cache"
 ENTRY_FORMAT = "jaxmem-facts-8"
 SKIPPED_FORMAT = "jaxmem-skipped-2"
-SUMMARIES_FORMAT = "jaxmem-summaries-3"
+SUMMARIES_FORMAT = "jaxmem-summaries-4"
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 # A temporary file older than this was left by a run that died while writing.
 _STALE_TEMPORARY_SECONDS = 3600

@@ -46,14 +46,14 @@ def _index_name(cache: FactsCache) -> str:
 
 
 def _encode(summary: TextSummary) -> list:
-    names = (summary.jitted, summary.callable, summary.reads, summary.private, summary.defines)
+    names = (summary.jitted, summary.callable, summary.reads, summary.private, summary.defines, summary.keeping)
     return [summary.mentions_jit, *(" ".join(sorted(each)) for each in names)]
 
 
 def _decode(entry: list) -> TextSummary:
-    mentions_jit, jitted, callable_names, reads, private, defines = entry
+    mentions_jit, jitted, callable_names, reads, private, defines, keeping = entry
     return TextSummary(mentions_jit, _names(jitted), _names(callable_names), _names(reads), _names(private),
-                       _names(defines))
+                       _names(defines), _names(keeping))
 
 
 def _names(joined: str) -> frozenset[str]:
@@ -61,5 +61,5 @@ def _names(joined: str) -> frozenset[str]:
 
 
 def _is_entry(entry) -> bool:
-    return (type(entry) is list and len(entry) == 6 and type(entry[0]) is bool
+    return (type(entry) is list and len(entry) == 7 and type(entry[0]) is bool
             and all(type(names) is str for names in entry[1:]))

@@ -20,6 +20,7 @@ from jaxmem.findings import FileReport
 from jaxmem.lint.callables.definitions import MODULE_SCOPE
 from jaxmem.lint.join.checks import build_reports
 from jaxmem.lint.join.facts import FileFacts, extract, module_names_for
+from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods
 from jaxmem.lint.syntax.parsing import parse_module
 from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
     context_selector,
@@ -79,20 +80,24 @@ _NOT_GIVEN = object()
 
 
 def skipped_facts(path: str, text: str, settings: Settings, parse_error=_NOT_GIVEN,
-                  private: frozenset[str] | None = None) -> FileFacts:
-    """The facts of a file the pre-filter skips: only whether it parses
-    (``parse_error`` when an earlier run already found it out).
+                  private: frozenset[str] | None = None, keeping: frozenset[str] | None = None) -> FileFacts:
+    """The facts of a file the pre-filter skips: whether it parses (``parse_error``
+    when an earlier run already found it out), and the names of its methods that may
+    keep an argument, read from its text (``keeping``, from the pre-filter's summary
+    when given: :func:`maybe_keeping_methods`).
 
-    They must stay a function of ``path``, the parse verdict and the private
-    names (``private``, from the pre-filter's summary when given): the stored
-    join (:mod:`jaxmem.runcache`) identifies them by those.
+    They must stay a function of ``path``, the parse verdict, the private names
+    (``private``, from the pre-filter's summary when given) and those methods:
+    the stored join (:mod:`jaxmem.runcache`) identifies them by those.
     """
     if parse_error is _NOT_GIVEN:
         parse_error = _syntax_error(text, settings.target_version)
     if private is None:
         private = private_names(text)
+    if keeping is None:
+        keeping = maybe_keeping_methods(text)
     return FileFacts(path=path, module_names=module_names_for(path), skipped=True, parse_error=parse_error,
-                     private_names=private)
+                     private_names=private, keeping_methods=keeping)
 
 
 def facts_for_file(path: str, text: str, settings: Settings, hints: frozenset[str] = frozenset()) -> FileFacts:
@@ -128,7 +133,11 @@ def _analysed_facts(path: str, text: str, settings: Settings, hints: frozenset[s
             continue  # the blanking cut something it should not have: analyse everything
         facts, _ = extract(path, module, extra_wrappers=settings.extra_wrappers, public_module=public,
                            source=text, own_packages=settings.own_packages)
-        if candidate is text or not _reads_blanked_globals(facts, reduced.blanked_words):
+        if candidate is text:
+            return facts
+        if not _reads_blanked_globals(facts, reduced.blanked_words):
+            # the blanked classes' methods were not parsed: read them from the text
+            facts.keeping_methods |= maybe_keeping_methods(reduced.blanked)
             return facts
     return facts
 
@@ -144,15 +153,18 @@ def _reads_blanked_globals(facts: FileFacts, blanked_words: set[str]) -> bool:
     )
 
 
-def report(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False) -> list[FileReport]:
+def report(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False,
+           keeping_methods: frozenset[str] = frozenset()) -> list[FileReport]:
     """Join the facts of every file in a run into one report per file.
 
     Findings are not yet filtered by select/ignore/confidence or noqa;
     the caller (``jaxmem.api`` or the flake8 plugin) does that.  With
     ``partial_view`` (the files are not the whole project) no donation is
     proposed with high confidence: unseen files may call the function.
+    ``keeping_methods``: methods that may keep an argument in the project's
+    files that are not among ``all_facts`` (see :mod:`jaxmem.lint.values.kept_if`).
     """
-    return build_reports(all_facts, settings, partial_view=partial_view)
+    return build_reports(all_facts, settings, partial_view=partial_view, keeping_methods=keeping_methods)
 
 
 def analyze_source(text: str, path: str, settings: Settings | None = None, *, partial_view: bool = True) -> FileReport:

@@ -68,6 +68,7 @@ from jaxmem.lint.join.facts import (
     FileFacts,
     mention_key,
 )
+from jaxmem.lint.join.kept_if import settle_kept_if
 from jaxmem.lint.join.uncalled import called_definitions, uncalled_proposals
 from jaxmem.lint.rules import RULES
 from jaxmem.lint.syntax.relevance import OWN_METHOD
@@ -1424,7 +1425,8 @@ def _with_imported_signatures(all_facts: list[FileFacts]) -> list[FileFacts]:
     return out
 
 
-def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False) -> list[FileReport]:
+def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_view: bool = False,
+                  keeping_methods: frozenset[str] = frozenset()) -> list[FileReport]:
     """Findings for every file of the run (unfiltered; see ``engine.report``)."""
     out = Reporter()
     for facts in all_facts:
@@ -1434,6 +1436,7 @@ def build_reports(all_facts: list[FileFacts], settings: Settings, *, partial_vie
             out.add("JXM900", facts.path, _span(line, col), message)
     all_facts = _with_imported_signatures(all_facts)
     index = Index(all_facts)
+    all_facts = settle_kept_if(all_facts, keeping_methods, index.keeps_nothing)  # Index reads no reason
     calls = resolve_calls(all_facts, index)
     index.nnx_calls = {(rc.path, rc.call.line, rc.call.col) for rc in calls if rc.definition.keeps_module_args}
     by_definition: dict[tuple[str, int, tuple], list[ResolvedCall]] = defaultdict(list)

@@ -85,6 +85,7 @@ from jaxmem.lint.values.key_reads import (
     argument_key_reads,
     parameter_key_reads,
 )
+from jaxmem.lint.values.kept_if import mark_kept_if
 from jaxmem.lint.values.metadata import is_metadata_call
 from jaxmem.lint.values.nnx_ownership import (
     CACHED_PARTIALS,
@@ -299,6 +300,13 @@ class FileFacts:
     # ``model, optimizer = lib.create(0)`` binds what they made.  A function that returns names
     # or a class call but is no such factory maps to why not (for the message).
     nnx_factories: dict[str, Factory | str] = field(default_factory=dict)
+    # Names of the methods of its top-level classes that may keep an argument after they
+    # return (``Tracker.track`` appends it to ``self.seen``; _Context.method_keeps).
+    keeping_methods: frozenset[str] = frozenset()
+    # Whether some reason in its facts holds only if a method of some class of the project
+    # keeps its argument (lint.values.kept_if): the join settles those against every
+    # file's ``keeping_methods``.
+    kept_if_marked: bool = False
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__class__"}
@@ -404,6 +412,7 @@ class _Context:
         self._store_finder: StoreFinder | None = None  # see store_finder
         self._statement_calls: frozenset[int] | None = None  # see statement_calls
         self._method_keeps: dict[str, bool] | None = None  # see method_keeps
+        self.kept_if_marked = False  # whether a reason was marked (lint.values.kept_if)
         self._stored_into: frozenset[str] | None = None  # see stored_into
 
     def deferred_calls(self) -> set[int]:
@@ -475,18 +484,22 @@ class _Context:
         return self._classes
 
     def method_keeps(self, name: str) -> bool:
-        """Whether a method ``name`` of one of the module's top-level classes may keep an
+        """Whether a method ``name`` of one of the module's classes may keep an
         argument after it returns (:func:`keeps_arguments`: ``self.kept.append(value)``), so
         a call ``obj.name(w)`` whose result is used may still keep ``w`` in ``obj``.  Decided
         by the name alone: which class ``obj`` is an instance of is not known."""
         if self._method_keeps is None:
             self._method_keeps = {}
-            for classes in self.top_level_classes().values():
-                for cls in classes:
-                    for stmt in cls.body.body:
-                        if isinstance(stmt, cst.FunctionDef) and not self._method_keeps.get(stmt.name.value):
-                            self._method_keeps[stmt.name.value] = keeps_arguments(stmt)
+            for cls in descendants_of_type(self.module, cst.ClassDef):  # classes in functions too
+                for stmt in cls.body.body:
+                    if isinstance(stmt, cst.FunctionDef) and not self._method_keeps.get(stmt.name.value):
+                        self._method_keeps[stmt.name.value] = keeps_arguments(stmt)
         return self._method_keeps.get(name, False)
+
+    def keeping_methods(self) -> frozenset[str]:
+        """The names :meth:`method_keeps` says yes to."""
+        self.method_keeps("")
+        return frozenset(name for name, keeps in self._method_keeps.items() if keeps)
 
     def may_gain_arrays(self, name: str) -> bool:
         """Whether code anywhere in the module may store something other than a literal into the
@@ -1535,18 +1548,19 @@ class FactExtractor:
                     self.ctx.nnx_classes(), self._factories_for(scope.provenance), self._defaults_provenance)
         return self._nnx_factories[name]
 
-    def _kept_by_call(self, event, name: str, flow: Flow, point: Point, owner_of) -> bool:
-        """Whether ``event`` hands the local ``name`` to a call made for its effect that may keep
-        it (:meth:`Provenance.keeping_call`: ``register(w)``, ``logger.log(w)``) where its keeping
+    def _kept_by_call(self, event, name: str, flow: Flow, point: Point, owner_of) -> tuple[bool, str | None]:
+        """Whether ``event`` hands the local ``name`` to a call that may keep it
+        (:meth:`Provenance.keeping_call`: ``register(w)``, ``logger.log(w)``) where its keeping
         matters: a function, which may keep it anywhere; a method whose receiver is not local
         (the caller or the object may read it later), or is read after the donating call at
-        ``point``, or is read by a closure."""
-        kept, receiver = self.provenance.keeping_call(event, name)
+        ``point``, or is read by a closure; with the condition the keeping depends on, if any
+        (:mod:`jaxmem.lint.values.kept_if`)."""
+        kept, receiver, condition = self.provenance.keeping_call(event, name)
         if not kept or self._keeps_nothing(event.node):
-            return False
+            return False, None
         if receiver is None or owner_of(receiver[:1]) != LOCAL:
-            return True
-        return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured
+            return True, condition
+        return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured, condition
 
     def _keeps_nothing(self, node) -> bool:
         """Whether a call that received the value provably keeps no reference to it
@@ -1816,10 +1830,13 @@ class FactExtractor:
                     kept = handed_on(flow, source[0], lambda node: made_here is not None and (
                         node is made_here or _inside(node, made_here, ctx)),
                         lambda event: self._kept_by_call(event, source[0], flow, point, owner_of), p) \
-                        if source_owner == LOCAL else None
-                    if kept is not None:
-                        escapes.append(Use(*_line_col(ctx, kept.node), f"`{render(key)}` holds `{render(source)}`, "
-                                           f"which `{ctx.text(kept.node, 40)}` may keep", "borrowed"))
+                        if source_owner == LOCAL else []
+                    for keeping, condition in kept:
+                        why = f"`{render(key)}` holds `{render(source)}`, which `{ctx.text(keeping.node, 40)}` may keep"
+                        if condition is not None:
+                            ctx.kept_if_marked = True
+                            why = mark_kept_if(why, condition)
+                        escapes.append(Use(*_line_col(ctx, keeping.node), why, "borrowed"))
                     if source_owner == LOCAL and source[0] in flow.captured \
                             and not self.provenance.defined_only(source[0]):
                         closure = self.provenance.capturing_closure(source[0], made_here)
@@ -2203,4 +2220,7 @@ def _extract(path, module, extra_wrappers, public_module, source, own_packages):
     facts.reexports = tuple(sorted((name, target.lstrip(".")) for name, target in imports.names.items()
                                    if "." in target.lstrip(".") and imports.is_project(target)))
     facts.debug_nans = _debug_nans(ctx)
+    facts.kept_if_marked = ctx.kept_if_marked
+    if "class" in (source if source is not None else module.code):
+        facts.keeping_methods = ctx.keeping_methods()
     return facts, sites

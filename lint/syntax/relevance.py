@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from jaxmem.lint.callables.project_names import is_project_module, private_names_of
+from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods
 from jaxmem.settings import Settings
 
 # A file whose code (docstrings and comments aside) has none of these words
@@ -319,6 +320,7 @@ class TextSummary:
     reads: frozenset[str] = frozenset()
     private: frozenset[str] = frozenset()  # see private_names
     defines: frozenset[str] = frozenset()  # its top-level defs and classes (another file may read them)
+    keeping: frozenset[str] = frozenset()  # its methods that may keep an argument (keeping_methods)
 
 
 def summarize(text: str, own_packages=()) -> TextSummary:
@@ -326,7 +328,8 @@ def summarize(text: str, own_packages=()) -> TextSummary:
     text = _lf(text)
     return TextSummary(_mentions_jit(text) or _reaches_by_name(text, own_packages), _jitted_names(text, own_packages),
                        frozenset(_callable_names(text, own_packages)),
-                       _read_names(text), private_names(text), frozenset(_TOP_LEVEL_READABLE.findall(text)))
+                       _read_names(text), private_names(text), frozenset(_TOP_LEVEL_READABLE.findall(text)),
+                       maybe_keeping_methods(text))
 
 
 def private_names(text: str) -> frozenset[str]:

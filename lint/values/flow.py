@@ -22,6 +22,7 @@ from typing import Callable
 import libcst as cst
 
 from jaxmem.lint.callables.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
+from jaxmem.lint.syntax.keeping_methods import CONTAINER_METHODS
 from jaxmem.lint.syntax.walk import children, suite_statements, target_names
 from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.values.metadata import is_metadata_key
@@ -33,9 +34,6 @@ ALIAS = "alias"
 ESCAPE = "escape"
 CALL = "call"
 
-CONTAINER_METHODS = frozenset(
-    {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put", "push", "__setitem__"}
-)
 
 
 @dataclass
@@ -943,31 +941,41 @@ class _Loop:
     breaks: list[int] = field(default_factory=list)
 
 
-def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lambda event: False,
-              made: Point | None = None) -> Event | None:
-    """The first event of ``flow`` that hands the value of the local ``name`` to something
-    that keeps it: a container or another object's attribute or item it is stored in
+def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lambda event: (False, None),
+              made: Point | None = None) -> list[tuple[Event, str | None]]:
+    """The events of ``flow`` that hand the value of the local ``name`` to something that
+    keeps it: a container or another object's attribute or item it is stored in
     (``history.append(w)``, ``box.w = w``), a yield; those whose node ``skip`` says belongs
     to the value being looked at (the expression that made it) are left out, and so are
     plain rebindings (another name bound to it: :meth:`Provenance._still_read` follows
     those) and calls, but those ``kept_by_call`` says may keep it (``logger.log(w)``): most
     calls given a value keep nothing (``m.apply(variables, x)``), and taking them all would
-    cost real donations.  ``made``: the point of the event that gave the value looked at
-    ``name``'s; events about another value of ``name`` (bound before or after) are left out."""
+    cost real donations.  ``kept_by_call`` gives ``(kept, condition)``: what the keeping
+    depends on (see :mod:`jaxmem.lint.values.kept_if`), None when nothing.  Each event
+    comes with its condition: the first event that keeps the value unconditionally,
+    alone; else every event that keeps it only under a condition.  ``made``: the point of the event that gave the
+    value looked at ``name``'s; events about another value of ``name`` (bound before or
+    after) are left out."""
+    marked: list[tuple[Event, str | None]] = []
     for point, event in flow.events_about(name):
         key = event.key
         if key is None or (made is not None and not flow.same_value(name, point, made)):
             continue
+        condition = None
         if event.kind == ESCAPE:
             # a call only when ``kept_by_call`` says so: most keep nothing (``m.apply(variables, x)``)
-            kept = key[0] == name and (event.detail in ("stored", "yield") or kept_by_call(event))
+            kept = key[0] == name and event.detail in ("stored", "yield")
+            if not kept and key[0] == name:
+                kept, condition = kept_by_call(event)
         elif event.kind == ALIAS or (event.kind == WRITE and len(key) > 1):
             kept = key[0] != name and any(source[0] == name for source in event.sources)
         else:
             kept = False
         if kept and not skip(event.node):
-            return event
-    return None
+            if condition is None:
+                return [(event, None)]
+            marked.append((event, condition))
+    return marked
 
 
 # What :meth:`FlowBuilder._child` does with a child node of an expression, by its exact type

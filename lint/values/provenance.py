@@ -99,6 +99,7 @@ from jaxmem.lint.values.flow import (
     may_join_containers,
     returns_an_argument,
 )
+from jaxmem.lint.values.kept_if import FUNCTION, mark_kept_if
 from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
 from jaxmem.lint.values.param_stores import (
     CONTAINER_MUTATORS,
@@ -521,72 +522,101 @@ class Provenance:
         return self._capture_line(name)
 
     def _kept_elsewhere(self, name: str, held: set[str], after: Point,
-                        made_by: cst.Call | None = None) -> str | None:
+                        made_by: cst.Call | None = None) -> list[str]:
         """Why the local ``name``'s value may still be held after the donating call before
         ``after``, by what it was handed to: a local container a mutator put it in
         (``history.append(w)``: "which `history` holds, read again at line 9"), an object
         a method made for its effect may keep it in (:meth:`keeping_call`, ``logger.log(w)``:
         "which `logger` may hold, ..."), both when read after (or by a closure); an object
         that is not local, or a function that may keep it wherever it puts it
-        (``register(w)``: "which `register(w)` (line 7) may keep"); None when nothing is.
+        (``register(w)``: "which `register(w)` (line 7) may keep"); empty when nothing is.
+        The first reason that holds whatever the project's classes are, alone; else every
+        reason that holds only if some class has a method that keeps its argument
+        (``n = tracker.track(w)``, marked: :mod:`jaxmem.lint.values.kept_if`).
         Containers and objects among ``held`` (what the donated value is made of) do not
         count, nor, when ``made_by`` (the call the donated value is made by) is given, those
-        given another value of ``name`` than it is."""
+        given another value of ``name`` than it is, or that call itself."""
         made_at = self.flow.point_after(made_by) if made_by is not None else None
+        making = {id(made_by), *map(id, descendants_of_type(made_by, cst.Call))} if made_by is not None else set()
+        marked: list[str] = []
         for point, event in self.flow.events_about(name):
             if made_at is not None and not self.flow.same_value(name, point, Point(made_at.node, made_at.index - 1)):
                 continue
-            kept, key = self.keeping_call(event, name)
+            if id(event.node) in making:
+                continue  # the call that makes the donated value: what it returns is that value
+            kept, key, condition = self.keeping_call(event, name)
             if kept and (key is None or self.owner_of(key[:1]) != "local"):
-                if key is None or key[0] not in held:
-                    line = self.ctx.positions[event.node].start.line
-                    return f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep"
-                continue
-            if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
-                             or not any(source[0] == name for source in event.sources)):
-                continue
-            holds = "may hold" if kept else "holds"
-            key = key or event.key
-            if key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
-                    or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
-                continue  # (``nnx.update(model, state)``: a module's function, no container)
-            line = self._read_line_after(key[0], after)  # or where a closure reading it is
-            if line is not None:
-                return f"which `{key[0]}` {holds}, read again at line {line}"
-        return None
+                if key is not None and key[0] in held:
+                    continue
+                line = self.ctx.positions[event.node].start.line
+                reason = f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep"
+            else:
+                if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
+                                 or not any(source[0] == name for source in event.sources)):
+                    continue
+                holds = "may hold" if kept else "holds"
+                key = key or event.key
+                if key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
+                        or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
+                    continue  # (``nnx.update(model, state)``: a module's function, no container)
+                line = self._read_line_after(key[0], after)  # or where a closure reading it is
+                if line is None:
+                    continue
+                reason = f"which `{key[0]}` {holds}, read again at line {line}"
+            if condition is None:
+                return [reason]
+            self.ctx.kept_if_marked = True
+            marked.append(mark_kept_if(reason, condition))
+        return marked
 
-    def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None]:
-        """Whether ``event`` hands the local ``name``'s value to a call that may keep it, and
-        the object it may keep it in.  A call made for its effect (a statement of its own, or
-        its result thrown away) may well keep what it is given: ``(True, ("logger",))`` for
-        ``logger.log(w)`` (``Logger.log`` appends to ``self.seen``), ``(True, None)`` for
-        ``register(w)`` (a function of the project, or a local callable: it may keep it
-        anywhere).  A call whose result is used is taken to be made for that result, unless
-        it is a method whose name a class of this file gives a method that keeps an argument
-        (``n = tracker.track(w)``).  ``(False, None)`` for any other event, and for a library
-        function, a builtin (``print(w)``), a method of the value itself or of a module
-        (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``, a
-        standard optax transform's ``init``), a function of this file whose body keeps no
-        argument (the flow hands nothing on to those)."""
+    def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None, str | None]:
+        """Whether ``event`` hands the local ``name`` to a call that may keep it, with the
+        object that may then hold it (None when a function may keep it anywhere), and the
+        condition the keeping depends on (None when none: see
+        :mod:`jaxmem.lint.values.kept_if`).  A call made for its effect (a statement of its
+        own, or its result thrown away) may well keep what it is given: ``(True,
+        ("logger",), None)`` for ``logger.log(w)`` (``Logger.log`` appends to
+        ``self.seen``), ``(True, None, None)`` for ``register(w)`` (a function of the
+        project, or a local callable: it may keep it anywhere).  A call whose result is used
+        may too, when its callee may keep an argument: a function of this file (the flow
+        hands nothing on to those that keep none); a function of another file, as its
+        summary says (``(True, None, "function:registry.register")``); a method, when some
+        class has a method of that name that may keep one, which a class of this file
+        decides (``method_keeps``) and any other the join (``n = tracker.track(w)``:
+        ``(True, ("tracker",), "track")``).  Other calls whose result is used are taken to
+        be made for that result.  ``(False, None, None)`` for any other event, and for a
+        library function, a builtin (``print(w)``), a method of the value itself or of a
+        module (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``,
+        a standard optax transform's ``init``)."""
         call = event.node
         if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
                 or type(call) is not cst.Call:
-            return False, None
+            return False, None, None
         func = call.func
-        if id(call) not in self.ctx.statement_calls() and not (
-                type(func) is cst.Attribute and self.ctx.method_keeps(func.attr.value)):
-            return False, None  # its result is used: taken to be what the call is for
+        condition = None
+        used = id(call) not in self.ctx.statement_calls()
         if type(func) is cst.Name:
             qualified = self.ctx.imports.resolve(func)
-            return qualified is None or self.ctx.imports.is_project(qualified), None
+            if not used:
+                return qualified is None or self.ctx.imports.is_project(qualified), None, None
+            if qualified is None:  # a function of this file that may keep it (the flow asked ``retains``)
+                return func.value in self.ctx.module_functions, None, None
+            if not self.ctx.imports.is_project(qualified):
+                return False, None, None  # its result is used: taken to be what the call is for
+            return True, None, FUNCTION + qualified.lstrip(".")
+        if used:
+            if type(func) is not cst.Attribute:
+                return False, None, None  # its result is used: taken to be what the call is for
+            if not self.ctx.method_keeps(func.attr.value):
+                condition = func.attr.value
         if type(func) is not cst.Attribute:
-            return False, None
+            return False, None, None
         receiver = ref_key(func.value)
         if receiver is None or receiver[0] == name or self.ctx.imports.resolve(func.value) is not None:
-            return False, None
+            return False, None, None
         if self.keeps_nothing(call):
-            return False, None
-        return True, receiver
+            return False, None, None
+        return True, receiver, condition
 
     def keeps_nothing(self, call: cst.Call) -> bool:
         """Whether ``call`` provably keeps no reference to what it is given: ``tx.init(params)``
@@ -1404,7 +1434,7 @@ class Provenance:
                         reasons.append(f"{named}, which a closure or generator (line {closure_line}) reads "
                                        f"whenever it runs")
                     elif (kept := self._kept_elsewhere(key[0], names, after, call if key == (name,) else None)):
-                        reasons.append(f"{named}, {kept}")
+                        reasons.extend(f"{named}, {why}" for why in kept)
 
             if self.owner_of((name,)) == "local":
                 for holder, read_line in self._made_from_reaching(name, after):

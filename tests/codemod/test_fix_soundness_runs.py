@@ -213,6 +213,17 @@ LOGGER = """
 
 """
 
+# The same class in a module of its own, whose ``log`` returns how many it holds.
+LOGGER_MODULE = """
+class Logger:
+    def __init__(self):
+        self.seen = []
+
+    def log(self, value):
+        self.seen.append(value)
+        return len(self.seen)
+"""
+
 FILL = """
 import jax.numpy as jnp
 
@@ -446,6 +457,64 @@ PROGRAMS = {
         register(w)
         report = lambda: float(SEEN[0].sum())  # noqa: E731
         state = make_state(w)""")},
+    # A method whose result is used, of a class another file defines, that keeps its argument:
+    # the class imported by name (its file is analysed), or made by a factory of a third file
+    # (the class's file mentions no jit and is never parsed: its text says what may keep).
+    "kept-by-a-method-of-another-files-class-whose-result-is-used": {
+        "logs.py": LOGGER_MODULE,
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    from logs import Logger
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = Logger()
+        if logger.log(w) is None:
+            print("not logged")
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-of-a-class-that-a-factory-of-a-third-file-makes": {
+        "logs.py": LOGGER_MODULE,
+        "factory.py": "from logs import Logger\n\n\ndef make_logger():\n    return Logger()\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    from factory import make_logger
+
+
+    def run():
+        w = jnp.ones(4)
+        logger = make_logger()
+        if logger.log(w) is None:
+            print("not logged")
+        report = lambda: float(logger.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A function whose result is used, that keeps its argument (here, or in another file).
+    "kept-by-a-function-of-this-file-whose-result-is-used": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+        return len(SEEN)
+
+
+    def run():
+        w = jnp.ones(4)
+        if register(w) == 0:
+            print("not registered")
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-of-another-file-whose-result-is-used": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n    return len(SEEN)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    from registry import SEEN, register
+
+
+    def run():
+        w = jnp.ones(4)
+        if register(w) == 0:
+            print("not registered")
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}

@@ -1,0 +1,154 @@
+"""A method whose result is used may keep its argument in its object: which one is known
+only once every file's classes are (lint.values.kept_if, lint.syntax.keeping_methods)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import libcst as cst
+import pytest
+
+from jaxmem.api import check_paths
+from jaxmem.findings import Confidence
+from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods
+from jaxmem.lint.values.kept_if import mark_kept_if, settled
+from jaxmem.lint.values.provenance import keeps_arguments
+
+LOGS = """\
+class Logger:
+    def __init__(self):
+        self.seen = []
+
+    def log(self, value):
+        self.seen.append(value)
+        return len(self.seen)
+"""
+
+# ``log`` of this one reads its argument and keeps nothing.
+COUNTING_LOGS = """\
+class Logger:
+    seen = ()
+
+    def log(self, value):
+        print(value.shape)
+        return 1
+"""
+
+TRAIN = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x + 1, state)
+
+
+def run(logger):
+    w = jnp.ones(4)
+    if logger.log(w) is None:
+        print("not logged")
+    state = {"w": w, "b": jnp.zeros(4)}
+    for _ in range(3):
+        state = step(state)
+    return float(state["w"].sum()), [float(x.sum()) for x in logger.seen]
+"""
+
+# The logger reaches ``run`` as an argument: no file that ``train.py`` names defines its class.
+MAIN = """\
+from logs import Logger
+from train import run
+
+print(run(Logger()))
+"""
+
+
+def _project(tmp_path, logs=LOGS):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in (("logs.py", logs), ("train.py", TRAIN), ("main.py", MAIN)):
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def _step_finding(paths):
+    (finding,) = [f for report in check_paths(paths, use_cache=False) for f in report.findings if f.code == "JXM001"]
+    return finding
+
+
+def _run_donating(folder) -> subprocess.CompletedProcess:
+    train = folder / "train.py"
+    train.write_text(TRAIN.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n"))
+    return subprocess.run([sys.executable, "main.py"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"]], ids=["the-project", "one-file"])
+def test_a_method_of_a_class_no_analysed_file_defines_may_keep_the_state(tmp_path, monkeypatch, paths):
+    # ``logs.py`` mentions no jit and is never parsed (or, checking train.py alone, not even
+    # among the files analysed): its text still says that ``Logger.log`` may keep its argument
+    monkeypatch.chdir(_project(tmp_path))
+    finding = _step_finding(paths)
+    assert finding.confidence is Confidence.MEDIUM
+    assert "which `logger.log(w)` may keep" in finding.message
+    forced = _run_donating(tmp_path)
+    assert forced.returncode != 0 and "deleted" in forced.stderr, forced.stderr
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"]], ids=["the-project", "one-file"])
+def test_a_method_of_that_name_that_keeps_nothing_leaves_the_state_its_own(tmp_path, monkeypatch, paths):
+    monkeypatch.chdir(_project(tmp_path, COUNTING_LOGS))
+    assert _step_finding(paths).confidence is Confidence.HIGH
+    donated = _run_donating(tmp_path)
+    assert donated.returncode == 0, donated.stderr
+    assert donated.stdout == "(4,)\n(16.0, [])\n"
+
+
+def test_a_warm_run_sees_the_method_start_keeping(tmp_path, monkeypatch):
+    monkeypatch.chdir(_project(tmp_path, COUNTING_LOGS))
+    results = []
+    for logs in (COUNTING_LOGS, LOGS, COUNTING_LOGS):
+        (tmp_path / "logs.py").write_text(logs)
+        for paths in (["."], ["train.py"]):
+            (finding,) = [f for report in check_paths(paths) for f in report.findings if f.code == "JXM001"]
+            results.append(finding.confidence)
+    assert results == [Confidence.HIGH] * 2 + [Confidence.MEDIUM] * 2 + [Confidence.HIGH] * 2
+
+
+def test_a_marked_reason_holds_only_when_the_method_may_keep():
+    reason = "`state` holds `w`, " + mark_kept_if("which `t.track(w)` may keep", "track")
+    assert settled(reason, {"track"}.__contains__) == "`state` holds `w`, which `t.track(w)` may keep"
+    assert settled(reason, {"log"}.__contains__) is None
+    assert settled("`w`, read again at line 9", set().__contains__) == "`w`, read again at line 9"
+
+
+# Methods and whether their body may keep an argument after they return (each as
+# keeps_arguments decides, which the text must never miss).
+METHODS = {
+    "appends": ("def m(self, value):\n    self.seen.append(value)\n    return len(self.seen)\n", True),
+    "stores": ("def m(self, value):\n    self.last = value\n", True),
+    "stores-a-subscript": ("def m(self, value):\n    CACHE[value.shape] = value\n", True),
+    "adds-into": ("def m(self, value):\n    self.total += value\n", True),
+    "returns-it": ("def m(self, value):\n    return value\n", True),
+    "returns-it-over-lines": ("def m(self, value):\n    return (\n        value\n    )\n", True),
+    "yields": ("def m(self, value):\n    yield value\n", True),
+    "closure": ("def m(self, value):\n    def inner():\n        return value\n    return inner\n", True),
+    "global": ("def m(self, value):\n    global LAST\n    LAST = value\n", True),
+    "long-header": ("def m(\n    self,\n    value,\n) -> None:\n    self.seen.append(value)\n", True),
+    "string-at-column-0": ('def m(self, value):\n    x = """\nline\n"""\n    self.seen.append(value)\n', True),
+    "reads": ("def m(self, value):\n    print(value.shape, sep='=')\n    return len(self.seen)\n", False),
+    "counts": ("def m(self, value):\n    n = 0\n    if value == 3:\n        n += 1\n    return\n", False),
+    "keywords": ("def m(self, value):\n    foo(a=1,\n        b=value)\n", False),
+    "comment": ("def m(self, value):\n    # self.kept = value\n    return None\n", False),
+}
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_the_text_names_every_method_that_may_keep_an_argument(name):
+    body, keeps = METHODS[name]
+    source = "class C:\n" + textwrap.indent(body, "    ")
+    method = cst.parse_module(source).body[0].body.body[0]
+    assert keeps_arguments(method) is keeps
+    assert ("m" in maybe_keeping_methods(source)) is keeps
