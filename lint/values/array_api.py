@@ -467,6 +467,15 @@ READING_METHODS: dict[str, frozenset[str]] = {
     "flashbax.vault.vault.Vault": frozenset({"write"}),
 }
 
+# Standard-library functions that put what they are given into the container given as
+# their first argument, where it stays after they return (Python 3.11:
+# ``heapq.heappush(heap, (loss, i, params))``, ``bisect.insort(ranked, item)``,
+# ``operator.setitem(table, key, value)``): like ``heap.append(item)``.
+CONTAINER_FUNCTIONS = frozenset({
+    "heapq.heappush", "heapq.heappushpop", "heapq.heapreplace", "bisect.insort", "bisect.insort_left",
+    "bisect.insort_right", "operator.setitem",
+})
+
 # Test-case classes whose ``assert...`` methods compare their arguments and keep
 # none of them (checked on Python 3.11's unittest, absl-py 2.x, chex 0.1.92, and
 # jax 0.10.2's ``JaxTestCase``: ``assertAllClose``, ``assertArraysEqual``...); the

@@ -1594,11 +1594,22 @@ class FlowBuilder:
         arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value, self.imported) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
+        elif arg_refs and _fills_an_unnamed_container(func):
+            self._stored_out_of_sight(call, arg_refs, events)  # vars(box).update(w=w)
         elif arg_refs and self.retains(call) and not _view_arguments(call, self.imported):
             # (a view call's result holds its arguments as aliases of whatever it is bound to)
             for key in arg_refs:
                 events.append(Event(ESCAPE, key, call, (), "call"))
         events.append(Event(CALL, None, call))
+
+
+def _fills_an_unnamed_container(func) -> bool:
+    """Whether ``func`` is a container's mutator on an object no name holds
+    (``vars(box).update(w=w)``, ``registry().append(w)``), not ``x.at[i].add(y)`` (a new array)."""
+    if type(func) is not cst.Attribute or func.attr.value not in CONTAINER_METHODS or ref_key(func.value) is not None:
+        return False
+    base = func.value
+    return not (type(base) is cst.Subscript and type(base.value) is cst.Attribute and base.value.attr.value == "at")
 
 
 _statements = suite_statements

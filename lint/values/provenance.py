@@ -51,6 +51,7 @@ from jaxmem.lint.values.array_api import (
     ARRAY_FREE_TYPES,
     BLACKJAX_ALGORITHMS,
     BLACKJAX_INITS,
+    CONTAINER_FUNCTIONS,
     DISTINCT_RESULTS,
     DEVICE_COPIES,
     FLASHBAX_BUFFERS,
@@ -584,19 +585,25 @@ class Provenance:
         class has a method of that name that may keep one, which a class of this file
         decides (``method_keeps``) and any other the join (``n = tracker.track(w)``:
         ``(True, ("tracker",), "track")``).  Other calls whose result is used are taken to
-        be made for that result.  ``(False, None, None)`` for any other event, and for a
-        library function, a builtin (``print(w)``), a method of the value itself or of a
-        module (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``,
-        a standard optax transform's ``init``)."""
+        be made for that result.  A standard-library function that puts its argument into a
+        container (``heapq.heappush(heap, w)``: ``CONTAINER_FUNCTIONS``) keeps it there, as
+        a method of an object no name holds may keep it anywhere (``vars(box).update(w=w)``).
+        ``(False, None, None)`` for any other event, and for a library function, a builtin
+        (``print(w)``), a method of the value itself or of a library module
+        (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``, a
+        standard optax transform's ``init``)."""
         call = event.node
         if event.kind != ESCAPE or event.detail != "call" or event.key is None or event.key[0] != name \
                 or type(call) is not cst.Call:
             return False, None, None
         func = call.func
-        condition = None
         used = id(call) not in self.ctx.statement_calls()
+        qualified = self.ctx.imports.resolve(func)
+        if qualified in CONTAINER_FUNCTIONS:
+            # heapq.heappush(heap, (loss, w)): kept in ``heap``, as by ``heap.append``
+            container = ref_key(call.args[0].value) if call.args and not call.args[0].star else None
+            return container is None or container[0] != name, container, None
         if type(func) is cst.Name:
-            qualified = self.ctx.imports.resolve(func)
             if not used:
                 return qualified is None or self.ctx.imports.is_project(qualified), None, None
             if qualified is None:  # a function of this file that may keep it (the flow asked ``retains``)
@@ -604,17 +611,16 @@ class Provenance:
             if not self.ctx.imports.is_project(qualified):
                 return False, None, None  # its result is used: taken to be what the call is for
             return True, None, FUNCTION + qualified.lstrip(".")
-        if used:
-            if type(func) is not cst.Attribute:
-                return False, None, None  # its result is used: taken to be what the call is for
-            if not self.ctx.method_keeps(func.attr.value):
-                condition = func.attr.value
         if type(func) is not cst.Attribute:
             return False, None, None
-        receiver = ref_key(func.value)
-        if receiver is None or receiver[0] == name or self.ctx.imports.resolve(func.value) is not None:
-            return False, None, None
-        if self.keeps_nothing(call):
+        if self.ctx.imports.resolve(func.value) is not None:
+            # a function of a module (``registry.register(w)``) or of an imported class
+            if qualified is None or not self.ctx.imports.is_project(qualified):
+                return False, None, None  # a library's: ``jax.debug.print``
+            return True, None, FUNCTION + qualified.lstrip(".") if used else None
+        condition = func.attr.value if used and not self.ctx.method_keeps(func.attr.value) else None
+        receiver = ref_key(func.value)  # None: an object no name holds (``vars(box).update(w=w)``)
+        if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call):
             return False, None, None
         return True, receiver, condition
 

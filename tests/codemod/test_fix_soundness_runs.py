@@ -515,6 +515,70 @@ PROGRAMS = {
             print("not registered")
         report = lambda: float(SEEN[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A function of another file called through its module, its result thrown away or used.
+    "kept-by-a-function-of-another-module-called-through-it": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    import registry
+
+
+    def run():
+        w = jnp.ones(4)
+        registry.register(w)
+        report = lambda: float(registry.SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-of-another-module-whose-result-is-used-then-made-by-a-helper": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n    return len(SEEN)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    import registry
+
+
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+        if registry.register(w) == 0:
+            print("not registered")
+        report = lambda: float(registry.SEEN[0].sum())  # noqa: E731
+        state = make_state(w)""")},
+    # A method of an object no name holds, and library functions that put an item into a container.
+    "kept-by-a-method-of-an-object-no-name-holds": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    def run():
+        w = jnp.ones(4)
+        box = Box()
+        vars(box).update(w=w)
+        report = lambda: float(box.w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-heap": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import heapq
+
+
+    def run():
+        w = jnp.ones(4)
+        heap = []
+        heapq.heappush(heap, (1.0, 0, w))
+        report = lambda: float(heap[0][2].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-sorted-list-then-made-by-a-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    from bisect import insort
+
+
+    def make_state(w):
+        return {"w": w, "b": jnp.zeros(4)}
+
+
+    def run():
+        w = jnp.ones(4)
+        ranked = []
+        insort(ranked, (1.0, 0, w))
+        report = lambda: float(ranked[0][2].sum())  # noqa: E731
+        state = make_state(w)""")},
     "nested-def-over-an-array-a-helper-puts-in-the-state": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def make_state(w):
         return {"w": w, "b": jnp.zeros(4)}

@@ -152,3 +152,49 @@ def test_the_text_names_every_method_that_may_keep_an_argument(name):
     method = cst.parse_module(source).body[0].body.body[0]
     assert keeps_arguments(method) is keeps
     assert ("m" in maybe_keeping_methods(source)) is keeps
+
+
+PROJECT_CALL = """\
+import functools
+import heapq
+
+import jax
+import jax.numpy as jnp
+
+import registry
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x + 1, state)
+
+
+def main():
+    w = jnp.ones(4)
+    heap = []
+    heapq.heappush(heap, (1.0, 0, w))  # the heap is not read again
+    if registry.describe(w) > 0:
+        print("described")
+    state = {"w": w, "b": jnp.zeros(4)}
+    for _ in range(3):
+        state = step(state)
+    print(float(state["w"].sum()), w.is_deleted())
+
+
+main()
+"""
+
+
+def test_calls_that_keep_nothing_the_program_reads_leave_the_state_its_own(tmp_path, monkeypatch):
+    # ``registry.describe`` (another module's function, called through the module) keeps
+    # nothing, and the heap that holds ``w`` is never read again: donating is safe
+    (tmp_path / "registry.py").write_text("def describe(value):\n    return float(value.sum())\n")
+    (tmp_path / "train.py").write_text(PROJECT_CALL)
+    monkeypatch.chdir(tmp_path)
+    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
+    assert finding.confidence is Confidence.HIGH, finding.message
+    (tmp_path / "train.py").write_text(PROJECT_CALL.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n"))
+    donated = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert donated.returncode == 0, donated.stderr
+    assert donated.stdout == "described\n16.0 True\n"
