@@ -1827,8 +1827,8 @@ class FactExtractor:
                     for read in flow.search(point, source).reads:
                         alias_reads.append(ctx.use(read, "alias" if _holds_as_is(event, source) else "maybe-alias"))
                     made_here = event.origin
-                    kept = handed_on(flow, source[0], lambda node: made_here is not None and (
-                        node is made_here or _inside(node, made_here, ctx)),
+                    kept = handed_on(flow, source[0], lambda node: (made_here is not None and (
+                        node is made_here or _inside(node, made_here, ctx))) or self.provenance.library_method(node),
                         lambda event: self._kept_by_call(event, source[0], flow, point, owner_of), p) \
                         if source_owner == LOCAL else []
                     for keeping, condition in kept:

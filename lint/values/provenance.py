@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxmem.lint.callables.jit_api import PARTIAL_NAMES
+from jaxmem.lint.callables.jit_api import NON_RETAINING_ROOTS, PARTIAL_NAMES
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
 from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type
 from jaxmem.lint.values.array_api import (
@@ -553,7 +553,8 @@ class Provenance:
                 reason = f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep"
             else:
                 if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
-                                 or not any(source[0] == name for source in event.sources)):
+                                 or not any(source[0] == name for source in event.sources)
+                                 or self.library_method(event.node)):
                     continue
                 holds = "may hold" if kept else "holds"
                 key = key or event.key
@@ -620,7 +621,7 @@ class Provenance:
             return True, None, FUNCTION + qualified.lstrip(".") if used else None
         condition = func.attr.value if used and not self.ctx.method_keeps(func.attr.value) else None
         receiver = ref_key(func.value)  # None: an object no name holds (``vars(box).update(w=w)``)
-        if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call):
+        if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call) or self.library_method(call):
             return False, None, None
         return True, receiver, condition
 
@@ -1201,6 +1202,18 @@ class Provenance:
         method = func.attr.value
         return self.bound_only_to(
             func.value, lambda call, inner: method in READING_METHODS.get(self.ctx.imports.resolve(call.func), ()), 0)
+
+    def library_method(self, call) -> bool:
+        """Whether ``call`` is a method of an object bound only to what a library that keeps
+        nothing it is given makes (``NON_RETAINING_ROOTS`` but numpy, whose object arrays
+        hold what ``a.put(i, w)`` puts there: ``tx = optax.sgd(0.1)``, then
+        ``tx.update(grads, opt_state, params)``; ``logging.getLogger()``): not the project's
+        method of that name, nor a container's ``update``."""
+        if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
+            return False
+        return self.bound_only_to(call.func.value, lambda made, inner: (
+            (qualified := self.ctx.imports.resolve(made.func)) is not None
+            and qualified.split(".")[0] in _OBJECTS_KEEP_NOTHING), 0)
 
     def is_stateless_optimizer(self, expr, depth: int = 0, at: Point | None = None) -> bool:
         """Whether ``expr`` is an optax transform whose ``init`` holds no array
@@ -2469,6 +2482,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
 
 
 _READING_METHOD_NAMES = frozenset().union(*READING_METHODS.values())
+_OBJECTS_KEEP_NOTHING = NON_RETAINING_ROOTS - {"numpy"}  # see Provenance.library_method
 _NON_KEEPING_ROOTS = frozenset({"jax", "jnp", "np", "numpy", "optax", "math"})
 
 

@@ -198,3 +198,53 @@ def test_calls_that_keep_nothing_the_program_reads_leave_the_state_its_own(tmp_p
                              env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert donated.returncode == 0, donated.stderr
     assert donated.stdout == "described\n16.0 True\n"
+
+
+LIBRARY_METHOD = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+class Mean:
+    def __init__(self):
+        self.seen = []
+
+    def update(self, value):
+        self.seen.append(value)
+        return self
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    params = {"w": jnp.ones(4)}
+    tx = optax.sgd(0.1)
+    opt_state = tx.init(params)
+    updates, opt_state = tx.update(params, opt_state, params)
+    state = {"params": params}
+    for _ in range(3):
+        state = step(state)
+    mean = Mean().update(1.0)
+    return float(state["params"]["w"].sum()), len(updates), params["w"].is_deleted(), len(mean.seen)
+"""
+
+
+def test_a_method_of_a_library_object_is_not_taken_for_a_project_method_of_that_name(tmp_path, monkeypatch):
+    # ``Mean.update`` keeps its argument, but ``tx`` is bound only to an optax transform:
+    # its ``update`` is optax's, whose result is what the call is for
+    (tmp_path / "train.py").write_text(LIBRARY_METHOD + "\n\nprint(main())\n")
+    monkeypatch.chdir(tmp_path)
+    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
+    assert finding.confidence is Confidence.HIGH, finding.message
+    (tmp_path / "train.py").write_text(
+        LIBRARY_METHOD.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n") + "\n\nprint(main())\n")
+    donated = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert donated.returncode == 0, donated.stderr
+    assert donated.stdout == "(0.5, 1, True, 1)\n"
