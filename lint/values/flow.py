@@ -1595,7 +1595,11 @@ class FlowBuilder:
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
         elif arg_refs and _fills_an_unnamed_container(func):
-            self._stored_out_of_sight(call, arg_refs, events)  # vars(box).update(w=w)
+            holder = _named_holder(func.value)  # history[f"train_{k}"].append(v): in ``history``
+            if holder is not None:
+                events.append(Event(ALIAS, holder, call, arg_refs, "container"))
+            else:
+                self._stored_out_of_sight(call, arg_refs, events)  # vars(box).update(w=w)
         elif arg_refs and self.retains(call) and not _view_arguments(call, self.imported):
             # (a view call's result holds its arguments as aliases of whatever it is bound to)
             for key in arg_refs:
@@ -1610,6 +1614,16 @@ def _fills_an_unnamed_container(func) -> bool:
         return False
     base = func.value
     return not (type(base) is cst.Subscript and type(base.value) is cst.Attribute and base.value.attr.value == "at")
+
+
+def _named_holder(expr) -> RefKey | None:
+    """The key of the named value an item or attribute of which ``expr`` is
+    (``history[f"train_{k}"]``: ``history``); None when no name holds it (``vars(box)``)."""
+    while type(expr) in (cst.Subscript, cst.Attribute):
+        expr = expr.value
+        if (key := ref_key(expr)) is not None:
+            return key
+    return None
 
 
 _statements = suite_statements

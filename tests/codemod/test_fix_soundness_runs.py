@@ -555,6 +555,17 @@ PROGRAMS = {
         vars(box).update(w=w)
         report = lambda: float(box.w.sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-list-an-item-of-a-dict-holds": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import collections
+
+
+    def run():
+        w = jnp.ones(4)
+        history = collections.defaultdict(list)
+        name = "w"
+        history[f"train_{name}"].append(w)
+        report = lambda: float(history["train_w"][0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-a-heap": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import heapq
 
