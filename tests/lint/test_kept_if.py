@@ -78,11 +78,18 @@ def _step_finding(paths):
     return finding
 
 
-def _run_donating(folder) -> subprocess.CompletedProcess:
-    train = folder / "train.py"
-    train.write_text(TRAIN.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n"))
-    return subprocess.run([sys.executable, "main.py"], cwd=folder, capture_output=True, text=True, timeout=300,
+def _donating(source: str) -> str:
+    return source.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n")
+
+
+def _python(folder, script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, script], cwd=folder, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+def _run_donating(folder) -> subprocess.CompletedProcess:
+    (folder / "train.py").write_text(_donating(TRAIN))
+    return _python(folder, "main.py")
 
 
 @pytest.mark.parametrize("paths", [["."], ["train.py"]], ids=["the-project", "one-file"])
@@ -193,9 +200,8 @@ def test_calls_that_keep_nothing_the_program_reads_leave_the_state_its_own(tmp_p
     monkeypatch.chdir(tmp_path)
     (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
     assert finding.confidence is Confidence.HIGH, finding.message
-    (tmp_path / "train.py").write_text(PROJECT_CALL.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n"))
-    donated = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    (tmp_path / "train.py").write_text(_donating(PROJECT_CALL))
+    donated = _python(tmp_path, "train.py")
     assert donated.returncode == 0, donated.stderr
     assert donated.stdout == "described\n16.0 True\n"
 
@@ -242,9 +248,7 @@ def test_a_method_of_a_library_object_is_not_taken_for_a_project_method_of_that_
     monkeypatch.chdir(tmp_path)
     (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
     assert finding.confidence is Confidence.HIGH, finding.message
-    (tmp_path / "train.py").write_text(
-        LIBRARY_METHOD.replace("@jax.jit\n", "@functools.partial(jax.jit, donate_argnums=0)\n") + "\n\nprint(main())\n")
-    donated = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    (tmp_path / "train.py").write_text(_donating(LIBRARY_METHOD) + "\n\nprint(main())\n")
+    donated = _python(tmp_path, "train.py")
     assert donated.returncode == 0, donated.stderr
     assert donated.stdout == "(0.5, 1, True, 1)\n"
