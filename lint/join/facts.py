@@ -300,12 +300,13 @@ class FileFacts:
     # ``model, optimizer = lib.create(0)`` binds what they made.  A function that returns names
     # or a class call but is no such factory maps to why not (for the message).
     nnx_factories: dict[str, Factory | str] = field(default_factory=dict)
-    # Names of the methods of its top-level classes that may keep an argument after they
-    # return (``Tracker.track`` appends it to ``self.seen``; _Context.method_keeps).
+    # Names of the methods of its classes that may keep an argument after they return
+    # (``Tracker.track`` appends it to ``self.seen``): _Context.method_keeps where parsed,
+    # read from the text where not (lint.syntax.keeping_methods).
     keeping_methods: frozenset[str] = frozenset()
-    # Whether some reason in its facts holds only if a method of some class of the project
-    # keeps its argument (lint.values.kept_if): the join settles those against every
-    # file's ``keeping_methods``.
+    # Whether some reason in its facts holds only if a callee keeps its argument: a method
+    # of that name of some class of the project, or a function of another file
+    # (lint.values.kept_if); the join settles those (lint.join.kept_if).
     kept_if_marked: bool = False
 
 
@@ -412,7 +413,7 @@ class _Context:
         self._store_finder: StoreFinder | None = None  # see store_finder
         self._statement_calls: frozenset[int] | None = None  # see statement_calls
         self._method_keeps: dict[str, bool] | None = None  # see method_keeps
-        self.kept_if_marked = False  # whether a reason was marked (lint.values.kept_if)
+        self.kept_if_marked = False  # whether a reason was marked: see marked_kept_if
         self._stored_into: frozenset[str] | None = None  # see stored_into
 
     def deferred_calls(self) -> set[int]:
@@ -495,6 +496,14 @@ class _Context:
                     if isinstance(stmt, cst.FunctionDef) and not self._method_keeps.get(stmt.name.value):
                         self._method_keeps[stmt.name.value] = keeps_arguments(stmt)
         return self._method_keeps.get(name, False)
+
+    def marked_kept_if(self, reason: str, condition: str | None) -> str:
+        """``reason``, marked as holding only under ``condition`` when there is one
+        (:func:`mark_kept_if`), which the file's facts then say (``kept_if_marked``)."""
+        if condition is None:
+            return reason
+        self.kept_if_marked = True
+        return mark_kept_if(reason, condition)
 
     def keeping_methods(self) -> frozenset[str]:
         """The names :meth:`method_keeps` says yes to."""
@@ -1833,10 +1842,7 @@ class FactExtractor:
                         if source_owner == LOCAL else []
                     for keeping, condition in kept:
                         why = f"`{render(key)}` holds `{render(source)}`, which `{ctx.text(keeping.node, 40)}` may keep"
-                        if condition is not None:
-                            ctx.kept_if_marked = True
-                            why = mark_kept_if(why, condition)
-                        escapes.append(Use(*_line_col(ctx, keeping.node), why, "borrowed"))
+                        escapes.append(Use(*_line_col(ctx, keeping.node), ctx.marked_kept_if(why, condition), "borrowed"))
                     if source_owner == LOCAL and source[0] in flow.captured \
                             and not self.provenance.defined_only(source[0]):
                         closure = self.provenance.capturing_closure(source[0], made_here)

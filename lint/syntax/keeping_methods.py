@@ -7,9 +7,10 @@ result is used (``n = tracker.track(w)``) then leaves ``w`` held
 (:mod:`jaxmem.lint.values.kept_if`).  :func:`maybe_keeping_methods` names, from the text,
 every indented ``def`` whose body may keep an argument.  It over-approximates
 :func:`jaxmem.lint.values.provenance.keeps_arguments`: a body is taken to keep one when
-it returns a value named in its body (not an attribute, not only a call's
-result: ``return value``, ``return [x]``, not ``return len(self.seen)``), stores through an attribute or a subscript (an
-assignment whose target holds ``.`` or ``[``), calls a container's mutator
+it returns a value named in its body (not an attribute, not only a call's result:
+``return value``, ``return [x]``, not ``return len(self.seen)``), stores through an
+attribute or a subscript (an assignment whose target holds ``.`` or ``[``), calls a
+container's mutator
 (``.append(``), declares ``global``/``nonlocal``, yields, or makes a lambda, a def or
 a class.  Only a method named there can make such a reason hold, so taking too many
 costs no more than a medium finding where a call's result is used.

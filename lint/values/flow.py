@@ -35,7 +35,6 @@ ESCAPE = "escape"
 CALL = "call"
 
 
-
 @dataclass
 class Event:
     kind: str
@@ -953,9 +952,9 @@ def handed_on(flow: "Flow", name: str, skip=lambda node: False, kept_by_call=lam
     cost real donations.  ``kept_by_call`` gives ``(kept, condition)``: what the keeping
     depends on (see :mod:`jaxmem.lint.values.kept_if`), None when nothing.  Each event
     comes with its condition: the first event that keeps the value unconditionally,
-    alone; else every event that keeps it only under a condition.  ``made``: the point of the event that gave the
-    value looked at ``name``'s; events about another value of ``name`` (bound before or
-    after) are left out."""
+    alone; else every event that keeps it only under a condition.  ``made``: the point
+    of the event that gave the value looked at ``name``'s; events about another value of
+    ``name`` (bound before or after) are left out."""
     marked: list[tuple[Event, str | None]] = []
     for point, event in flow.events_about(name):
         key = event.key

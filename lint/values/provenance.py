@@ -100,7 +100,7 @@ from jaxmem.lint.values.flow import (
     may_join_containers,
     returns_an_argument,
 )
-from jaxmem.lint.values.kept_if import FUNCTION, mark_kept_if
+from jaxmem.lint.values.kept_if import FUNCTION
 from jaxmem.lint.values.nnx_write_back import SPLITS, UPDATES, graph_names, only_argument, returns_whole_state
 from jaxmem.lint.values.param_stores import (
     CONTAINER_MUTATORS,
@@ -567,8 +567,7 @@ class Provenance:
                 reason = f"which `{key[0]}` {holds}, read again at line {line}"
             if condition is None:
                 return [reason]
-            self.ctx.kept_if_marked = True
-            marked.append(mark_kept_if(reason, condition))
+            marked.append(self.ctx.marked_kept_if(reason, condition))
         return marked
 
     def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None, str | None]:
