@@ -603,6 +603,9 @@ class Provenance:
             # heapq.heappush(heap, (loss, w)): kept in ``heap``, as by ``heap.append``
             container = ref_key(call.args[0].value) if call.args and not call.args[0].star else None
             return container is None or container[0] != name, container, None
+        if (handed := self._keeping_function_handed(call, name)) is not None:
+            # functools.partial(register, w)(), map(register, [w]), Thread(target=register, args=(w,))
+            return True, None, handed or None
         if type(func) is cst.Name:
             if not used:
                 return qualified is None or self.ctx.imports.is_project(qualified), None, None
@@ -623,6 +626,23 @@ class Provenance:
         if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call) or self.library_method(call):
             return False, None, None
         return True, receiver, condition
+
+    def _keeping_function_handed(self, call: cst.Call, name: str) -> str | None:
+        """When ``call`` is handed, beside the array, a project function that may keep its
+        argument (``register`` in ``map(register, [w])``): ``""`` for a function of this file
+        that may (the flow's ``retains``), ``function:`` and its name for another file's (see
+        :mod:`jaxmem.lint.values.kept_if`); None when it is handed none."""
+        for arg in call.args:
+            value = arg.value
+            if type(value) is cst.Name and value.value != name and value.value in self.ctx.module_functions \
+                    and self.ctx.imports.resolve(value) is None:
+                if self.ctx.retains(cst.Call(func=value)):
+                    return ""
+                continue
+            if type(value) in (cst.Name, cst.Attribute) and (qualified := self.ctx.imports.resolve(value)) is not None \
+                    and self.ctx.imports.is_project(qualified):
+                return FUNCTION + qualified.lstrip(".")
+        return None
 
     def keeps_nothing(self, call: cst.Call) -> bool:
         """Whether ``call`` provably keeps no reference to what it is given: ``tx.init(params)``

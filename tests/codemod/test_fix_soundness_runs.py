@@ -566,6 +566,37 @@ PROGRAMS = {
         history[f"train_{name}"].append(w)
         report = lambda: float(history["train_w"][0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A function that keeps its argument, handed with the array to a library call that calls it.
+    "kept-by-a-function-handed-to-partial": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        functools.partial(register, w)()
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-handed-to-a-thread": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import threading
+
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        worker = threading.Thread(target=register, args=(w,))
+        worker.start()
+        worker.join()
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-a-heap": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import heapq
 
