@@ -85,7 +85,7 @@ from jaxmem.lint.values.key_reads import (
     argument_key_reads,
     parameter_key_reads,
 )
-from jaxmem.lint.values.kept_if import mark_kept_if
+from jaxmem.lint.values.kept_if import FUNCTION, mark_kept_if
 from jaxmem.lint.values.metadata import is_metadata_call
 from jaxmem.lint.values.nnx_ownership import (
     CACHED_PARTIALS,
@@ -754,9 +754,9 @@ class _Context:
         """Whether ``call`` may keep a reference to its arguments."""
         func = call.func
         if isinstance(func, cst.Name):
-            if func.value in NON_RETAINING_BUILTINS or func.value in self.local_callees \
-                    or self._keeps_no_argument(func.value):
-                return False
+            if (func.value in NON_RETAINING_BUILTINS and self.keeping_function_handed(call) is None) \
+                    or func.value in self.local_callees or self._keeps_no_argument(func.value):
+                return False  # (``sorted(xs, key=register)`` may keep what ``register`` does)
         if isinstance(func, cst.Call) and self.imports.resolve(func.func) in READING_WRAPPERS:
             return False  # hk.experimental.tabulate(step)(state, batch): traced for a table, not kept
         if isinstance(func, cst.Call) and self.imports.resolve(func.func) in TRACING_TRANSFORMS:
@@ -764,11 +764,55 @@ class _Context:
         if isinstance(func, cst.Attribute) and func.attr.value in ("lower", "trace") and self._is_jit(func.value):
             return False  # jax.jit(f).lower(state): traced with the shapes only, keeps no array (jax 0.10.2)
         qualified = self.imports.resolve(func)
-        if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS:
-            return False
+        if qualified is not None and qualified.split(".")[0] in NON_RETAINING_ROOTS \
+                and self.keeping_function_handed(call) is None:
+            return False  # (``jax.tree.map(register, state)`` may keep what ``register`` does)
         if call_effect(qualified, call=call) in (READS, NEW) or saves_synchronously(qualified, call):
             return False  # print, logging, copy.deepcopy, a checkpoint save: nothing kept after the call
         return not self._names_a_jit(func)
+
+    def keeping_function_handed(self, call: cst.Call, value_name: str | None = None) -> str | None:
+        """When ``call`` is handed a function that may keep its argument (``register`` in
+        ``map(register, [w])``, ``functools.partial(register, w)``, ``Thread(target=register,
+        args=(w,))``, ``jax.tree.map(lambda x: kept.append(x), state)``): see
+        :meth:`keeping_function`; None when it is handed none.  ``value_name``: the value
+        looked at, never taken for the function."""
+        for arg in call.args:
+            if (found := self.keeping_function(arg.value, value_name)) is not None:
+                return found
+        return None
+
+    def keeping_function(self, value: cst.BaseExpression, value_name: str | None = None) -> str | None:
+        """Whether ``value`` is a function that may keep its argument: ``""`` for a lambda
+        that may (:meth:`_lambda_keeps`) or a function of this file that may (:meth:`retains`),
+        ``function:`` and its name for another file's (settled by the join: see
+        :mod:`jaxmem.lint.values.kept_if`); None otherwise."""
+        kind = type(value)
+        if kind is cst.Lambda:
+            return "" if self._lambda_keeps(value) else None
+        if kind is cst.Name and value.value in self.module_functions and value.value != value_name \
+                and self.imports.resolve(value) is None:
+            return "" if self.retains(cst.Call(func=value)) else None
+        if (kind is cst.Name or kind is cst.Attribute) and (qualified := self.imports.resolve(value)) is not None \
+                and self.imports.is_project(qualified):
+            return FUNCTION + qualified.lstrip(".")
+        return None
+
+    def _lambda_keeps(self, function: cst.Lambda) -> bool:
+        """Whether a lambda may keep what it is called with: it fills a container it does not
+        get as a parameter (``lambda x: kept.append(x)``), sets an attribute (``setattr``), or
+        calls a function that may keep its argument."""
+        params = {param.name.value for param in function.params.params}
+        body = function.body
+        for call in [body] * (type(body) is cst.Call) + descendants_of_type(body, cst.Call):
+            func = call.func
+            if type(func) is cst.Attribute and func.attr.value in _LAMBDA_STORES:
+                receiver = ref_key(func.value)
+                if receiver is None or receiver[0] not in params:
+                    return True
+            elif (type(func) is cst.Name and func.value == "setattr") or self.keeping_function(func) is not None:
+                return True
+        return False
 
     def _is_jit(self, expr: cst.BaseExpression) -> bool:
         """Whether ``expr`` is a jit made where it is used (``jax.jit(f)``) or a jitted callable's name."""
@@ -802,6 +846,9 @@ class _Context:
             return False, None
         return True, qualified
 
+
+# Methods a lambda may store what it is called with by (``lambda x: kept.append(x)``).
+_LAMBDA_STORES = CONTAINER_METHODS | {"__setitem__", "__setattr__"}
 
 # CallFacts.binding of a call that the one reaching binding sends to an undecorated def
 NO_JIT_BINDING = (0, 0)
@@ -1557,6 +1604,27 @@ class FactExtractor:
                     self.ctx.nnx_classes(), self._factories_for(scope.provenance), self._defaults_provenance)
         return self._nnx_factories[name]
 
+    def _kept_through_holders(self, key: RefKey, source: RefKey, flow: Flow, point: Point, owner_of) -> list[Use]:
+        """Why the local ``source`` that ``key`` holds may be kept by a call given another name
+        for it or for a part of it (``for v in [w]: register(v)``; :meth:`Provenance.names_holding`):
+        the first such call that keeps it whatever the project is, alone, else every one that
+        may (marked: :mod:`jaxmem.lint.values.kept_if`)."""
+        ctx = self.ctx
+        marked: list[Use] = []
+        for holder in self.provenance.names_holding(source):
+            if holder[0] == key[0] or holder[0] == source[0]:
+                continue
+            name = holder[0]
+            for keeping, condition in handed_on(flow, name, self.provenance.library_method,
+                                                lambda event: self._kept_by_call(event, name, flow, point, owner_of)):
+                why = (f"`{render(key)}` holds `{render(source)}`, which `{ctx.text(keeping.node, 40)}` may keep "
+                       f"(through `{name}`)")
+                use = Use(*_line_col(ctx, keeping.node), ctx.marked_kept_if(why, condition), "borrowed")
+                if condition is None:
+                    return [use]
+                marked.append(use)
+        return marked
+
     def _kept_by_call(self, event, name: str, flow: Flow, point: Point, owner_of) -> tuple[bool, str | None]:
         """Whether ``event`` hands the local ``name`` to a call that may keep it
         (:meth:`Provenance.keeping_call`: ``register(w)``, ``logger.log(w)``) where its keeping
@@ -1843,6 +1911,8 @@ class FactExtractor:
                     for keeping, condition in kept:
                         why = f"`{render(key)}` holds `{render(source)}`, which `{ctx.text(keeping.node, 40)}` may keep"
                         escapes.append(Use(*_line_col(ctx, keeping.node), ctx.marked_kept_if(why, condition), "borrowed"))
+                    if source_owner == LOCAL and not kept:
+                        escapes += self._kept_through_holders(key, source, flow, point, owner_of)
                     if source_owner == LOCAL and source[0] in flow.captured \
                             and not self.provenance.defined_only(source[0]):
                         closure = self.provenance.capturing_closure(source[0], made_here)
@@ -2115,7 +2185,8 @@ def _every_parameter(method: cst.FunctionDef) -> frozenset[str]:
 
 def _flow_builder(ctx: _Context, scope: cst.FunctionDef | None = None) -> FlowBuilder:
     return FlowBuilder(ctx.retains, ctx.reads_metadata, ctx.jitted_argument, ctx.written_argument,
-                       lambda call: ctx.key_reads(call, scope), ctx.imported_names)
+                       lambda call: ctx.key_reads(call, scope), ctx.imported_names,
+                       lambda call: ctx.keeping_function_handed(call) is not None)
 
 
 def extract(path: str, module: cst.Module, *, extra_wrappers=(), public_module=False,

@@ -476,6 +476,14 @@ CONTAINER_FUNCTIONS = frozenset({
     "bisect.insort_right", "operator.setitem",
 })
 
+# Standard-library functions that keep what they are given for later, out of the
+# caller's sight (Python 3.11): an exit handler (``atexit.register(save, params)``),
+# a finalizer, a thread or timer that runs its function on its arguments whenever it
+# starts.  A value given to one is kept anywhere, as by a project function that may keep it.
+KEEPING_FUNCTIONS = frozenset({
+    "atexit.register", "weakref.finalize", "threading.Thread", "threading.Timer", "sys.addaudithook",
+})
+
 # Test-case classes whose ``assert...`` methods compare their arguments and keep
 # none of them (checked on Python 3.11's unittest, absl-py 2.x, chex 0.1.92, and
 # jax 0.10.2's ``JaxTestCase``: ``assertAllClose``, ``assertArraysEqual``...); the

@@ -23,7 +23,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
 from jaxmem.lint.syntax.keeping_methods import CONTAINER_METHODS
-from jaxmem.lint.syntax.walk import children, suite_statements, target_names
+from jaxmem.lint.syntax.walk import children, descendants_of_type, suite_statements, target_names
 from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.values.metadata import is_metadata_key
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key
@@ -101,6 +101,12 @@ _VIEW_CALLS = {
                               "uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128")},
     "cond": 3, "switch": 2, "fori_loop": 3, "while_loop": 2, "scan": 1, "associative_scan": 1, "map": 1,
     "functools.reduce": 1, "copy.copy": 0,
+    # iterators over what they are given, as they are (Python 3.11): ``itertools.chain([w])``
+    **{"itertools." + name: 0 for name in ("chain", "chain.from_iterable", "islice", "cycle", "repeat", "tee",
+                                           "zip_longest", "product", "permutations", "combinations",
+                                           "combinations_with_replacement", "pairwise", "batched", "groupby",
+                                           "compress", "accumulate")},
+    **{"itertools." + name: 1 for name in ("dropwhile", "takewhile", "filterfalse")},
     # the pytree utilities that hand back leaves as they are: a rebuilt tree
     # (``jax.tree.unflatten(treedef, leaves)``), the leaves with their paths, a reduction
     # that may return a leaf (``jax.tree.reduce(max, x)`` of one leaf), a transpose, a
@@ -1009,8 +1015,11 @@ class FlowBuilder:
                  jitted_argument: Callable[[cst.Call], object] = lambda call: None,
                  written_argument: Callable[[cst.Call], object] = lambda call: None,
                  key_reads: Callable[[cst.Call], dict[int, frozenset[str]]] = lambda call: {},
-                 imported: frozenset[str] = frozenset()) -> None:
+                 imported: frozenset[str] = frozenset(),
+                 hands_keeping_function: Callable[[cst.Call], bool] = lambda call: False) -> None:
         self.retains = retains
+        # ``map(register, [w])``: a view call that also runs a function which may keep ``w``
+        self.hands_keeping_function = hands_keeping_function
         # names the file imports: ``jnp.zeros(3)`` is a module's function, not a method of ``jnp``
         self.imported = imported
         self.reads_metadata = reads_metadata  # jnp.shape(x), jax.tree.map(lambda a: a.shape, x)
@@ -1022,6 +1031,7 @@ class FlowBuilder:
         # ``check(b)`` where ``check`` reads only ``b["k"]``: id(argument) -> the key parts it may read
         self.key_reads = key_reads
         self.flow = Flow()
+        self.local_defs: dict[str, cst.FunctionDef] = {}  # the defs of the scope, by name
         self.loops: list[_Loop] = []
         self.handlers: list[list[int]] = []
         self.finals: list[int] = []
@@ -1217,7 +1227,12 @@ class FlowBuilder:
             if item.asname is not None:
                 self._target(item.asname.name, (), events, None, item.item, "with")
         node = self._node(events, preds)
-        return self._block(_statements(stmt.body), [node])
+        out = self._block(_statements(stmt.body), [node])
+        # leaving the block runs the manager's ``__exit__``, which may read what it was given
+        # (``stack.callback(save, w)``): its name is read there
+        exits = [Event(READ, (ident(item.asname.name.value),), item.asname.name) for item in stmt.items
+                 if item.asname is not None and type(item.asname.name) is cst.Name]
+        return [self._node(exits, out)] if exits and out else out
 
     def _Try(self, stmt, preds):
         final_entry = None
@@ -1289,6 +1304,7 @@ class FlowBuilder:
             self._expr(decorator.decorator, events)
         self._defaults(stmt.params, events, frozenset())
         self._capture(stmt, events)
+        self.local_defs[ident(stmt.name.value)] = stmt
         events.append(Event(WRITE, (ident(stmt.name.value),), stmt))
         return [self._node(events, preds)]
 
@@ -1300,7 +1316,10 @@ class FlowBuilder:
             self._expr(base.value, events)
         node = self._node(events, preds)
         out = self._block(_statements(stmt.body), [node])
-        return [self._node([Event(WRITE, (ident(stmt.name.value),), stmt)], out)]
+        # ``class Holder: value = w``: the class keeps what its body binds (read as ``Holder.value``)
+        stored = [Event(ESCAPE, key, assigned, (), "stored")
+                  for assigned in _class_body_values(stmt) for key in direct_refs(assigned, self.imported)]
+        return [self._node([*stored, Event(WRITE, (ident(stmt.name.value),), stmt)], out)]
 
     # -- targets -----------------------------------------------------------
 
@@ -1356,10 +1375,21 @@ class FlowBuilder:
         if not isinstance(origin, cst.BaseExpression):
             return ()
         if origin_kind in ("value", "unpack"):
-            return part_refs(origin, self.imported)
+            return part_refs(origin, self.imported) + self._returned_captures(origin)
         if origin_kind == "iter":
             return direct_refs(origin, self.imported) + part_refs(origin, self.imported)
         return ()
+
+    def _returned_captures(self, origin) -> tuple[RefKey, ...]:
+        """For a call of a def of the scope, the scope's values it may return as they are, or
+        a part of (``first = get()``, ``def get(): return state["w"]``: a part of ``state``)."""
+        if type(origin) is not cst.Call or type(origin.func) is not cst.Name \
+                or (function := self.local_defs.get(origin.func.value)) is None:
+            return ()
+        free = self.flow.free_names_of(function)
+        return tuple(key for node in descendants_of_type(function.body, cst.Return)
+                     for key in direct_refs(node.value, self.imported) + part_refs(node.value, self.imported)
+                     if key[0] in free)
 
     def _expr_base_reads(self, target, events) -> None:
         """Reads needed to evaluate the object an attribute target lives on."""
@@ -1551,6 +1581,27 @@ class FlowBuilder:
             self._expr(expr.value, events, inner)
         else:
             self._expr(expr.elt, events, inner)
+        # ``[(last := v) for v in [w]]`` binds ``last`` in the scope to an element, and
+        # ``[kept.append(v) for v in [w]]`` fills ``kept`` with the elements: of the iterables
+        elements = None
+        for node in descendants_of_type(expr, (cst.NamedExpr, cst.Call)):
+            if type(node) is cst.NamedExpr:
+                target = ref_key(node.target) if type(node.target) is cst.Name else None
+            else:
+                func = node.func
+                target = ref_key(func.value) if type(func) is cst.Attribute and func.attr.value in CONTAINER_METHODS \
+                    else None
+                if target is not None and target[0] in bound:
+                    target = None
+            if target is None:
+                continue
+            if elements is None:
+                elements = tuple(key for iterable in _comprehension_iterables(expr)
+                                 for key in refs_within(iterable, self.imported) if key[0] not in skip)
+            if type(node) is cst.NamedExpr:
+                events.append(Event(WRITE, target, node.target, (), origin=node.value, parts=elements))
+            elif elements:
+                events.append(Event(ALIAS, target, node, elements, "container"))
 
     def _call(self, call: cst.Call, events: list[Event], skip) -> None:
         func = call.func
@@ -1599,11 +1650,33 @@ class FlowBuilder:
                 events.append(Event(ALIAS, holder, call, arg_refs, "container"))
             else:
                 self._stored_out_of_sight(call, arg_refs, events)  # vars(box).update(w=w)
-        elif arg_refs and self.retains(call) and not _view_arguments(call, self.imported):
-            # (a view call's result holds its arguments as aliases of whatever it is bound to)
+        elif arg_refs and self.retains(call) and (not _view_arguments(call, self.imported)
+                                                  or self.hands_keeping_function(call)):
+            # (a view call's result holds its arguments as aliases of whatever it is bound to,
+            # but ``list(map(register, [w]))`` runs ``register(w)``, which may keep it too)
             for key in arg_refs:
                 events.append(Event(ESCAPE, key, call, (), "call"))
         events.append(Event(CALL, None, call))
+
+
+def _comprehension_iterables(expr) -> list[cst.BaseExpression]:
+    """What each ``for`` of a comprehension iterates over."""
+    iterables = []
+    comp = expr.for_in
+    while comp is not None:
+        iterables.append(comp.iter)
+        comp = comp.inner_for_in
+    return iterables
+
+
+def _class_body_values(stmt: cst.ClassDef) -> list[cst.BaseExpression]:
+    """The values a class body binds at its own level (``value = w``, ``value: T = w``)."""
+    values = []
+    for line in _statements(stmt.body):
+        if type(line) is cst.SimpleStatementLine:
+            values += [small.value for small in line.body
+                       if type(small) in (cst.Assign, cst.AnnAssign, cst.AugAssign) and small.value is not None]
+    return values
 
 
 def _fills_an_unnamed_container(func) -> bool:

@@ -59,6 +59,7 @@ from jaxmem.lint.values.array_api import (
     INIT_APPLY_PAIRS,
     JAX_MD_INIT_TWICE,
     JAX_MD_STEPPERS,
+    KEEPING_FUNCTIONS,
     KNOWN_LIBRARIES,
     METADATA_ATTRIBUTES,
     NEW,
@@ -488,24 +489,45 @@ class Provenance:
     def _holder_read_after(self, key: RefKey, after: Point, itself: bool,
                            written_back: frozenset[int] = frozenset()) -> tuple[str, int, bool] | None:
         """``(name, line, kept)`` of the first read after the call of a name bound to ``key``'s
-        value as it is (``a = b = w``, ``a, b = w, w``), or of ``key`` itself (``itself``; not
-        after one of the ``written_back`` calls), or (``kept``) of a name made from it by calls
-        that may keep it (:meth:`_made_from`)."""
-        holders = [key] if itself else []
-        holders += [event.key for _, event in self.flow.events_about(key[0])
-                    if event.kind in (WRITE, ALIAS) and event.key is not None and len(event.key) == 1
-                    and event.key != key and any(overlaps(source, key) for source in event.sources)]
-        for holder in dict.fromkeys(holders):
-            if not any(holder == key or any(overlaps(source, key) for source in event.sources)
-                       for event in self.reaching_writes(holder, after)):
+        value as it is or to a part of it, directly or through another such name (``a = b = w``,
+        ``a, b = w, w``, ``for last in [w]``: :meth:`names_holding`), or of ``key`` itself
+        (``itself``; not after one of the ``written_back`` calls), or (``kept``) of a name made
+        from it by calls that may keep it (:meth:`_made_from`).  A closure that reads such a
+        name may run after the call: where it is made counts as a read."""
+        holders = {key: (key, False)} if itself else {}
+        holders.update(self.names_holding(key))
+        for holder, (source, filled) in holders.items():
+            if not filled and not any(holder == key or any(overlaps(part, source) for part in event.sources + event.parts)
+                                      for event in self.reaching_writes(holder, after)):
                 continue  # bound to another value by the time of the call
             reads = self.flow.search(after, holder, stop_at=written_back if holder == key else frozenset()).reads
             if reads:
                 return holder[0], self.ctx.positions[reads[0].node].start.line, False
+            if len(holder) == 1 and (line := self._capture_line(holder[0])) is not None:
+                return holder[0], line, False  # kept = w.T; report = lambda: kept.sum(), called after
         if len(key) == 1:
             for holder, read_line in self._made_from_reaching(key[0], after):
                 return holder, read_line, True
         return None
+
+    def names_holding(self, key: RefKey, limit: int = 8) -> dict[RefKey, tuple[RefKey, bool]]:
+        """The locals bound to ``key``'s value as it is or to a part of it, or filled with it,
+        directly or through one another (``a = w; b, a = a, b``; ``for x in [w]``, the last
+        element after the loop; ``for x in [w]: kept.append(x)``), each with the name it got
+        it from and whether a mutator put it there (``kept``: whatever it is bound to after);
+        at most ``limit`` of them."""
+        found: dict[RefKey, tuple[RefKey, bool]] = {}
+        frontier = [key]
+        while frontier and len(found) < limit:
+            source = frontier.pop()
+            for _, event in self.flow.events_about(source[0]):
+                holder = event.key
+                if event.kind in (WRITE, ALIAS) and holder is not None and len(holder) == 1 \
+                        and holder != key and holder not in found \
+                        and any(overlaps(part, source) for part in event.sources + event.parts):
+                    found[holder] = (source, event.kind == ALIAS)
+                    frontier.append(holder)
+        return found
 
     def _read_line_after(self, name: str, after: Point) -> int | None:
         """The line of the first read of the local ``name`` after ``after``, or where a
@@ -534,40 +556,48 @@ class Provenance:
         The first reason that holds whatever the project's classes are, alone; else every
         reason that holds only if some class has a method that keeps its argument
         (``n = tracker.track(w)``, marked: :mod:`jaxmem.lint.values.kept_if`).
+        What it is handed through another name for it or for a part of it counts too
+        (``for v in [w]: history.append(v)``: :meth:`names_holding`).
         Containers and objects among ``held`` (what the donated value is made of) do not
         count, nor, when ``made_by`` (the call the donated value is made by) is given, those
         given another value of ``name`` than it is, or that call itself."""
         made_at = self.flow.point_after(made_by) if made_by is not None else None
         making = {id(made_by), *map(id, descendants_of_type(made_by, cst.Call))} if made_by is not None else set()
         marked: list[str] = []
-        for point, event in self.flow.events_about(name):
-            if made_at is not None and not self.flow.same_value(name, point, Point(made_at.node, made_at.index - 1)):
-                continue
-            if id(event.node) in making:
-                continue  # the call that makes the donated value: what it returns is that value
-            kept, key, condition = self.keeping_call(event, name)
-            if kept and (key is None or self.owner_of(key[:1]) != "local"):
-                if key is not None and key[0] in held:
+        # the value itself, and the locals bound to it or to a part of it (``for v in [w]:
+        # history.append(v)``), but not what the donated value is made of
+        holders = [name, *(key[0] for key in self.names_holding((name,)) if key[0] not in held)]
+        for holder in holders:
+            through = f" (through `{holder}`)" if holder != name else ""
+            for point, event in self.flow.events_about(holder):
+                if holder == name and made_at is not None \
+                        and not self.flow.same_value(name, point, Point(made_at.node, made_at.index - 1)):
                     continue
-                line = self.ctx.positions[event.node].start.line
-                reason = f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep"
-            else:
-                if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
-                                 or not any(source[0] == name for source in event.sources)
-                                 or self.library_method(event.node)):
-                    continue
-                holds = "may hold" if kept else "holds"
-                key = key or event.key
-                if key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
-                        or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
-                    continue  # (``nnx.update(model, state)``: a module's function, no container)
-                line = self._read_line_after(key[0], after)  # or where a closure reading it is
-                if line is None:
-                    continue
-                reason = f"which `{key[0]}` {holds}, read again at line {line}"
-            if condition is None:
-                return [reason]
-            marked.append(self.ctx.marked_kept_if(reason, condition))
+                if id(event.node) in making:
+                    continue  # the call that makes the donated value: what it returns is that value
+                kept, key, condition = self.keeping_call(event, holder)
+                if kept and (key is None or self.owner_of(key[:1]) != "local"):
+                    if key is not None and key[0] in held:
+                        continue
+                    line = self.ctx.positions[event.node].start.line
+                    reason = f"which `{self.ctx.text(event.node, 40)}` (line {line}) may keep{through}"
+                else:
+                    if not kept and (event.kind != ALIAS or event.detail != "container" or event.key is None
+                                     or not any(source[0] == holder for source in event.sources)
+                                     or self.library_method(event.node)):
+                        continue
+                    holds = "may hold" if kept else "holds"
+                    key = key or event.key
+                    if key[0] == holder or key[0] == name or key[0] in held or self.owner_of(key[:1]) != "local" \
+                            or self.ctx.imports.resolve(cst.Name(key[0])) is not None:
+                        continue  # (``nnx.update(model, state)``: a module's function, no container)
+                    line = self._read_line_after(key[0], after)  # or where a closure reading it is
+                    if line is None:
+                        continue
+                    reason = f"which `{key[0]}` {holds}{through}, read again at line {line}"
+                if condition is None:
+                    return [reason]
+                marked.append(self.ctx.marked_kept_if(reason, condition))
         return marked
 
     def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None, str | None]:
@@ -587,7 +617,9 @@ class Provenance:
         ``(True, ("tracker",), "track")``).  Other calls whose result is used are taken to
         be made for that result.  A standard-library function that puts its argument into a
         container (``heapq.heappush(heap, w)``: ``CONTAINER_FUNCTIONS``) keeps it there, as
-        a method of an object no name holds may keep it anywhere (``vars(box).update(w=w)``).
+        a method of an object no name holds may keep it anywhere (``vars(box).update(w=w)``),
+        as a standard-library function that keeps it for later does (``atexit.register(f, w)``:
+        ``KEEPING_FUNCTIONS``).
         ``(False, None, None)`` for any other event, and for a library function, a builtin
         (``print(w)``), a method of the value itself or of a library module
         (``jax.debug.print``), a method known to keep nothing (``READING_METHODS``, a
@@ -603,7 +635,9 @@ class Provenance:
             # heapq.heappush(heap, (loss, w)): kept in ``heap``, as by ``heap.append``
             container = ref_key(call.args[0].value) if call.args and not call.args[0].star else None
             return container is None or container[0] != name, container, None
-        if (handed := self._keeping_function_handed(call, name)) is not None:
+        if qualified in KEEPING_FUNCTIONS:
+            return True, None, None  # atexit.register(save, w): kept for later, anywhere
+        if (handed := self.ctx.keeping_function_handed(call, name)) is not None:
             # functools.partial(register, w)(), map(register, [w]), Thread(target=register, args=(w,))
             return True, None, handed or None
         if type(func) is cst.Name:
@@ -626,23 +660,6 @@ class Provenance:
         if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call) or self.library_method(call):
             return False, None, None
         return True, receiver, condition
-
-    def _keeping_function_handed(self, call: cst.Call, name: str) -> str | None:
-        """When ``call`` is handed, beside the array, a project function that may keep its
-        argument (``register`` in ``map(register, [w])``): ``""`` for a function of this file
-        that may (the flow's ``retains``), ``function:`` and its name for another file's (see
-        :mod:`jaxmem.lint.values.kept_if`); None when it is handed none."""
-        for arg in call.args:
-            value = arg.value
-            if type(value) is cst.Name and value.value != name and value.value in self.ctx.module_functions \
-                    and self.ctx.imports.resolve(value) is None:
-                if self.ctx.retains(cst.Call(func=value)):
-                    return ""
-                continue
-            if type(value) in (cst.Name, cst.Attribute) and (qualified := self.ctx.imports.resolve(value)) is not None \
-                    and self.ctx.imports.is_project(qualified):
-                return FUNCTION + qualified.lstrip(".")
-        return None
 
     def keeps_nothing(self, call: cst.Call) -> bool:
         """Whether ``call`` provably keeps no reference to what it is given: ``tx.init(params)``

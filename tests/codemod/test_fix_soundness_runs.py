@@ -597,6 +597,250 @@ PROGRAMS = {
         worker.join()
         report = lambda: float(SEEN[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-handed-to-map": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        list(map(register, [w]))
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-sort-key": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+        return 0
+
+
+    def run():
+        w = jnp.ones(4)
+        sorted([w], key=register)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-another-modules-function-handed-to-map": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    import registry
+
+
+    def run():
+        w = jnp.ones(4)
+        list(map(registry.register, [w]))
+        report = lambda: float(registry.SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A closure reads another name for the array (or for a container holding it), after the training.
+    "closure-over-another-name-for-the-array": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        kept = w.T
+        report = lambda: float(kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "closure-over-a-list-extended-in-place": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        kept = []
+        kept += [w]
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "closure-over-a-name-swapped-in": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        a, b = w, jnp.zeros(4)
+        b, a = a, b
+        report = lambda: float(b.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # The loop variable holds the last element after the loop.
+    "loop-variable-read-after-the-loop": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def step(state):
+        return jax.tree.map(lambda x: x + 1, state)
+
+
+    def run():
+        w = jnp.ones(4)
+        for last in [jnp.zeros(4), w]:
+            pass
+        state = {"w": w, "b": jnp.zeros(4)}
+        for _ in range(3):
+            state = step(state)
+        print(float(state["w"].sum()), float(last.sum()))
+
+
+    run()
+    """},
+    # A def of the scope returns a part of the state, before the training; its result is read after.
+    "a-part-a-local-def-returned": {"train.py": """
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def step(state):
+        return jax.tree.map(lambda x: x + 1, state)
+
+
+    def run():
+        state = {"w": jnp.ones(4), "b": jnp.zeros(4)}
+
+        def current():
+            return state["w"]
+
+        first = current()
+        for _ in range(3):
+            state = step(state)
+        print(float(state["w"].sum()), float(first.sum()))
+
+
+    run()
+    """},
+    "bound-by-an-assignment-expression-in-a-comprehension": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        [(last := v) for v in [jnp.zeros(4), w]]
+        report = lambda: float(last.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # Kept through another name for a part of the array: a loop variable, a comprehension's.
+    "kept-by-a-loop-variable-appended": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        kept = []
+        for v in [w]:
+            kept.append(v)
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-loop-variable-set-as-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import types
+
+
+    def run():
+        w = jnp.ones(4)
+        box = types.SimpleNamespace()
+        for name, value in {"w": w}.items():
+            setattr(box, name, value)
+        report = lambda: float(box.w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-comprehension-that-appends": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        kept = []
+        [kept.append(v) for v in [w]]
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A function or lambda that keeps its argument, handed to jax with the array.
+    "kept-by-a-function-handed-to-tree-map": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        jax.tree.map(register, {"w": w})
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-handed-to-a-debug-callback": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        jax.debug.callback(register, w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-lambda-handed-to-tree-map": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        kept = []
+        jax.tree.map(lambda x: kept.append(x), {"w": w})
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-class-body": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+
+        class Holder:
+            value = w
+
+        report = lambda: float(Holder.value.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import itertools
+
+
+    def run():
+        w = jnp.ones(4)
+        kept = list(itertools.chain([w], []))
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-exit-handler": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import atexit
+    import os
+    import sys
+
+
+    def show(value):
+        try:
+            print(float(value.sum()))
+        except Exception as error:  # an exit handler's error does not change the exit status
+            print(error, file=sys.stderr)
+            os._exit(1)
+
+
+    def run():
+        w = jnp.ones(4)
+        atexit.register(show, w)
+        report = lambda: 0.0  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-exit-stack-until-the-block-ends": {"train.py": """
+    import contextlib
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit  # the step
+    def step(state):
+        return jax.tree.map(lambda x: x + 1, state)
+
+
+    def show(value):
+        print(float(value.sum()))
+
+
+    def run():
+        w = jnp.ones(4)
+        with contextlib.ExitStack() as stack:
+            stack.callback(show, w)
+            state = {"w": w, "b": jnp.zeros(4)}
+            for _ in range(3):
+                state = step(state)
+            print(float(state["w"].sum()))
+
+
+    run()
+    """},
     "kept-in-a-heap": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import heapq
 

@@ -252,3 +252,42 @@ def test_a_method_of_a_library_object_is_not_taken_for_a_project_method_of_that_
     donated = _python(tmp_path, "train.py")
     assert donated.returncode == 0, donated.stderr
     assert donated.stdout == "(0.5, 1, True, 1)\n"
+
+
+HANDED_FUNCTION = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+def describe(value):
+    return float(value.sum())
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    w = jnp.ones(4)
+    total = sum(map(describe, [w]))
+    ranked = sorted([w], key=describe)
+    state = {"w": w}
+    for _ in range(3):
+        state = step(state)
+    return float(state["w"].sum()), total, len(ranked), w.is_deleted()
+"""
+
+
+def test_a_function_handed_to_map_that_keeps_nothing_leaves_the_state_its_own(tmp_path, monkeypatch):
+    # ``map`` and ``sorted`` run ``describe``, which keeps nothing: only what they return
+    # holds ``w`` (``ranked``, never read again as an array)
+    (tmp_path / "train.py").write_text(HANDED_FUNCTION + "\n\nprint(main())\n")
+    monkeypatch.chdir(tmp_path)
+    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
+    assert finding.confidence is Confidence.HIGH, finding.message
+    (tmp_path / "train.py").write_text(_donating(HANDED_FUNCTION) + "\n\nprint(main())\n")
+    donated = _python(tmp_path, "train.py")
+    assert donated.returncode == 0, donated.stderr
+    assert donated.stdout == "(0.5, 4.0, 1, True)\n"
