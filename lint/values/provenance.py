@@ -524,7 +524,9 @@ class Provenance:
                 holder = event.key
                 if event.kind in (WRITE, ALIAS) and holder is not None and len(holder) == 1 \
                         and holder != key and holder not in found \
-                        and any(overlaps(part, source) for part in event.sources + event.parts):
+                        and any(overlaps(part, source) for part in event.sources + event.parts) \
+                        and self.ctx.imports.resolve(cst.Name(holder[0])) is None:
+                    # (not ``nnx`` of ``nnx.update(model, state)``: a module's function, no container)
                     found[holder] = (source, event.kind == ALIAS)
                     frontier.append(holder)
         return found

@@ -213,3 +213,30 @@ def test_a_step_that_may_change_the_graph_stays_medium(statement):
 def test_setting_a_variables_value_keeps_the_graph():
     source = _program().replace("    y = model(x)\n", "    y = model(x)\n    model.linear.bias.value = y.mean(0)\n")
     assert _confidence(source) == "high"
+
+
+
+def test_the_nnx_module_is_no_holder_of_what_nnx_update_is_given():
+    # flax's performance guide, at module level: ``nnx.update((model,), state)`` looks like
+    # a container's ``update``, and the step, a function that reads ``nnx``, may run later;
+    # the module ``nnx`` holds no array
+    source = textwrap.dedent('''
+        import jax
+        import jax.numpy as jnp
+        from flax import nnx
+
+        model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        graphdef, state = nnx.split((model,))
+
+        @jax.jit
+        def train_step(graphdef, state, x):
+            (model,) = nnx.merge(graphdef, state)
+            model.kernel[...] = model.kernel[...] * 0.5
+            return model(x).mean(), nnx.state((model,))
+
+        for _ in range(3):
+            loss, state = train_step(graphdef, state, jnp.ones((8, 2)))
+
+        nnx.update((model,), state)
+    ''')
+    assert _confidence(source) == "high"
