@@ -87,6 +87,18 @@ def _python(folder, script: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
 
+def _assert_high_and_donation_runs(folder, train: str, expected: str) -> None:
+    """``train.py`` (``train``) gets a high JXM001 from ``jaxmem check .``, and with the
+    donation forced it runs and prints ``expected``."""
+    (folder / "train.py").write_text(train)
+    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
+    assert finding.confidence is Confidence.HIGH, finding.message
+    (folder / "train.py").write_text(_donating(train))
+    donated = _python(folder, "train.py")
+    assert donated.returncode == 0, donated.stderr
+    assert donated.stdout == expected
+
+
 def _run_donating(folder) -> subprocess.CompletedProcess:
     (folder / "train.py").write_text(_donating(TRAIN))
     return _python(folder, "main.py")
@@ -196,14 +208,8 @@ def test_calls_that_keep_nothing_the_program_reads_leave_the_state_its_own(tmp_p
     # ``registry.describe`` (another module's function, called through the module) keeps
     # nothing, and the heap that holds ``w`` is never read again: donating is safe
     (tmp_path / "registry.py").write_text("def describe(value):\n    return float(value.sum())\n")
-    (tmp_path / "train.py").write_text(PROJECT_CALL)
     monkeypatch.chdir(tmp_path)
-    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
-    assert finding.confidence is Confidence.HIGH, finding.message
-    (tmp_path / "train.py").write_text(_donating(PROJECT_CALL))
-    donated = _python(tmp_path, "train.py")
-    assert donated.returncode == 0, donated.stderr
-    assert donated.stdout == "described\n16.0 True\n"
+    _assert_high_and_donation_runs(tmp_path, PROJECT_CALL, "described\n16.0 True\n")
 
 
 LIBRARY_METHOD = """\
@@ -244,14 +250,8 @@ def main():
 def test_a_method_of_a_library_object_is_not_taken_for_a_project_method_of_that_name(tmp_path, monkeypatch):
     # ``Mean.update`` keeps its argument, but ``tx`` is bound only to an optax transform:
     # its ``update`` is optax's, whose result is what the call is for
-    (tmp_path / "train.py").write_text(LIBRARY_METHOD + "\n\nprint(main())\n")
     monkeypatch.chdir(tmp_path)
-    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
-    assert finding.confidence is Confidence.HIGH, finding.message
-    (tmp_path / "train.py").write_text(_donating(LIBRARY_METHOD) + "\n\nprint(main())\n")
-    donated = _python(tmp_path, "train.py")
-    assert donated.returncode == 0, donated.stderr
-    assert donated.stdout == "(0.5, 1, True, 1)\n"
+    _assert_high_and_donation_runs(tmp_path, LIBRARY_METHOD + "\n\nprint(main())\n", "(0.5, 1, True, 1)\n")
 
 
 HANDED_FUNCTION = """\
@@ -259,6 +259,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+
 
 def describe(value):
     return float(value.sum())
@@ -283,11 +284,5 @@ def main():
 def test_a_function_handed_to_map_that_keeps_nothing_leaves_the_state_its_own(tmp_path, monkeypatch):
     # ``map`` and ``sorted`` run ``describe``, which keeps nothing: only what they return
     # holds ``w`` (``ranked``, never read again as an array)
-    (tmp_path / "train.py").write_text(HANDED_FUNCTION + "\n\nprint(main())\n")
     monkeypatch.chdir(tmp_path)
-    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
-    assert finding.confidence is Confidence.HIGH, finding.message
-    (tmp_path / "train.py").write_text(_donating(HANDED_FUNCTION) + "\n\nprint(main())\n")
-    donated = _python(tmp_path, "train.py")
-    assert donated.returncode == 0, donated.stderr
-    assert donated.stdout == "(0.5, 4.0, 1, True)\n"
+    _assert_high_and_donation_runs(tmp_path, HANDED_FUNCTION + "\n\nprint(main())\n", "(0.5, 4.0, 1, True)\n")
