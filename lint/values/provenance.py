@@ -45,7 +45,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.jit_api import NON_RETAINING_ROOTS, PARTIAL_NAMES
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
-from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type
+from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type, target_names
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -96,9 +96,11 @@ from jaxmem.lint.values.flow import (
     Event,
     Flow,
     Point,
+    direct_refs,
     free_names,
     joined_operands,
     may_join_containers,
+    part_refs,
     returns_an_argument,
 )
 from jaxmem.lint.values.kept_if import FUNCTION
@@ -113,6 +115,8 @@ from jaxmem.lint.values.param_stores import (
 )
 from jaxmem.lint.values.refs import RefKey, base_name, literal_part, overlaps, ref_key, render
 
+# Comprehensions that build their value at once (a generator expression is evaluated later).
+_BUILT_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp})
 FRESH = "fresh"
 HOST = "host"
 NO_ARRAYS = "no_arrays"
@@ -451,6 +455,8 @@ class Provenance:
             return self._of_container(expr, after, depth)
         if isinstance(expr, cst.Call):
             return self._of_call(expr, after, depth)
+        if type(expr) in _BUILT_COMPREHENSIONS and self._new_elements(expr, after, depth):
+            return [Origin(FRESH, line, text)]  # {k: jnp.zeros(n) for k, n in shapes.items()}
         key = ref_key(expr)
         if key is not None and len(key) == 1 and self.owner_of(key) == "local" and depth <= _MAX_DEPTH:
             return self._still_read(key, after, line, depth) + self.of_key(key, after, depth + 1)
@@ -466,6 +472,53 @@ class Provenance:
             who = {"param": "the caller's", "attribute": "an attribute's", "global": "a global's"}.get(owner, "")
             return [Origin(UNKNOWN, line, f"`{text}` is {who} value" if who else f"`{text}`")]
         return [Origin(UNKNOWN, line, text)]
+
+    def _new_elements(self, expr, after: Point, depth: int) -> bool:
+        """Whether every element a list, set or dict comprehension builds is new memory of its
+        own (``{k: jnp.zeros(n) for k, n in shapes.items()}``): an expression made anew on
+        each iteration (arithmetic, a call that makes new arrays) that is no name's value as
+        it is, nor a part of one (``{k: base ...}`` would hold ``base`` in every entry: one
+        array many times).  The comprehension's own names count only as operands of
+        arithmetic, and only when what it iterates over holds no arrays."""
+        element = expr.value if type(expr) is cst.DictComp else expr.elt
+        imported = self.ctx.imported_names
+        if direct_refs(element, imported) or part_refs(element, imported):
+            return False
+        bound: set[str] = set()
+        iterables_array_free = True
+        comp = expr.for_in
+        while comp is not None:
+            bound.update(target_names(comp.target))
+            iterables_array_free = iterables_array_free and self.array_free(comp.iter)
+            comp = comp.inner_for_in
+
+        def made_new(value) -> bool:
+            kind = type(value)
+            if kind is cst.Name and value.value in bound:
+                return iterables_array_free
+            if kind in (cst.Integer, cst.Float, cst.SimpleString):
+                return True
+            if kind is cst.UnaryOperation:
+                return True  # -x, ~x: a new array
+            if kind is cst.BinaryOperation:
+                # x * 2 is a new array whatever x is, so is jnp.zeros(n) + i; ps + [w] joins two
+                # containers' elements
+                return not may_join_containers(value) or self._makes_an_array(value.left) \
+                    or self._makes_an_array(value.right) or (made_new(value.left) and made_new(value.right))
+            if any(type(name) is cst.Name and name.value in bound for name in descendants_of_type(value, cst.Name)) \
+                    and not (kind is cst.Call and iterables_array_free):
+                return False
+            return all(origin.kind in (FRESH, NO_ARRAYS) for origin in self.of_expr(value, after, depth + 1))
+
+        return made_new(element)
+
+    def _makes_an_array(self, value) -> bool:
+        """Whether ``value`` is a call of jax's or numpy's (``jnp.zeros(n)``): an array, never a
+        list, so arithmetic on it makes a new array."""
+        if type(value) is not cst.Call:
+            return False
+        qualified = self.ctx.imports.resolve(value.func)
+        return qualified is not None and qualified.split(".")[0] in ("jax", "numpy")
 
     def _still_read(self, key: RefKey, after: Point, line: int, depth: int) -> list[Origin]:
         """A doubt when a name bound to the value of ``key`` (a local the donated value

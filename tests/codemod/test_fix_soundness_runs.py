@@ -775,6 +775,12 @@ PROGRAMS = {
         jax.tree.map(lambda x: kept.append(x), {"w": w})
         report = lambda: float(kept[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A comprehension that puts one array in every entry, as it is or through a view.
+    "one-array-in-every-entry-of-a-comprehension": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        base = jnp.ones(4)
+        state = {k: jnp.asarray(base) for k in ["w", "b"]}
+        report = lambda: 0.0  # noqa: E731""")},
     "kept-by-a-class-body": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def run():
         w = jnp.ones(4)

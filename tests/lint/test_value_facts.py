@@ -42,6 +42,18 @@ def _body(text: str) -> dict[str, str]:
 
 
 HIGH = [
+    # a comprehension whose every element is made anew: each entry is its own new array
+    pytest.param("""
+        shapes = {"w": (4,), "b": (4,)}
+        state = {k: jnp.zeros(s) + 1.0 for k, s in shapes.items()}
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, id="dict-comprehension-of-new-arrays"),
+    pytest.param("""
+        state = [jnp.zeros(4) * i for i in range(3)]
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, id="list-comprehension-of-arithmetic-on-its-own-names"),
     # flax's nnx_toy_examples/03_train_state.py: the filters of nnx.split are not held
     # (before, ``nnx`` of ``nnx.Param`` counted as a value read again after the training)
     pytest.param("""
@@ -370,6 +382,25 @@ def test_a_value_given_an_array_after_it_is_made_is_not_array_free(body):
     assert finding is not None and finding.confidence is not Confidence.HIGH, finding and finding.message
 
 MEDIUM = [
+    # a comprehension whose elements are an outer value, a view of one, or the iterable's own
+    pytest.param("""
+        base = jnp.ones(4)
+        state = {k: base for k in ["w", "b"]}
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "{k: base for k in", id="dict-comprehension-of-one-array"),
+    pytest.param("""
+        base = jnp.ones(4)
+        state = {k: jnp.asarray(base) for k in ["w", "b"]}
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "{k: jnp.asarray(base) for k in", id="dict-comprehension-of-views-of-one-array"),
+    pytest.param("""
+        leaves = [jnp.ones(4), jnp.zeros(4)]
+        state = [v for v in leaves]
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "[v for v in leaves]", id="list-comprehension-of-another-lists-arrays"),
     pytest.param("""
         def train(batches):
             params = {"w": jnp.ones(3)}
