@@ -62,6 +62,7 @@ from jaxmem.lint.values.array_api import (
     TEST_CASES,
     TRACING_HIGHER_ORDER,
     TRACING_TRANSFORMS,
+    TREE_MAPS,
     call_effect,
     saves_synchronously,
 )
@@ -388,6 +389,7 @@ class _Context:
             if isinstance(stmt, cst.FunctionDef):
                 self.module_functions.setdefault(stmt.name.value, []).append(stmt)
         self._keeps: dict[str, bool] = {}
+        self._keeps_beyond: dict[str, bool] = {}  # see keeps_beyond_result
         # top-level function name -> whether it returns only standard optax transforms
         # (filled by ``Provenance._optimizer_factory``)
         self.optimizer_factories: dict[str, bool] = {}
@@ -777,14 +779,19 @@ class _Context:
         args=(w,))``, ``jax.tree.map(lambda x: kept.append(x), state)``): see
         :meth:`keeping_function`; None when it is handed none.  ``value_name``: the value
         looked at, never taken for the function."""
+        func = call.func
+        caller = self.imports.resolve(func) or (func.value if type(func) is cst.Name else None)
+        beyond_result = caller in _RESULTS_FOLLOWED_OR_DROPPED
         for arg in call.args:
-            if (found := self.keeping_function(arg.value, value_name)) is not None:
+            if (found := self.keeping_function(arg.value, value_name, beyond_result)) is not None:
                 return found
         return None
 
-    def keeping_function(self, value: cst.BaseExpression, value_name: str | None = None) -> str | None:
+    def keeping_function(self, value: cst.BaseExpression, value_name: str | None = None,
+                         beyond_result: bool = False) -> str | None:
         """Whether ``value`` is a function that may keep its argument: ``""`` for a lambda
-        that may (:meth:`_lambda_keeps`) or a function of this file that may (:meth:`retains`),
+        that may (:meth:`_lambda_keeps`) or a function of this file that may (:meth:`retains`;
+        with ``beyond_result``, other than in what it returns: :meth:`keeps_beyond_result`),
         ``function:`` and its name for another file's (settled by the join: see
         :mod:`jaxmem.lint.values.kept_if`); None otherwise."""
         kind = type(value)
@@ -792,7 +799,8 @@ class _Context:
             return "" if self._lambda_keeps(value) else None
         if kind is cst.Name and value.value in self.module_functions and value.value != value_name \
                 and self.imports.resolve(value) is None:
-            return "" if self.retains(cst.Call(func=value)) else None
+            keeps = self.keeps_beyond_result(value.value) if beyond_result else self.retains(cst.Call(func=value))
+            return "" if keeps else None
         if (kind is cst.Name or kind is cst.Attribute) and (qualified := self.imports.resolve(value)) is not None \
                 and self.imports.is_project(qualified):
             return FUNCTION + qualified.lstrip(".")
@@ -833,6 +841,14 @@ class _Context:
             self._keeps[name] = not defs or any(keeps_arguments(f) for f in defs)  # either def may run
         return not self._keeps[name]
 
+    def keeps_beyond_result(self, name: str) -> bool:
+        """Whether the top-level function ``name`` may keep an argument other than in what it
+        returns (:func:`keeps_arguments` with ``beyond_result``; any of its defs may run)."""
+        if name not in self._keeps_beyond:
+            defs = self.module_functions.get(name, ())
+            self._keeps_beyond[name] = not defs or any(keeps_arguments(f, beyond_result=True) for f in defs)
+        return self._keeps_beyond[name]
+
     def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:
         """Whether a call through ``key`` could reach a jitted callable (here or elsewhere)."""
         if key[0] in ("self", "cls") and len(key) > 1:
@@ -847,6 +863,11 @@ class _Context:
         return True, qualified
 
 
+# Calls whose result holds what the functions they run return, as the flow follows it
+# (``map``, ``jax.tree.map``: views of their arguments), or that drop it (a thread, a
+# debug callback): a function handed to one matters only for what it keeps besides.
+_RESULTS_FOLLOWED_OR_DROPPED = frozenset({"map", "filter", "sorted", "min", "max", "jax.debug.callback",
+                                          "threading.Thread", "threading.Timer"}) | TREE_MAPS
 # Methods a lambda may store what it is called with by (``lambda x: kept.append(x)``).
 _LAMBDA_STORES = CONTAINER_METHODS | {"__setitem__", "__setattr__"}
 

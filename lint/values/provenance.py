@@ -61,6 +61,7 @@ from jaxmem.lint.values.array_api import (
     JAX_MD_STEPPERS,
     KEEPING_FUNCTIONS,
     KNOWN_LIBRARIES,
+    MAP_PARAMS,
     METADATA_ATTRIBUTES,
     NEW,
     NNX_GRAPH_VIEWS,
@@ -746,16 +747,23 @@ class Provenance:
                      if id(node) not in inside and name in self.flow.free_names_of(node)), None)
 
     def _of_container(self, expr, after: Point, depth: int) -> list[Origin]:
+        """Origins of a container display's elements; one doubt when two elements may hold
+        the same array: one value, or a value and a part or view of it
+        (``{"all": params, "w": params["w"]}``, ``{"a": jax.tree.map(lambda v: v, p), "b": p}``)."""
         elements = [e.value for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))]
-        seen: set[RefKey] = set()
+        imported = self.ctx.imported_names
+        seen: list[tuple[RefKey, cst.BaseExpression]] = []
         out: list[Origin] = []
         for element in elements:
-            key = ref_key(element)
-            if key is not None:
-                if key in seen:
-                    line = self.ctx.positions[element].start.line
-                    return [Origin(UNKNOWN, line, f"`{self.ctx.text(expr)}` holds `{self.ctx.text(element)}` twice")]
-                seen.add(key)
+            held = direct_refs(element, imported) + part_refs(element, imported)
+            for key in held:
+                for other, earlier in seen:
+                    if overlaps(key, other):
+                        line = self.ctx.positions[element].start.line
+                        what = f"`{self.ctx.text(element)}`" if ref_key(element) == other else \
+                            f"`{render(other)}` (through `{self.ctx.text(earlier, 30)}` and `{self.ctx.text(element, 30)}`)"
+                        return [Origin(UNKNOWN, line, f"`{self.ctx.text(expr)}` holds {what} twice")]
+            seen.extend((key, element) for key in held)
             out.extend(self.of_expr(element, after, depth))
         return out
 
@@ -798,6 +806,10 @@ class Provenance:
             return [Origin(UNKNOWN, line, f"`{text}` holds one array twice (the init of `{stepper}`)")]
         if stepper is not None:
             return self._of_holding_call(call, after, depth, line, text)  # init_fn(key, R): may hold R
+        if (mapped := self._mapped_by_a_helper(qualified, call)) is not None:
+            if not mapped:
+                return [Origin(FRESH, line, text)]  # jax.tree.map(zeros_of, params): new arrays
+            return self._of_holding_call(call, after, depth, line, text, held=mapped)  # jax.tree.map(cast, s)
         if (trees := mapped_trees(qualified, call)) is not None:
             return self._of_holding_call(call, after, depth, line, text, held=trees)  # jax.tree.map(lambda v: v, s)
         effect = call_effect(qualified, method if qualified is None else None, call)
@@ -977,6 +989,26 @@ class Provenance:
         if isinstance(value, (cst.Subscript, cst.Attribute)):
             return self._may_contain(value.value, depth)
         return {(name,) for name in _names_in_expr(value) if self.owner_of((name,)) == "local"}
+
+    def _mapped_by_a_helper(self, qualified: str | None, call: cst.Call) -> list | None:
+        """For ``jax.tree.map(f, *trees)`` with ``f`` a top-level function of this file (one def,
+        by its summary): ``[]`` when ``f`` returns new memory, the trees when it may return
+        (a part of) what it is given as it is (``def cast(x): return x.astype(x.dtype)``);
+        None for any other call, or an ``f`` whose result may hold one array twice, or what
+        it was not given (a module's value), or that may keep an argument elsewhere."""
+        if qualified not in TREE_MAPS or qualified in MAP_PARAMS or any(arg.star for arg in call.args):
+            return None
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        if len(positional) < 2 or type(positional[0]) is not cst.Name \
+                or not self._names_top_level_function(positional[0].value) \
+                or (helper := self.module_function(positional[0].value)) is None:
+            return None
+        summary, signature = helper
+        parameters = {param.name for param in signature.params}
+        if summary.twice is not None or summary.made or self.ctx.keeps_beyond_result(positional[0].value) \
+                or any(name not in parameters for name in summary.returned):
+            return None  # (a module's value, ``<global>``, or one it may keep elsewhere too)
+        return positional[1:] if summary.returned else []
 
     def _names_top_level_function(self, name: str) -> bool:
         """Whether a call by ``name`` here reaches the file's top-level def of that name:
@@ -2526,17 +2558,19 @@ def _position_argument(call: cst.Call) -> list | None:
     return [position] if position is not None else []
 
 
-def keeps_arguments(function: cst.FunctionDef) -> bool:
+def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False) -> bool:
     """Whether ``function`` may keep a reference to an argument after it returns:
     it returns one, stores into an attribute or subscript, fills a container
     that is not its own local (or a local one it returns, stores or captures),
     yields, declares ``global``/``nonlocal``, defines a closure, or makes a
     lambda over its locals that is not handed straight to a library call
-    (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped)."""
+    (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped).
+    ``beyond_result``: what it returns does not count (a caller that follows
+    the result sees that: ``jax.tree.map(cast, params)``)."""
     from jaxmem.lint.syntax.walk import descendants_of_type, statements, suite_statements
     from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
 
-    if summarize_function(function, None, certain_only=True).returned:
+    if not beyond_result and summarize_function(function, None, certain_only=True).returned:
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -2569,7 +2603,7 @@ def keeps_arguments(function: cst.FunctionDef) -> bool:
             if _library_root(node.func):
                 inline.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
         stack.extend(children(node))
-    return bool(containers) and _escapes(containers, function)
+    return bool(containers) and _escapes(containers, function, returned=not beyond_result)
 
 
 _READING_METHOD_NAMES = frozenset().union(*READING_METHODS.values())
@@ -2584,14 +2618,15 @@ def _library_root(func) -> bool:
     return isinstance(func, cst.Name) and func.value in _NON_KEEPING_ROOTS
 
 
-def _escapes(names: set[str], function: cst.FunctionDef) -> bool:
-    """Whether a local named in ``names`` is returned, stored, yielded or captured."""
+def _escapes(names: set[str], function: cst.FunctionDef, returned: bool = True) -> bool:
+    """Whether a local named in ``names`` is returned (unless not ``returned``), stored,
+    yielded or captured."""
     from jaxmem.lint.syntax.walk import descendants, descendants_of_type
     from jaxmem.lint.values.flow import free_names
 
     for node in descendants(function.body):
         value = None
-        if isinstance(node, (cst.Return, cst.Yield)):
+        if isinstance(node, cst.Yield) or (returned and isinstance(node, cst.Return)):
             value = node.value
         elif isinstance(node, cst.Assign) and any(
                 not isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets):

@@ -781,6 +781,21 @@ PROGRAMS = {
         base = jnp.ones(4)
         state = {k: jnp.asarray(base) for k in ["w", "b"]}
         report = lambda: 0.0  # noqa: E731""")},
+    # A container that holds a value and a part or a view of it: the same buffer twice.
+    "a-value-and-its-part-in-one-container": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        params = {"w": jnp.ones(4)}
+        state = {"all": params, "w": params["w"]}
+        report = lambda: 0.0  # noqa: E731""")},
+    "a-value-and-an-identity-tree-map-of-it-in-one-container": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def same(x):
+        return x
+
+
+    def run():
+        params = {"w": jnp.ones(4)}
+        state = {"a": jax.tree.map(same, params), "w": params["w"]}
+        report = lambda: 0.0  # noqa: E731""")},
     "kept-by-a-class-body": {"train.py": CLOSURE_RUN.replace("MAKE", """
     def run():
         w = jnp.ones(4)

@@ -49,6 +49,16 @@ HIGH = [
         for b in range(3):
             state = step(state, jnp.ones(4))
         """, id="dict-comprehension-of-new-arrays"),
+    # a tree map of a helper of this file that returns new arrays, or what it is given as it is
+    pytest.param("""
+        def cast(x):
+            return x.astype(jnp.float32)
+
+        params = {"w": jnp.ones(4), "b": jnp.zeros(4)}
+        state = jax.tree.map(cast, params)
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, id="tree-map-of-a-helper-returning-its-argument"),
     pytest.param("""
         state = [jnp.zeros(4) * i for i in range(3)]
         for b in range(3):
@@ -383,6 +393,34 @@ def test_a_value_given_an_array_after_it_is_made_is_not_array_free(body):
 
 MEDIUM = [
     # a comprehension whose elements are an outer value, a view of one, or the iterable's own
+    pytest.param("""
+        TABLE = {"w": jnp.ones(4)}
+
+        def lookup(x):
+            return TABLE["w"]
+
+        state = jax.tree.map(lookup, {"w": jnp.ones(4)})
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "jax.tree.map(lookup", id="tree-map-of-a-helper-returning-a-module-value"),
+    pytest.param("""
+        SEEN = []
+
+        def keep(x):
+            y = x * 1
+            SEEN.append(y)
+            return y
+
+        state = jax.tree.map(keep, {"w": jnp.ones(4)})
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "jax.tree.map(keep", id="tree-map-of-a-helper-that-keeps-what-it-returns"),
+    pytest.param("""
+        params = {"w": jnp.ones(4)}
+        state = {"all": params, "w": params["w"]}
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, "twice", id="a-value-and-its-part-in-one-container"),
     pytest.param("""
         base = jnp.ones(4)
         state = {k: base for k in ["w", "b"]}
