@@ -781,6 +781,8 @@ class _Context:
         looked at, never taken for the function."""
         func = call.func
         caller = self.imports.resolve(func) or (func.value if type(func) is cst.Name else None)
+        if caller is not None and caller.split(".")[0] in NON_RETAINING_ROOTS and caller not in _RUN_ON_VALUES:
+            return None  # jax.vmap(f, in_axes=...), jax.jit(f): a wrapper; what runs f sees tracers
         beyond_result = caller in _RESULTS_FOLLOWED_OR_DROPPED
         for arg in call.args:
             if (found := self.keeping_function(arg.value, value_name, beyond_result)) is not None:
@@ -868,6 +870,11 @@ class _Context:
 # debug callback): a function handed to one matters only for what it keeps besides.
 _RESULTS_FOLLOWED_OR_DROPPED = frozenset({"map", "filter", "sorted", "min", "max", "jax.debug.callback",
                                           "threading.Thread", "threading.Timer"}) | TREE_MAPS
+# Calls of the libraries that keep nothing (``NON_RETAINING_ROOTS``) that run a function
+# they are handed on the values they are given, at once (jax 0.10.2): the tree maps, a debug
+# callback outside a trace.  Their others wrap the function (``jax.vmap(f)``) or trace it.
+_RUN_ON_VALUES = TREE_MAPS | {"jax.tree.map_with_path", "jax.tree_util.tree_map_with_path", "jax.tree.reduce",
+                              "jax.tree_util.tree_reduce", "jax.debug.callback"}
 # Methods a lambda may store what it is called with by (``lambda x: kept.append(x)``).
 _LAMBDA_STORES = CONTAINER_METHODS | {"__setitem__", "__setattr__"}
 

@@ -59,6 +59,17 @@ HIGH = [
         for b in range(3):
             state = step(state, jnp.ones(4))
         """, id="tree-map-of-a-helper-returning-its-argument"),
+    # flax's lm1b example: a helper that returns its argument handed to jax.vmap, with the
+    # state's structure in in_axes: vmap wraps the helper, nothing runs it on the state
+    pytest.param("""
+        def predict(params, x):
+            return params, x
+
+        state = {"w": jnp.ones(4)}
+        pred = jax.jit(jax.vmap(predict, in_axes=(jax.tree_util.tree_map(lambda x: None, state), 0)))
+        for b in range(3):
+            state = step(state, jnp.ones(4))
+        """, id="a-keeping-helper-wrapped-by-vmap-beside-the-state"),
     pytest.param("""
         state = [jnp.zeros(4) * i for i in range(3)]
         for b in range(3):
