@@ -4,7 +4,9 @@
 methods may keep an argument (for files that are never parsed); it must name every
 method of every class that ``keeps_arguments`` (libcst) says may keep one.  This
 compares both on every class of the Python files under the given folders (the
-corpus's sources, say)::
+corpus's sources, say), the parser's with the calls the file's facts take a method
+to keep an argument through (a function of the module that may, a method through
+``self`` that may, ``atexit.register``)::
 
     .venv/bin/python benchmarks/keeping_methods_check.py benchmarks/.cache/src/brax-0.14.2 ...
 
@@ -24,14 +26,30 @@ from pathlib import Path
 
 import libcst as cst
 
+from jaxmem.lint.callables.definitions import DefinitionFinder
+from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.join.facts import _Context
 from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods
+from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.walk import descendants_of_type
 from jaxmem.lint.values.provenance import keeps_arguments, summarize_function
+
+
+def _known_to_keep(module: cst.Module, text: str):
+    """The file's own reading of the calls a method may keep an argument through
+    (``_Context._known_to_keep``: a function of the module that may keep one, a method
+    through ``self`` that may, ``atexit.register``...), as the facts of the file ask it."""
+    positions = Positions(module)
+    imports = ImportTable.from_module(module)
+    finder = DefinitionFinder(module, positions, imports)
+    ctx = _Context(module, positions, imports, finder.run(), finder, text)
+    return ctx._known_to_keep
 
 
 def misses(text: str, module: cst.Module) -> tuple[int, int, list[str]]:
     """``(methods, given up, missed names)`` of one file."""
     named = maybe_keeping_methods(text)
+    call_keeps = _known_to_keep(module, text)
     methods = given_up = 0
     missed = []
     for cls in descendants_of_type(module, cst.ClassDef):
@@ -39,7 +57,7 @@ def misses(text: str, module: cst.Module) -> tuple[int, int, list[str]]:
             if not isinstance(stmt, cst.FunctionDef):
                 continue
             methods += 1
-            if stmt.name.value in named or not keeps_arguments(stmt):
+            if stmt.name.value in named or not keeps_arguments(stmt, call_keeps=call_keeps):
                 continue
             summary = summarize_function(stmt, None, certain_only=True)
             if summary.twice and "too many values" in summary.twice:

@@ -20,7 +20,7 @@ from jaxmem.findings import FileReport
 from jaxmem.lint.callables.definitions import MODULE_SCOPE
 from jaxmem.lint.join.checks import build_reports
 from jaxmem.lint.join.facts import FileFacts, extract, module_names_for
-from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods
+from jaxmem.lint.syntax.keeping_methods import maybe_keeping_methods, top_level_functions
 from jaxmem.lint.syntax.parsing import parse_module
 from jaxmem.lint.syntax.relevance import (  # noqa: F401 (project_hints, reachable_hints, context_selector: re-exported)
     context_selector,
@@ -137,7 +137,7 @@ def _analysed_facts(path: str, text: str, settings: Settings, hints: frozenset[s
             return facts
         if not _reads_blanked_globals(facts, reduced.blanked_words):
             # the blanked classes' methods were not parsed: read them from the text
-            facts.keeping_methods |= maybe_keeping_methods(reduced.blanked)
+            facts.keeping_methods |= maybe_keeping_methods(reduced.blanked, top_level_functions(text))
             return facts
     return facts
 

@@ -45,6 +45,7 @@ from jaxmem.lint.syntax.positions import Positions
 from jaxmem.lint.syntax.relevance import name_mentions
 from jaxmem.lint.syntax.walk import (
     children,
+    descendants,
     descendants_of_type,
     indexed,
     small_statements,
@@ -54,6 +55,7 @@ from jaxmem.lint.syntax.walk import (
 )
 from jaxmem.lint.values.array_api import (
     CALLING_ASSERTIONS,
+    KEEPING_FUNCTIONS,
     NEW,
     READING_WRAPPERS,
     READS,
@@ -415,6 +417,9 @@ class _Context:
         self._store_finder: StoreFinder | None = None  # see store_finder
         self._statement_calls: frozenset[int] | None = None  # see statement_calls
         self._method_keeps: dict[str, bool] | None = None  # see method_keeps
+        self._methods: dict[str, list[cst.FunctionDef]] = {}  # the module's classes' methods by name
+        self._private_objects: dict[tuple[int, str], bool] = {}  # see private_object
+        self._self_contained: dict[str, bool] = {}  # see self_contained_class
         self.kept_if_marked = False  # whether a reason was marked: see marked_kept_if
         self._stored_into: frozenset[str] | None = None  # see stored_into
 
@@ -477,6 +482,88 @@ class _Context:
         return qualified is not None and qualified.startswith("flax.nnx.") and \
             qualified.rsplit(".", 1)[-1][:1].isupper()
 
+    def private_object(self, name: str, scope: cst.CSTNode) -> bool:
+        """Whether the local ``name`` of ``scope`` (a def, or the module) holds only objects
+        it keeps to itself, so that what a method keeps in one stays there
+        (``t = Tracker(); t.track(w)``, ``Tracker.track`` appending to ``self.seen``): every
+        binding makes an instance of a class of :meth:`self_contained_class` (or is a ``class``
+        or ``def`` statement of the scope: ``TrainState.create(...)`` of a class made here),
+        and the name is used only to call its methods (``t.track(w)``), never handed on,
+        stored, captured or read otherwise.  ``t = TRACKER`` or ``t = get_tracker()`` may be an object held
+        anywhere, ``REGISTRY.append(t)`` puts it there."""
+        key = (id(scope), name)
+        if key not in self._private_objects:
+            self._private_objects[key] = self._private_object(name, scope)
+        return self._private_objects[key]
+
+    def _private_object(self, name: str, scope: cst.CSTNode) -> bool:
+        allowed: set[int] = set()  # the Name nodes of the allowed uses, and names that are no use
+        bound = False
+        for node in descendants(scope):
+            kind = type(node)
+            if (kind is cst.ClassDef or kind is cst.FunctionDef) and node.name.value == name:
+                allowed.add(id(node.name))  # ``class TrainState(...)`` here: ``TrainState.create(...)``
+                bound = True
+            elif kind is cst.Attribute:
+                allowed.add(id(node.attr))
+            elif kind is cst.Arg and node.keyword is not None:
+                allowed.add(id(node.keyword))
+            elif kind is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name \
+                    and node.func.value.value == name:
+                allowed.add(id(node.func.value))  # t.track(w)
+            elif kind is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name \
+                    and node.targets[0].target.value == name:
+                value = node.value
+                if type(value) is not cst.Call or type(value.func) is not cst.Name or value.args \
+                        or self.imports.resolve(value.func) is not None \
+                        or not self.self_contained_class(value.func.value):
+                    return False
+                allowed.add(id(node.targets[0].target))
+                bound = True
+        return bound and all(id(node) in allowed for node in descendants_of_type(scope, cst.Name)
+                             if node.value == name)
+
+    def self_contained_class(self, name: str) -> bool:
+        """Whether ``name`` is one top-level class of the module, without bases, whose methods
+        use ``self`` only through its attributes (``self.seen.append(v)``, ``self.n = 0``) and
+        keep what they are given nowhere else (:func:`keeps_arguments` with ``own``): none
+        hands the instance on (``REGISTRY.append(self)``, ``return self``), none puts an
+        argument into a global or another object, or hands it to a call that may keep it, so
+        only names bound to the instance reach what it holds."""
+        if name in self._self_contained:
+            return self._self_contained[name]
+        self._self_contained[name] = False  # while deciding
+        classes = self.top_level_classes().get(name, [])
+        if len(classes) != 1 or classes[0].bases or classes[0].keywords or classes[0].decorators:
+            return False
+        methods = {}
+        for stmt in classes[0].body.body:
+            if isinstance(stmt, cst.FunctionDef):
+                if stmt.decorators or not stmt.params.params:
+                    return False
+                methods[stmt.name.value] = stmt
+            elif not isinstance(stmt, (cst.SimpleStatementLine,)) or any(
+                    not isinstance(small, (cst.Pass, cst.Expr)) for small in stmt.body):
+                return False  # class attributes (a shared list) or nested classes
+        for method in methods.values():
+            me = method.params.params[0].name.value
+            through = {id(node.value) for node in descendants_of_type(method.body, cst.Attribute)}
+            if any(node.value == me and id(node) not in through for node in descendants_of_type(method.body, cst.Name)):
+                return False
+
+            def keeps(call: cst.Call, me=me) -> bool:
+                func = call.func
+                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
+                    return func.attr.value not in methods  # its own methods are checked as this one is
+                return self.retains(call)
+
+            # what a method keeps other than in the instance: a global, another object, a
+            # function that may keep it (``register(v)``), a raised exception
+            if keeps_arguments(method, beyond_result=True, call_keeps=keeps, own=me):
+                return False
+        self._self_contained[name] = True
+        return True
+
     def top_level_classes(self) -> dict[str, list[cst.ClassDef]]:
         """The module's top-level classes by name (a name may be defined twice)."""
         if self._classes is None:
@@ -493,11 +580,45 @@ class _Context:
         by the name alone: which class ``obj`` is an instance of is not known."""
         if self._method_keeps is None:
             self._method_keeps = {}
+            self._methods = {}
             for cls in descendants_of_type(self.module, cst.ClassDef):  # classes in functions too
                 for stmt in cls.body.body:
-                    if isinstance(stmt, cst.FunctionDef) and not self._method_keeps.get(stmt.name.value):
-                        self._method_keeps[stmt.name.value] = keeps_arguments(stmt)
-        return self._method_keeps.get(name, False)
+                    if isinstance(stmt, cst.FunctionDef):
+                        self._methods.setdefault(stmt.name.value, []).append(stmt)
+            for method in self._methods:
+                self.method_keeps(method)
+        if name not in self._method_keeps:
+            self._method_keeps[name] = False  # while deciding: a call of itself keeps what the rest of it does
+            self._method_keeps[name] = any(keeps_arguments(stmt, call_keeps=self._known_to_keep)
+                                           for stmt in self._methods.get(name, ()))
+        return self._method_keeps[name]
+
+    def _known_to_keep(self, call: cst.Call) -> bool:
+        """Whether ``call`` is one a method's body is known to keep its argument through
+        (:meth:`method_keeps`): a function of this module that may keep one
+        (``register(value)``), a method of the module's classes that may, called through
+        ``self`` or ``cls``, a standard-library function that keeps what it is given
+        (``KEEPING_FUNCTIONS``), or any call handed a function that may keep its argument.
+        Other calls do not count: as for the text of the methods no file of the project
+        parses (:func:`maybe_keeping_methods`), which names the same."""
+        func = call.func
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in ("self", "cls"):
+            return self.method_keeps(func.attr.value)
+        # (a function of another file handed on is no more known than one called by its module)
+        return self._known_keeping_call(call, handed_from_elsewhere=False)
+
+    def _known_keeping_call(self, call: cst.Call, handed_from_elsewhere: bool) -> bool:
+        """Whether ``call`` is of a function of this module that may keep an argument, of a
+        standard-library function that keeps what it is given (``KEEPING_FUNCTIONS``), or is
+        handed a function that may keep its argument (of this file, a lambda; with
+        ``handed_from_elsewhere``, another file's too, whose summary the join reads)."""
+        func = call.func
+        if type(func) is cst.Name and func.value in self.module_functions and self.imports.resolve(func) is None:
+            return not self._keeps_no_argument(func.value)
+        if self.imports.resolve(func) in KEEPING_FUNCTIONS:
+            return True
+        handed = self.keeping_function_handed(call)
+        return handed is not None if handed_from_elsewhere else handed == ""
 
     def marked_kept_if(self, reason: str, condition: str | None) -> str:
         """``reason``, marked as holding only under ``condition`` when there is one
@@ -783,6 +904,8 @@ class _Context:
         caller = self.imports.resolve(func) or (func.value if type(func) is cst.Name else None)
         if caller is not None and caller.split(".")[0] in NON_RETAINING_ROOTS and caller not in _RUN_ON_VALUES:
             return None  # jax.vmap(f, in_axes=...), jax.jit(f): a wrapper; what runs f sees tracers
+        if type(func) is cst.Name and func.value in _CALL_NOTHING_HANDED and self.imports.resolve(func) is None:
+            return None  # isinstance(x, core.Learner): a class looked at, never called
         beyond_result = caller in _RESULTS_FOLLOWED_OR_DROPPED
         for arg in call.args:
             if (found := self.keeping_function(arg.value, value_name, beyond_result)) is not None:
@@ -840,15 +963,29 @@ class _Context:
         argument (decided on first use: most are never called with a tracked value)."""
         if name not in self._keeps:
             defs = self.module_functions.get(name, ())
-            self._keeps[name] = not defs or any(keeps_arguments(f) for f in defs)  # either def may run
+            self._keeps[name] = False  # while deciding: a call of itself keeps what the rest of it does
+            self._keeps[name] = not defs or any(keeps_arguments(f, call_keeps=self._call_may_keep) for f in defs)
         return not self._keeps[name]
+
+    def _call_may_keep(self, call: cst.Call) -> bool:
+        """Whether a call in a function's body may keep what the function hands it, as the
+        function's own callers would take it (:meth:`Provenance.keeping_call`): a call made
+        for its effect, when it may keep its arguments (:meth:`retains`); a call whose result
+        is used is taken to be made for that result, unless it is a function of this module
+        that may keep one (``register(value)``), a standard-library function that keeps what
+        it is given (``atexit.register``) or a call handed a function that may keep it."""
+        if id(call) in self.statement_calls():
+            return self.retains(call)
+        return self._known_keeping_call(call, handed_from_elsewhere=True)
 
     def keeps_beyond_result(self, name: str) -> bool:
         """Whether the top-level function ``name`` may keep an argument other than in what it
         returns (:func:`keeps_arguments` with ``beyond_result``; any of its defs may run)."""
         if name not in self._keeps_beyond:
             defs = self.module_functions.get(name, ())
-            self._keeps_beyond[name] = not defs or any(keeps_arguments(f, beyond_result=True) for f in defs)
+            self._keeps_beyond[name] = False  # while deciding (see _keeps_no_argument)
+            self._keeps_beyond[name] = not defs or any(
+                keeps_arguments(f, beyond_result=True, call_keeps=self._call_may_keep) for f in defs)
         return self._keeps_beyond[name]
 
     def might_be_jitted(self, key: RefKey, class_scope: str | None) -> tuple[bool, str | None]:
@@ -875,6 +1012,9 @@ _RESULTS_FOLLOWED_OR_DROPPED = frozenset({"map", "filter", "sorted", "min", "max
 # callback outside a trace.  Their others wrap the function (``jax.vmap(f)``) or trace it.
 _RUN_ON_VALUES = TREE_MAPS | {"jax.tree.map_with_path", "jax.tree_util.tree_map_with_path", "jax.tree.reduce",
                               "jax.tree_util.tree_reduce", "jax.debug.callback"}
+# Builtins that never call a function they are handed (``isinstance(x, Learner)``,
+# ``getattr(obj, "f", default)``); ``min``, ``max`` and ``sorted`` call their ``key``.
+_CALL_NOTHING_HANDED = NON_RETAINING_BUILTINS - {"min", "max", "sorted"}
 # Methods a lambda may store what it is called with by (``lambda x: kept.append(x)``).
 _LAMBDA_STORES = CONTAINER_METHODS | {"__setitem__", "__setattr__"}
 
@@ -1267,6 +1407,7 @@ class FactExtractor:
         provenance.module_function = self._module_function
         provenance.function_def = lambda name, at: self.ctx.function_def(name, function, provenance, at)
         provenance.is_module = is_module
+        provenance.private_object = lambda name: self.ctx.private_object(name, function or self.ctx.module)
         if not is_module:
             provenance.local_names = frozenset(params) | frozenset(assigned)
         return _Scope(function, flow, tuple(scopes), class_scope, traced, frozenset(params), assigned,
@@ -1663,7 +1804,8 @@ class FactExtractor:
         kept, receiver, condition = self.provenance.keeping_call(event, name)
         if not kept or self._keeps_nothing(event.node):
             return False, None
-        if receiver is None or owner_of(receiver[:1]) != LOCAL:
+        if receiver is None or owner_of(receiver[:1]) != LOCAL \
+                or not self.provenance.private_receiver(event.node, receiver):
             return True, condition
         return bool(flow.search(point, receiver[:1]).reads) or receiver[0] in flow.captured, condition
 

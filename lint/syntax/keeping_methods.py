@@ -11,9 +11,14 @@ it returns a value named in its body (not an attribute, not only a call's result
 ``return value``, ``return [x]``, not ``return len(self.seen)``), stores through an
 attribute or a subscript (an assignment whose target holds ``.`` or ``[``), calls a
 container's mutator
-(``.append(``), declares ``global``/``nonlocal``, yields, or makes a lambda, a def or
-a class.  Only a method named there can make such a reason hold, so taking too many
-costs no more than a medium finding where a call's result is used.
+(``.append(``), declares ``global``/``nonlocal``, yields, makes a lambda, a def or
+a class, raises a value (``raise ValueError(value)``: an ``except ... as error`` keeps
+it), or calls what may keep its argument: a function by its bare name (not a builtin
+that keeps nothing: ``register(value)``, whose body may be outside this text), a method
+of the text that may through ``self`` or ``cls``, or a standard-library function that
+keeps what it is given (``atexit.register``).  Only a method named there can make such a
+reason hold, so taking too many costs no more than a medium finding where a call's
+result is used.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ CONTAINER_METHODS = frozenset(
     {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put", "push", "__setitem__"}
 )
 _INDENTED_DEF = re.compile(r"^([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
-_STRING = re.compile(r"""[rRbBuUfF]{0,2}('''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'[^'\n]*'|"[^"\n]*")""")
+_STRING = re.compile(r"""(?<!\w)[rRbBuUfF]{0,2}('''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'[^'\n]*'|"[^"\n]*")""")
 _COMMENT = re.compile(r"#[^\n]*")
 _KEEPS = re.compile(r"\b(?:global|nonlocal|yield|lambda|def|class)\b|\.\s*(?:"
                     + "|".join(sorted(CONTAINER_METHODS)) + r")\s*\(")
@@ -35,19 +40,48 @@ _RETURN = re.compile(r"\breturn\b")
 # called (``len(``), nor the object itself or a constant.
 _RETURNED_NAME = re.compile(r"(?<![.\w])(?!(?:self|cls|None|True|False|and|or|not|if|else|in|is|for)\b)"
                             r"[^\W\d]\w*\b(?!\s*\()")
+# ``raise`` of anything but nothing, or an exception made by name from string literals
+# only (strings are blanked to ``""`` first): ``raise``, ``raise ValueError("bad")`` keep
+# nothing; ``raise errors.Bad("x")`` names a module, which the parser counts.
+_RAISE = re.compile(r'\braise\b(?![ \t]*(?:[\n;]|$|\w+[ \t]*\([\s\d.,\-]*(?:""[\s\d.,\-]*)*\)[ \t]*(?:[\n;]|$)))')
+# A call of a function by its bare name (``register(value)``), with an argument other
+# than string literals and numbers (``ValueError("bad")`` keeps nothing).
+_BY_NAME_CALL = re.compile(r'(?<![\w.])([^\W\d]\w*)[ \t]*\((?![\s\d.,\-]*(?:""[\s\d.,\-]*)*\))')
+_SELF_CALL = re.compile(r"\b(?:self|cls)[ \t]*\.[ \t]*(\w+)[ \t]*\(")
+_KEEPING_CALL = re.compile(r"\.[ \t]*(?:register|finalize|Thread|Timer|addaudithook)[ \t]*\(")
+# Bare names a call by name may be spelled with that keep nothing: keywords before a
+# bracket (``return (``), builtins that neither keep nor call what they are given.
+_KEEPS_NOTHING_BY_NAME = frozenset({
+    "if", "elif", "while", "return", "and", "or", "not", "in", "is", "for", "with", "assert", "del",
+    "await", "else", "print", "len", "isinstance", "issubclass", "float", "int", "str", "repr", "format",
+    "abs", "round", "range", "type", "id", "hash", "bool", "hasattr", "getattr", "callable", "super",
+    "tuple", "list", "dict", "set", "frozenset",
+})
 _ASSIGNMENT = re.compile(r"(?<![=!<>:])(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
 
 
-def maybe_keeping_methods(text: str) -> frozenset[str]:
+_TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+
+
+def top_level_functions(text: str) -> frozenset[str]:
+    """The names of the functions ``text`` defines at its top level."""
+    return frozenset(_TOP_LEVEL_DEF.findall(text))
+
+
+def maybe_keeping_methods(text: str, functions: frozenset[str] | None = None) -> frozenset[str]:
     """Names of the indented ``def``s of ``text`` (methods, nested functions) whose body
-    may keep an argument after it returns (see the module's docstring)."""
+    may keep an argument after it returns (see the module's docstring).  ``functions``:
+    the module's top-level functions (those of ``text`` when not given), any of which a
+    body may hand on with its argument (``blackjax.mcmc(logdensity, w)``)."""
     if "def" not in text:
         return frozenset()
+    handed = _handed_function(functions if functions is not None else top_level_functions(text))
     # strings (their line ends kept) and comments out first: what they hold is no code,
     # and a string's lines do not end a body
     code = _COMMENT.sub("", _STRING.sub(lambda found: '""' + "\n" * found.group(0).count("\n"), text))
     lines = code.split("\n")
     names: set[str] = set()
+    through_self: dict[str, set[str]] = {}  # a def's name -> the methods its bodies call through self
     number, counted = 0, 0  # the line number of ``counted`` (counted on from the last def: no quadratic path)
     for match in _INDENTED_DEF.finditer(code):
         number += code.count("\n", counted, match.start())
@@ -63,10 +97,29 @@ def maybe_keeping_methods(text: str) -> frozenset[str]:
             depth += _depth(lines[end])
             end += 1
         # the header too (a default may be a lambda), but not its own ``def``
-        if _may_keep("\n".join([lines[number][match.end() - code.rfind("\n", 0, match.start()) - 1:],
-                                 *lines[number + 1:end]])):
+        body = "\n".join([lines[number][match.end() - code.rfind("\n", 0, match.start()) - 1:],
+                          *lines[number + 1:end]])
+        if _may_keep(body) or (handed is not None and handed.search(body)):
             names.add(name)
+        else:
+            through_self.setdefault(name, set()).update(_SELF_CALL.findall(body))
+    # a method that calls one that may keep, through ``self``, may keep too
+    changed = True
+    while changed:
+        changed = False
+        for name, called in through_self.items():
+            if name not in names and called & names:
+                names.add(name)
+                changed = True
     return frozenset(names)
+
+
+def _handed_function(functions: frozenset[str]):
+    """A pattern for a call argument that is one of ``functions`` (``f(register, w)``), or None."""
+    if not functions:
+        return None
+    names = "|".join(sorted(map(re.escape, functions)))
+    return re.compile(rf"[(,=][ \t\n]*(?:{names})[ \t\n]*[,)]")
 
 
 def _depth(line: str) -> int:
@@ -79,7 +132,9 @@ def _width(line: str) -> int:
 
 
 def _may_keep(body: str) -> bool:
-    if _KEEPS.search(body):
+    if _KEEPS.search(body) or _RAISE.search(body) or _KEEPING_CALL.search(body):
+        return True
+    if any(found.group(1) not in _KEEPS_NOTHING_BY_NAME for found in _BY_NAME_CALL.finditer(body)):
         return True
     if any(_RETURNED_NAME.search(value) for value in _returned(body)):
         return True

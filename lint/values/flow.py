@@ -1135,6 +1135,9 @@ class FlowBuilder:
         elif isinstance(small, cst.Raise):
             self._expr(small.exc, events)
             self._expr(small.cause, events)
+            # ``raise ValueError(w)``: an ``except ... as error`` here or in any caller may keep it
+            for key in refs_within(small.exc, self.imported) + refs_within(small.cause, self.imported):
+                events.append(Event(ESCAPE, key, small, (), "stored"))
             node = self._node(events, preds)
             if not self.handlers:
                 self._link([node], self.finals[-1] if self.finals else Flow.EXIT)

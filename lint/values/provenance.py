@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Callable
 
 import libcst as cst
 
@@ -102,6 +103,7 @@ from jaxmem.lint.values.flow import (
     joined_operands,
     may_join_containers,
     part_refs,
+    refs_within,
     returns_an_argument,
 )
 from jaxmem.lint.values.kept_if import FUNCTION
@@ -210,6 +212,8 @@ class Provenance:
         self.module_function = lambda name: None
         # The one def a called name means at the call before a point (``name, point``), or None.
         self.function_def = lambda name, at: None
+        # Whether a local holds only objects this scope keeps to itself (_Context.private_object).
+        self.private_object = lambda name: False
         self._writes: dict[RefKey, list] | None = None
         self._held_by_args: dict[int, list[tuple[cst.BaseExpression, set[RefKey]]]] = {}  # see passed_beside
         self._read_holders: dict[tuple, tuple[str, int, bool] | None] = {}  # see _still_read
@@ -632,7 +636,7 @@ class Provenance:
                 if id(event.node) in making:
                     continue  # the call that makes the donated value: what it returns is that value
                 kept, key, condition = self.keeping_call(event, holder)
-                if kept and (key is None or self.owner_of(key[:1]) != "local"):
+                if kept and (key is None or self.owner_of(key[:1]) != "local" or not self.private_receiver(event.node, key)):
                     if key is not None and key[0] in held:
                         continue
                     line = self.ctx.positions[event.node].start.line
@@ -716,6 +720,15 @@ class Provenance:
         if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call) or self.library_method(call):
             return False, None, None
         return True, receiver, condition
+
+    def private_receiver(self, call, receiver: RefKey) -> bool:
+        """Whether what ``call`` keeps in ``receiver`` stays there: it is not a method of the
+        local ``receiver`` (``heapq.heappush(heap, w)`` fills a container, followed as one),
+        or the local only ever holds an object this scope keeps to itself (``private_object``)."""
+        func = call.func if type(call) is cst.Call else None
+        if type(func) is not cst.Attribute or ref_key(func.value) != receiver:
+            return True
+        return len(receiver) == 1 and self.private_object(receiver[0])
 
     def keeps_nothing(self, call: cst.Call) -> bool:
         """Whether ``call`` provably keeps no reference to what it is given: ``tx.init(params)``
@@ -2558,22 +2571,27 @@ def _position_argument(call: cst.Call) -> list | None:
     return [position] if position is not None else []
 
 
-def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False) -> bool:
+def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
+                    call_keeps: Callable[[cst.Call], bool] | None = None, own: str | None = None) -> bool:
     """Whether ``function`` may keep a reference to an argument after it returns:
     it returns one, stores into an attribute or subscript, fills a container
     that is not its own local (or a local one it returns, stores or captures),
-    yields, declares ``global``/``nonlocal``, defines a closure, or makes a
+    yields, raises it, declares ``global``/``nonlocal``, defines a closure, makes a
     lambda over its locals that is not handed straight to a library call
-    (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped).
+    (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped), or hands
+    one of its locals to a call ``call_keeps`` says may keep it (``register(v)``,
+    a function that does; without ``call_keeps`` no call counts).
     ``beyond_result``: what it returns does not count (a caller that follows
-    the result sees that: ``jax.tree.map(cast, params)``)."""
+    the result sees that: ``jax.tree.map(cast, params)``); ``own``: what it keeps in the
+    attributes of that parameter does not either (a method's ``self``: ``self.seen.append(v)``)."""
     from jaxmem.lint.syntax.walk import descendants_of_type, statements, suite_statements
     from jaxmem.lint.values.flow import CONTAINER_METHODS, free_names
 
     if not beyond_result and summarize_function(function, None, certain_only=True).returned:
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(stmt, cst.ClassDef) or (isinstance(stmt, cst.FunctionDef)
+                                               and not _jitted_and_only_called(stmt, function)):
             return True
     every = {node.value for node in descendants_of_type(function, cst.Name)}
     local = every - free_names(function)
@@ -2586,24 +2604,82 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False) -> b
         node = stack.pop()
         if isinstance(node, (cst.Global, cst.Nonlocal, cst.Yield)):
             return True
+        if isinstance(node, cst.Raise) and (refs_within(node.exc) or refs_within(node.cause)):
+            return True  # ``raise ValueError(value)``: the caller's ``except ... as error`` keeps it
         if isinstance(node, cst.Lambda):
             if id(node) not in inline and bool(free_names(node) & local):
                 return True
             continue
-        if isinstance(node, cst.AssignTarget) and not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)):
+        if isinstance(node, cst.AssignTarget) and not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)) \
+                and not _rooted_at(node.target, own):
             return True
-        if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and not isinstance(node.target, cst.Name):
+        if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and not isinstance(node.target, cst.Name) \
+                and not _rooted_at(node.target, own):
             return True
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
                 receiver = node.func.value
-                if not (isinstance(receiver, cst.Name) and receiver.value in local - params):
+                if _rooted_at(receiver, own):
+                    pass  # self.seen.append(v)
+                elif not (isinstance(receiver, cst.Name) and receiver.value in local - params):
                     return True  # a parameter's, an attribute's or a global's container
-                containers.add(receiver.value)
+                else:
+                    containers.add(receiver.value)
+            elif call_keeps is not None and any(key[0] in local for arg in node.args for key in refs_within(arg.value)) \
+                    and call_keeps(node):
+                return True
             if _library_root(node.func):
                 inline.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
         stack.extend(children(node))
-    return bool(containers) and _escapes(containers, function, returned=not beyond_result)
+    return bool(containers) and _escapes(containers, function, returned=not beyond_result, own=own)
+
+
+_JIT_DECORATORS = frozenset({"jax.jit", "jit", "jax.pmap", "pmap"})
+
+
+def _jitted_and_only_called(nested: cst.FunctionDef, function: cst.FunctionDef) -> bool:
+    """Whether the def ``nested`` of ``function`` is jitted (``@jax.jit``,
+    ``@functools.partial(jax.jit, ...)``) and its name only ever called there: what it
+    closes over is traced, and what it returns is new buffers (``@jax.jit def init(*args):
+    return model.init(*args)``, called at once); dropped when ``function`` returns."""
+    from jaxmem.lint.syntax.walk import descendants_of_type
+
+    if len(nested.decorators) != 1:
+        return False
+    decorator = nested.decorators[0].decorator
+    if isinstance(decorator, cst.Call):
+        if _dotted_name(decorator.func) not in ("functools.partial", "partial") or not decorator.args \
+                or decorator.args[0].keyword is not None:
+            return False
+        decorator = decorator.args[0].value
+    if _dotted_name(decorator) not in _JIT_DECORATORS:
+        return False
+    name = nested.name.value
+    called = {id(call.func) for call in descendants_of_type(function.body, cst.Call)}
+    called |= {id(node.attr) for node in descendants_of_type(function.body, cst.Attribute)}  # ``model.init``: no use
+    return all(id(node) in called or node is nested.name
+               for node in descendants_of_type(function.body, cst.Name) if node.value == name)
+
+
+def _dotted_name(expr) -> str:
+    """``jax.jit`` for the expression ``jax.jit``; empty for anything but names and attributes."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return ""
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def _rooted_at(target, name: str | None) -> bool:
+    """Whether ``target`` is an attribute or item of the name ``name`` (``self.seen``, ``self.a[k]``)."""
+    if name is None or not isinstance(target, (cst.Attribute, cst.Subscript)):
+        return False
+    while isinstance(target, (cst.Attribute, cst.Subscript)):
+        target = target.value
+    return isinstance(target, cst.Name) and target.value == name
 
 
 _READING_METHOD_NAMES = frozenset().union(*READING_METHODS.values())
@@ -2618,9 +2694,9 @@ def _library_root(func) -> bool:
     return isinstance(func, cst.Name) and func.value in _NON_KEEPING_ROOTS
 
 
-def _escapes(names: set[str], function: cst.FunctionDef, returned: bool = True) -> bool:
-    """Whether a local named in ``names`` is returned (unless not ``returned``), stored,
-    yielded or captured."""
+def _escapes(names: set[str], function: cst.FunctionDef, returned: bool = True, own: str | None = None) -> bool:
+    """Whether a local named in ``names`` is returned (unless not ``returned``), stored
+    (other than into the attributes of ``own``), yielded or captured."""
     from jaxmem.lint.syntax.walk import descendants, descendants_of_type
     from jaxmem.lint.values.flow import free_names
 
@@ -2629,7 +2705,8 @@ def _escapes(names: set[str], function: cst.FunctionDef, returned: bool = True) 
         if isinstance(node, cst.Yield) or (returned and isinstance(node, cst.Return)):
             value = node.value
         elif isinstance(node, cst.Assign) and any(
-                not isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets):
+                not isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) and not _rooted_at(t.target, own)
+                for t in node.targets):
             value = node.value
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)) and free_names(node) & names:
             return True

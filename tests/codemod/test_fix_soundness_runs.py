@@ -805,6 +805,208 @@ PROGRAMS = {
 
         report = lambda: float(Holder.value.sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-exception-caught-here": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def run():
+        w = jnp.ones(4)
+        try:
+            raise ValueError(w)
+        except ValueError as error:
+            caught = error
+        report = lambda: float(caught.args[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-exception-a-helper-raises": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def check(value, limit):
+        if value.size < limit:
+            raise ValueError(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        try:
+            check(w, 8)
+        except ValueError as error:
+            caught = error
+        report = lambda: float(caught.args[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-exception-a-helpers-helper-raises": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def fail(value):
+        raise ValueError(value)
+
+
+    def check(value):
+        fail(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        try:
+            check(w)
+        except ValueError as error:
+            caught = error
+        report = lambda: float(caught.args[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A helper keeps nothing itself but calls a function that does.
+    "kept-by-a-helper-that-calls-a-registering-function": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def remember(value):
+        register(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-that-calls-another-modules-function": {
+        "registry.py": "SEEN = []\n\n\ndef register(value):\n    SEEN.append(value)\n",
+        "train.py": CLOSURE_RUN.replace("MAKE", """
+    import registry
+
+
+    def remember(value):
+        registry.register(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(registry.SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-function-handed-to-map-that-calls-a-registering-function": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def remember(value):
+        register(value)
+        return value
+
+
+    def run():
+        w = jnp.ones(4)
+        list(map(remember, [w]))
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-that-tree-maps-a-registering-lambda": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+
+
+    def remember(tree):
+        jax.tree.map(lambda x: register(x), tree)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember({"w": w})
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    # A method keeps its argument somewhere other than in its object, or the object is held elsewhere.
+    "kept-by-a-method-that-appends-to-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    class Tracker:
+        def track(self, value):
+            SEEN.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = Tracker()
+        tracker.track(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-that-calls-a-registering-function": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def register(value):
+        SEEN.append(value)
+        return True
+
+
+    class Tracker:
+        def track(self, value):
+            return register(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = Tracker()
+        if tracker.track(w):
+            print("tracked")
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-method-on-another-argument": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    class Tracker:
+        def track(self, box, value):
+            box.kept = value
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = Tracker()
+        box = Box()
+        tracker.track(box, w)
+        report = lambda: float(box.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-module-level-object-through-a-local-name": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Tracker:
+        def __init__(self):
+            self.seen = []
+
+        def track(self, value):
+            self.seen.append(value)
+
+
+    TRACKER = Tracker()
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = TRACKER
+        tracker.track(w)
+        report = lambda: float(TRACKER.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-a-function-returns": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Tracker:
+        def __init__(self):
+            self.seen = []
+
+        def track(self, value):
+            self.seen.append(value)
+
+
+    TRACKER = Tracker()
+
+
+    def current_tracker():
+        return TRACKER
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = current_tracker()
+        tracker.track(w)
+        report = lambda: float(TRACKER.seen[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import itertools
 

@@ -159,8 +159,25 @@ METHODS = {
     "string-at-column-0": ('def m(self, value):\n    x = """\nline\n"""\n    self.seen.append(value)\n', True),
     "reads": ("def m(self, value):\n    print(value.shape, sep='=')\n    return len(self.seen)\n", False),
     "counts": ("def m(self, value):\n    n = 0\n    if value == 3:\n        n += 1\n    return\n", False),
-    "keywords": ("def m(self, value):\n    foo(a=1,\n        b=value)\n", False),
     "comment": ("def m(self, value):\n    # self.kept = value\n    return None\n", False),
+    "raises-it": ("def m(self, value):\n    raise ValueError(value)\n", True),
+    "raises-from-it": ("def m(self, value):\n    raise ValueError('bad') from value\n", True),
+    "raises-a-message": ("def m(self, value):\n    raise ValueError(f'bad {value}', 'shape')\n", False),
+    "re-raises": ("def m(self, value):\n    try:\n        pass\n    except E:\n        raise\n", False),
+}
+
+# Bodies whose calls may keep the argument: ``keeps_arguments`` counts a call only as its
+# ``call_keeps`` says (the file's facts ask whether the callee may keep it), the text
+# counts any call of a function by its bare name, or of a method through ``self`` that may.
+CALLING_METHODS = {
+    "keywords": ("def m(self, value):\n    foo(a=1,\n        b=value)\n", True),
+    "by-name": ("def m(self, value):\n    register(value)\n    return 1\n", True),
+    "through-self": ("def _keep(self, value):\n    self.seen.append(value)\n\n"
+                     "def m(self, value):\n    self._keep(value)\n    return 1\n", True),
+    "exit-handler": ("def m(self, value):\n    atexit.register(print, value)\n", True),
+    "a-builtin": ("def m(self, value):\n    n = len(value)\n    print(float(n))\n", False),
+    "literals-only": ("def m(self, value):\n    warn('slow', 3)\n", False),
+    "no-argument": ("def m(self, value):\n    flush()\n", False),
 }
 
 
@@ -170,6 +187,17 @@ def test_the_text_names_every_method_that_may_keep_an_argument(name):
     source = "class C:\n" + textwrap.indent(body, "    ")
     method = cst.parse_module(source).body[0].body.body[0]
     assert keeps_arguments(method) is keeps
+    assert ("m" in maybe_keeping_methods(source)) is keeps
+
+
+@pytest.mark.parametrize("name", list(CALLING_METHODS))
+def test_the_text_names_a_method_whose_calls_may_keep_an_argument(name):
+    body, keeps = CALLING_METHODS[name]
+    source = "class C:\n" + textwrap.indent(body, "    ")
+    method = cst.parse_module(source).body[0].body.body[-1]
+    builtin = lambda call: isinstance(call.func, cst.Name) and call.func.value in ("len", "print", "float")  # noqa: E731
+    assert keeps_arguments(method, call_keeps=lambda call: not builtin(call)) is keeps
+    assert keeps_arguments(method, call_keeps=lambda call: False) is False
     assert ("m" in maybe_keeping_methods(source)) is keeps
 
 
@@ -286,3 +314,66 @@ def test_a_function_handed_to_map_that_keeps_nothing_leaves_the_state_its_own(tm
     # holds ``w`` (``ranked``, never read again as an array)
     monkeypatch.chdir(tmp_path)
     _assert_high_and_donation_runs(tmp_path, HANDED_FUNCTION + "\n\nprint(main())\n", "(0.5, 4.0, 1, True)\n")
+
+
+# A helper whose jitted inner function is only called (its results are new buffers), a
+# class whose methods keep what they are given only in the instance, and a local instance
+# of it that nothing else reaches: ``w`` is held by nothing once it is donated.
+KEPT_ONLY_WHERE_NOTHING_READS = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+class Tracker:
+    def __init__(self):
+        self.seen = []
+
+    def track(self, value):
+        self.seen.append(value)
+        self._count(value)
+
+    def _count(self, value):
+        self.total = len(self.seen) + value.size
+
+
+def describe(value, scale):
+    @functools.partial(jax.jit)
+    def scaled(x):
+        return x * scale
+
+    return float(scaled(value).sum()) + float(value[0])
+
+
+def check(value):
+    if value.ndim != 1:
+        raise ValueError(f"expected a vector, got shape {value.shape}")
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    w = jnp.ones(4)
+    tracker = Tracker()
+    tracker.track(w)
+    check(w)
+    total = describe(w, 2.0)
+    state = {"w": w}
+    for _ in range(3):
+        state = step(state)
+    return float(state["w"].sum()), total, w.is_deleted()
+
+
+print(main())
+"""
+
+
+def test_helpers_and_objects_that_keep_nothing_reachable_leave_the_state_its_own(tmp_path, monkeypatch):
+    # ``Tracker`` keeps ``w`` only in ``tracker`` (made here, never read again); ``describe``
+    # jits a closure it only calls; ``check`` raises a message, not ``w``
+    monkeypatch.chdir(tmp_path)
+    _assert_high_and_donation_runs(tmp_path, KEPT_ONLY_WHERE_NOTHING_READS, "(0.5, 9.0, True)\n")

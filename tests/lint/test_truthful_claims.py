@@ -1088,7 +1088,8 @@ def test_a_method_given_an_earlier_value_of_the_array_keeps_nothing_of_the_state
 def test_a_method_given_the_states_array_after_the_state_is_made_may_keep_it(made):
     source = LOGGED.replace("MADE", made).replace("    logger.log(w)\n", "").replace(
         "    for _ in", "    logger.log(w)\n    for _ in")
-    _medium_and_deleted_when_forced(source, "`logger.log(w)` may keep", "`logger` may hold")
+    _medium_and_deleted_when_forced(source, "`logger.log(w)` may keep", "`logger.log(w)` (line 27) may keep",
+                                    "`logger` may hold")
 
 
 def test_a_function_of_the_file_that_keeps_nothing_leaves_the_state_its_own():
