@@ -75,7 +75,8 @@ def maybe_keeping_methods(text: str, functions: frozenset[str] | None = None) ->
     body may hand on with its argument (``blackjax.mcmc(logdensity, w)``)."""
     if "def" not in text:
         return frozenset()
-    handed = _handed_function(functions if functions is not None else top_level_functions(text))
+    if functions is None:
+        functions = top_level_functions(text)
     # strings (their line ends kept) and comments out first: what they hold is no code,
     # and a string's lines do not end a body
     code = _COMMENT.sub("", _STRING.sub(lambda found: '""' + "\n" * found.group(0).count("\n"), text))
@@ -99,7 +100,7 @@ def maybe_keeping_methods(text: str, functions: frozenset[str] | None = None) ->
         # the header too (a default may be a lambda), but not its own ``def``
         body = "\n".join([lines[number][match.end() - code.rfind("\n", 0, match.start()) - 1:],
                           *lines[number + 1:end]])
-        if _may_keep(body) or (handed is not None and handed.search(body)):
+        if _may_keep(body) or _hands_a_function(body, functions):
             names.add(name)
         else:
             through_self.setdefault(name, set()).update(_SELF_CALL.findall(body))
@@ -114,12 +115,13 @@ def maybe_keeping_methods(text: str, functions: frozenset[str] | None = None) ->
     return frozenset(names)
 
 
-def _handed_function(functions: frozenset[str]):
-    """A pattern for a call argument that is one of ``functions`` (``f(register, w)``), or None."""
-    if not functions:
-        return None
-    names = "|".join(sorted(map(re.escape, functions)))
-    return re.compile(rf"[(,=][ \t\n]*(?:{names})[ \t\n]*[,)]")
+# A call argument that is a bare name (``register`` in ``f(register, w)``, ``key=register``).
+_BARE_ARGUMENT = re.compile(r"[(,=][ \t\n]*([^\W\d]\w*)[ \t\n]*(?=[,)])")
+
+
+def _hands_a_function(body: str, functions: frozenset[str]) -> bool:
+    """Whether ``body`` hands one of ``functions`` to a call as an argument."""
+    return bool(functions) and any(found.group(1) in functions for found in _BARE_ARGUMENT.finditer(body))
 
 
 def _depth(line: str) -> int:
