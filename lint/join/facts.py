@@ -528,8 +528,9 @@ class _Context:
         use ``self`` only through its attributes (``self.seen.append(v)``, ``self.n = 0``) and
         keep what they are given nowhere else (:func:`keeps_arguments` with ``own``): none
         hands the instance on (``REGISTRY.append(self)``, ``return self``), none puts an
-        argument into a global or another object, or hands it to a call that may keep it, so
-        only names bound to the instance reach what it holds."""
+        argument into a global or another object, or hands it to a call that may keep it,
+        and what they fill is a container the instance made (:func:`_fills_only_its_own_containers`),
+        so only names bound to the instance reach what it holds."""
         if name in self._self_contained:
             return self._self_contained[name]
         self._self_contained[name] = False  # while deciding
@@ -561,6 +562,8 @@ class _Context:
             # function that may keep it (``register(v)``), a raised exception
             if keeps_arguments(method, beyond_result=True, call_keeps=keeps, own=me):
                 return False
+        if not _fills_only_its_own_containers(methods.values()):
+            return False
         self._self_contained[name] = True
         return True
 
@@ -1246,6 +1249,78 @@ def _function_scopes(body, stack=(), kinds=()):
         elif isinstance(stmt, cst.ClassDef):
             name = stmt.name.value if not stack else f"{stack[-1]}.{stmt.name.value}"
             yield from _function_scopes(suite_statements(stmt.body), stack + (name,), kinds + ("class",))
+
+
+# Calls that make a new, empty container (``self.seen = []`` as ``list()``).
+_NEW_CONTAINERS = frozenset({"list", "dict", "set", "collections.deque", "collections.defaultdict",
+                             "collections.OrderedDict", "collections.Counter", "deque", "defaultdict",
+                             "OrderedDict", "Counter"})
+
+
+def _fills_only_its_own_containers(methods) -> bool:
+    """Whether the methods (each with its instance as its first parameter) store into, or
+    fill, only attributes of the instance that they bound to new containers: ``self.seen
+    = []`` then ``self.seen.append(v)``, not ``self.seen = SEEN`` (a module's list) or
+    ``self.box = box`` then ``self.box.kept = v`` (the caller's object), and nothing deeper
+    (``self.a.b.append(v)``)."""
+    made: dict[str, bool] = {}  # attribute -> every value bound to it is a new empty container
+    filled: set[str] = set()
+    for method in methods:
+        me = method.params.params[0].name.value
+        for node in descendants(method.body):
+            kind = type(node)
+            if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.AugAssign:
+                targets = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
+                for target in targets:
+                    attribute = _own_attribute(target, me)
+                    if attribute is not None and kind is not cst.AugAssign:
+                        made[attribute] = made.get(attribute, True) and _new_container(node.value)
+                    elif isinstance(target, (cst.Attribute, cst.Subscript)):
+                        base = _own_attribute(target.value, me)
+                        if base is None and _rooted_at_name(target, me):
+                            return False  # self.a.b.c = v, self.a[k][j] = v
+                        if base is not None:
+                            filled.add(base)
+            elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in CONTAINER_METHODS:
+                base = _own_attribute(node.func.value, me)
+                if base is None and _rooted_at_name(node.func.value, me):
+                    return False  # self.a.b.append(v)
+                if base is not None:
+                    filled.add(base)
+    return all(made.get(attribute, False) for attribute in filled)
+
+
+def _own_attribute(expr, me: str) -> str | None:
+    """``seen`` for ``self.seen`` (``me`` being ``self``), else None."""
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == me:
+        return expr.attr.value
+    return None
+
+
+def _rooted_at_name(expr, name: str) -> bool:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return type(expr) is cst.Name and expr.value == name
+
+
+def _new_container(value) -> bool:
+    """``[]``, ``{}``, ``list()``, ``collections.defaultdict(list)``: a new container that
+    holds nothing of anyone else's."""
+    kind = type(value)
+    if kind in (cst.List, cst.Dict, cst.Set, cst.Tuple):
+        return not value.elements
+    if kind is not cst.Call:
+        return False
+    parts, func = [], value.func
+    while type(func) is cst.Attribute:
+        parts.append(func.attr.value)
+        func = func.value
+    if type(func) is not cst.Name:
+        return False
+    parts.append(func.value)
+    return ".".join(reversed(parts)) in _NEW_CONTAINERS and all(
+        type(arg.value) is cst.Name and arg.value.value in ("list", "dict", "set", "int", "float")
+        for arg in value.args)
 
 
 def _owner(key: RefKey, flow: Flow, params: set[str], assigned: set[str], is_module: bool, self_name: str | None) -> str:

@@ -1007,6 +1007,48 @@ PROGRAMS = {
         tracker.track(w)
         report = lambda: float(TRACKER.seen[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-module-list-an-object-holds": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    class Tracker:
+        def __init__(self):
+            self.seen = SEEN
+
+        def track(self, value):
+            self.seen.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        tracker = Tracker()
+        tracker.track(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-an-object-was-given": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    class Tracker:
+        def __init__(self):
+            self.box = None
+
+        def attach(self, box):
+            self.box = box
+
+        def track(self, value):
+            self.box.kept = value
+
+
+    def run():
+        w = jnp.ones(4)
+        box = Box()
+        tracker = Tracker()
+        tracker.attach(box)
+        tracker.track(w)
+        report = lambda: float(box.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import itertools
 
