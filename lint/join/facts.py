@@ -930,7 +930,7 @@ class _Context:
             keeps = self.keeps_beyond_result(value.value) if beyond_result else self.retains(cst.Call(func=value))
             return "" if keeps else None
         if (kind is cst.Name or kind is cst.Attribute) and (qualified := self.imports.resolve(value)) is not None \
-                and self.imports.is_project(qualified):
+                and self.imports.is_project(qualified) and not _constant_name(qualified):
             return FUNCTION + qualified.lstrip(".")
         return None
 
@@ -1015,6 +1015,13 @@ _RESULTS_FOLLOWED_OR_DROPPED = frozenset({"map", "filter", "sorted", "min", "max
 # callback outside a trace.  Their others wrap the function (``jax.vmap(f)``) or trace it.
 _RUN_ON_VALUES = TREE_MAPS | {"jax.tree.map_with_path", "jax.tree_util.tree_map_with_path", "jax.tree.reduce",
                               "jax.tree_util.tree_reduce", "jax.debug.callback"}
+def _constant_name(qualified: str) -> bool:
+    """Whether the last name of ``qualified`` is spelled as a constant (``decode.EOS_ID``),
+    not as a function: PEP 8's names, which a module's functions do not take."""
+    last = qualified.rsplit(".", 1)[-1]
+    return last.isupper() and any(c.isalpha() for c in last)
+
+
 # Builtins that never call a function they are handed (``isinstance(x, Learner)``,
 # ``getattr(obj, "f", default)``); ``min``, ``max`` and ``sorted`` call their ``key``.
 _CALL_NOTHING_HANDED = NON_RETAINING_BUILTINS - {"min", "max", "sorted"}

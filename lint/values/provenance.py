@@ -2576,8 +2576,9 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
     """Whether ``function`` may keep a reference to an argument after it returns:
     it returns one, stores into an attribute or subscript, fills a container
     that is not its own local (or a local one it returns, stores or captures),
-    yields, raises it, declares ``global``/``nonlocal``, defines a closure, makes a
-    lambda over its locals that is not handed straight to a library call
+    yields, raises it, declares ``global``/``nonlocal``, defines a class or a def other
+    than one it only calls (:func:`_only_called`; the body of that one is read as its
+    own), makes a lambda over its locals that is not handed straight to a library call
     (``jax.tree.map(lambda x: x / total, sums)`` runs and is dropped), or hands
     one of its locals to a call ``call_keeps`` says may keep it (``register(v)``,
     a function that does; without ``call_keeps`` no call counts).
@@ -2591,13 +2592,14 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
         return True
     for stmt in statements(suite_statements(function.body), into_scopes=False):
         if isinstance(stmt, cst.ClassDef) or (isinstance(stmt, cst.FunctionDef)
-                                               and not _jitted_and_only_called(stmt, function)):
+                                               and not _only_called(stmt, function)):
             return True
     every = {node.value for node in descendants_of_type(function, cst.Name)}
     local = every - free_names(function)
     p = function.params
     params = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
     containers: set[str] = set()  # own local containers something was put into
+    assigned: dict = {}  # see _own_container
     inline: set[int] = set()  # lambdas passed straight to a library call
     stack: list[cst.CSTNode] = [function.body]
     while stack:
@@ -2621,10 +2623,10 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
                 receiver = node.func.value
                 if _rooted_at(receiver, own):
                     pass  # self.seen.append(v)
-                elif not (isinstance(receiver, cst.Name) and receiver.value in local - params):
-                    return True  # a parameter's, an attribute's or a global's container
+                elif (root := _own_container(receiver, function, local - params, assigned)) is None:
+                    return True  # a parameter's, an attribute's or a global's container, or another name for one
                 else:
-                    containers.add(receiver.value)
+                    containers.add(root)
             elif call_keeps is not None and any(key[0] in local for arg in node.args for key in refs_within(arg.value)) \
                     and call_keeps(node):
                 return True
@@ -2637,23 +2639,25 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
 _JIT_DECORATORS = frozenset({"jax.jit", "jit", "jax.pmap", "pmap"})
 
 
-def _jitted_and_only_called(nested: cst.FunctionDef, function: cst.FunctionDef) -> bool:
-    """Whether the def ``nested`` of ``function`` is jitted (``@jax.jit``,
-    ``@functools.partial(jax.jit, ...)``) and its name only ever called there: what it
-    closes over is traced, and what it returns is new buffers (``@jax.jit def init(*args):
-    return model.init(*args)``, called at once); dropped when ``function`` returns."""
+def _only_called(nested: cst.FunctionDef, function: cst.FunctionDef) -> bool:
+    """Whether the def ``nested`` of ``function`` is undecorated or jitted (``@jax.jit``,
+    ``@functools.partial(jax.jit, ...)``) and its name only ever called there: a closure
+    that does not outlive the call (``def pre_pmap(xs): ...`` then ``pre_pmap(tree)``;
+    ``@jax.jit def init(*args): return model.init(*args)``, called at once, traced).
+    What its body keeps, :func:`keeps_arguments` reads with the enclosing body's."""
     from jaxmem.lint.syntax.walk import descendants_of_type
 
-    if len(nested.decorators) != 1:
+    if len(nested.decorators) > 1:
         return False
-    decorator = nested.decorators[0].decorator
-    if isinstance(decorator, cst.Call):
-        if _dotted_name(decorator.func) not in ("functools.partial", "partial") or not decorator.args \
-                or decorator.args[0].keyword is not None:
+    if nested.decorators:
+        decorator = nested.decorators[0].decorator
+        if isinstance(decorator, cst.Call):
+            if _dotted_name(decorator.func) not in ("functools.partial", "partial") or not decorator.args \
+                    or decorator.args[0].keyword is not None:
+                return False
+            decorator = decorator.args[0].value
+        if _dotted_name(decorator) not in _JIT_DECORATORS:
             return False
-        decorator = decorator.args[0].value
-    if _dotted_name(decorator) not in _JIT_DECORATORS:
-        return False
     name = nested.name.value
     called = {id(call.func) for call in descendants_of_type(function.body, cst.Call)}
     called |= {id(node.attr) for node in descendants_of_type(function.body, cst.Attribute)}  # ``model.init``: no use
@@ -2671,6 +2675,106 @@ def _dotted_name(expr) -> str:
         return ""
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+_CONTAINER_MAKERS = frozenset({"list", "dict", "set", "tuple", "collections.deque", "collections.defaultdict",
+                               "collections.OrderedDict", "collections.Counter", "deque", "defaultdict",
+                               "OrderedDict", "Counter"})
+
+
+def _own_container(receiver, function: cst.FunctionDef, locals_: set[str], made: dict) -> str | None:
+    """The local whose container ``receiver`` is (``out`` of ``out.append(v)``, of
+    ``groups[k].append(v)``) when the name holds a container ``function`` made there: no
+    binding of it to anything else comes before (or in a loop around both), and, for an
+    element, nothing is stored into one (``groups[k] = theirs``); None otherwise:
+    ``lst = KEPT`` or ``lst = box`` make another name for someone else's container, while
+    ``out = summarize(out)`` after the last ``out.append(v)`` does not.  ``made``: what
+    :func:`_bindings` found, filled on first use."""
+    element = isinstance(receiver, cst.Subscript)
+    while isinstance(receiver, cst.Subscript):
+        receiver = receiver.value
+    if not isinstance(receiver, cst.Name) or receiver.value not in locals_:
+        return None
+    if not made:
+        made.update(_bindings(function))
+    name = receiver.value
+    where = made["@"].get(id(receiver))
+    if where is None or (element and name in made["["]) or name not in made["made"]:
+        return None
+    index, loops = where
+    for other_index, other_loops in made["other"].get(name, ()):
+        if other_index < index or set(other_loops) & set(loops):
+            return None
+    return name
+
+
+def _bindings(function: cst.FunctionDef) -> dict:
+    """How ``function`` binds its names, for :func:`_own_container`: ``"made"``, the names
+    some plain assignment binds to a new container (:func:`_makes_a_container`);
+    ``"other"``, for each name, where it is bound to anything else (an assignment of
+    another value, a loop or comprehension target, ``with ... as``, an unpacking, an
+    assignment expression, a parameter of a nested def or lambda) as ``(order, loops)``;
+    ``"["``, the names something is stored into an element of; ``"@"``, the ``(order,
+    loops)`` of every name read, by id.  ``order`` is the position in a walk of the body,
+    ``loops`` the ids of the ``for``/``while`` statements around it."""
+    made: set[str] = set()
+    other: dict[str, list] = {}
+    into: set[str] = set()
+    where: dict[int, tuple[int, tuple[int, ...]]] = {}
+    counter = 0
+
+    def bound_otherwise(target, loops) -> None:
+        for name in [target] if isinstance(target, cst.Name) else descendants_of_type(target, cst.Name):
+            other.setdefault(name.value, []).append((counter, loops))
+
+    stack: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(function.body, ())]
+    while stack:
+        node, loops = stack.pop()
+        counter += 1
+        kind = type(node)
+        if kind is cst.Name:
+            where[id(node)] = (counter, loops)
+        elif kind is cst.Assign or (kind is cst.AnnAssign and node.value is not None):
+            for target in ([t.target for t in node.targets] if kind is cst.Assign else [node.target]):
+                if isinstance(target, cst.Name):
+                    if _makes_a_container(node.value):
+                        made.add(target.value)
+                    else:
+                        bound_otherwise(target, loops)
+                elif isinstance(target, cst.Subscript):
+                    root = target
+                    while isinstance(root, (cst.Attribute, cst.Subscript)):
+                        root = root.value
+                    if isinstance(root, cst.Name):
+                        into.add(root.value)
+                elif isinstance(target, (cst.Tuple, cst.List)):
+                    value = node.value
+                    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
+                            and all(isinstance(e.value, cst.Name) for e in target.elements):
+                        for part, given in zip(target.elements, value.elements):  # a, b = [], []
+                            if _makes_a_container(given.value):
+                                made.add(part.value.value)
+                            else:
+                                bound_otherwise(part.value, loops)
+                    else:
+                        bound_otherwise(target, loops)
+        elif kind is cst.For or kind is cst.CompFor or kind is cst.NamedExpr:
+            bound_otherwise(node.target, loops)
+        elif kind is cst.AsName:
+            bound_otherwise(node.name, loops)
+        elif kind is cst.Param:
+            bound_otherwise(node.name, loops)
+        inner = loops + (id(node),) if kind is cst.For or kind is cst.While else loops
+        stack.extend((child, inner) for child in reversed(list(children(node))))
+    return {"made": made, "other": other, "[": into, "@": where}
+
+
+def _makes_a_container(value) -> bool:
+    """``[]``, ``[v]``, ``{}``, ``{k: v for ...}``, ``list()``, ``collections.defaultdict(list)``:
+    a new container (what it is filled with is the enclosing body's to follow)."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    return isinstance(value, cst.Call) and _dotted_name(value.func) in _CONTAINER_MAKERS
 
 
 def _rooted_at(target, name: str | None) -> bool:

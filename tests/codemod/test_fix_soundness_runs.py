@@ -1049,6 +1049,48 @@ PROGRAMS = {
         tracker.track(w)
         report = lambda: float(box.kept.sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-that-appends-to-another-name-for-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def remember(value):
+        seen = SEEN
+        seen.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-that-appends-to-another-name-for-its-argument": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    def remember(value, into):
+        seen = into
+        seen.append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        kept = []
+        remember(w, kept)
+        report = lambda: float(kept[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-whose-inner-def-appends-to-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    SEEN = []
+
+
+    def remember(value):
+        def keep():
+            SEEN.append(value)
+
+        keep()
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import itertools
 

@@ -346,6 +346,20 @@ def describe(value, scale):
     return float(scaled(value).sum()) + float(value[0])
 
 
+def summarize(value):
+    parts, names = [], []
+
+    def half(x):
+        return x * 0.5
+
+    for row in [value]:
+        parts.append(float(half(row).sum()))
+        names.append("row")
+    names = ",".join(names)
+    total = sum(parts)
+    return total
+
+
 def check(value):
     if value.ndim != 1:
         raise ValueError(f"expected a vector, got shape {value.shape}")
@@ -362,10 +376,11 @@ def main():
     tracker.track(w)
     check(w)
     total = describe(w, 2.0)
+    halved = summarize(w)
     state = {"w": w}
     for _ in range(3):
         state = step(state)
-    return float(state["w"].sum()), total, w.is_deleted()
+    return float(state["w"].sum()), total, halved, w.is_deleted()
 
 
 print(main())
@@ -374,6 +389,7 @@ print(main())
 
 def test_helpers_and_objects_that_keep_nothing_reachable_leave_the_state_its_own(tmp_path, monkeypatch):
     # ``Tracker`` keeps ``w`` only in ``tracker`` (made here, never read again); ``describe``
-    # jits a closure it only calls; ``check`` raises a message, not ``w``
+    # jits a closure it only calls; ``summarize`` fills lists it made and calls a def it
+    # only calls; ``check`` raises a message, not ``w``
     monkeypatch.chdir(tmp_path)
-    _assert_high_and_donation_runs(tmp_path, KEPT_ONLY_WHERE_NOTHING_READS, "(0.5, 9.0, True)\n")
+    _assert_high_and_donation_runs(tmp_path, KEPT_ONLY_WHERE_NOTHING_READS, "(0.5, 9.0, 2.0, True)\n")
