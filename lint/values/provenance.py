@@ -2770,11 +2770,21 @@ def _bindings(function: cst.FunctionDef) -> dict:
 
 
 def _makes_a_container(value) -> bool:
-    """``[]``, ``[v]``, ``{}``, ``{k: v for ...}``, ``list()``, ``collections.defaultdict(list)``:
-    a new container (what it is filled with is the enclosing body's to follow)."""
+    """``[]``, ``[v]``, ``{}``, ``{k: v for ...}``, ``list(xs)``, ``collections.defaultdict(list)``:
+    a new container (what it is filled with is the enclosing body's to follow); not a
+    ``defaultdict`` whose factory may hand out someone else's (``defaultdict(lambda: SEEN)``)."""
     if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp, cst.SetComp)):
         return True
-    return isinstance(value, cst.Call) and _dotted_name(value.func) in _CONTAINER_MAKERS
+    if not isinstance(value, cst.Call) or (maker := _dotted_name(value.func)) not in _CONTAINER_MAKERS:
+        return False
+    if maker.endswith("defaultdict"):
+        factory = value.args[0].value if value.args and value.args[0].keyword is None else None
+        return factory is None or (isinstance(factory, cst.Name) and factory.value in _NEW_VALUE_FACTORIES)
+    return True
+
+
+# Factories of ``collections.defaultdict`` that make a new value for each missing key.
+_NEW_VALUE_FACTORIES = frozenset({"list", "dict", "set", "int", "float", "str", "tuple"})
 
 
 def _rooted_at(target, name: str | None) -> bool:

@@ -1091,6 +1091,22 @@ PROGRAMS = {
         remember(w)
         report = lambda: float(SEEN[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-filling-a-list-a-defaultdict-hands-out": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import collections
+
+    SEEN = []
+
+
+    def remember(value):
+        groups = collections.defaultdict(lambda: SEEN)
+        groups["w"].append(value)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(SEEN[0].sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import itertools
 
