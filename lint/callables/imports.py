@@ -15,12 +15,13 @@ from jaxmem.lint.callables.project_names import is_project_module, is_project_na
 from jaxmem.lint.syntax.walk import small_statements
 
 
-def _dotted(expr: cst.BaseExpression) -> str | None:
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """``jax.tree.map`` for that expression; None for anything but names and attributes."""
     kind = type(expr)  # not isinstance: libcst's node classes have no subclasses, and this is hot
     if kind is cst.Name:
         return expr.value
     if kind is cst.Attribute:
-        base = _dotted(expr.value)
+        base = dotted_name(expr.value)
         return None if base is None else f"{base}.{expr.attr.value}"
     return None
 
@@ -54,7 +55,7 @@ class ImportTable:
             base = base.value
         if type(base) is not cst.Name or base.value not in self.names:
             return None  # most expressions: a local, ``self.x``, a call's result (no string built)
-        dotted = _dotted(expr)
+        dotted = dotted_name(expr)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
@@ -79,7 +80,7 @@ class _ImportCollector:
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            full = _dotted(alias.name)
+            full = dotted_name(alias.name)
             if full is None:
                 continue
             if alias.asname is not None:
@@ -89,14 +90,14 @@ class _ImportCollector:
                 self.names[head] = head
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        module = _dotted(node.module) if node.module is not None else ""
+        module = dotted_name(node.module) if node.module is not None else ""
         prefix = "." * len(node.relative) + (module or "")
         if isinstance(node.names, cst.ImportStar):
             if module is not None:
                 self.stars.append(prefix)
             return
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted_name(alias.name)
             if name is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None else name

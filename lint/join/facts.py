@@ -25,7 +25,7 @@ from jaxmem.lint.callables.definitions import (
     JitDefinition,
     returned_function,
 )
-from jaxmem.lint.callables.imports import ImportTable
+from jaxmem.lint.callables.imports import ImportTable, dotted_name
 from jaxmem.lint.callables.jit_api import (
     NON_RETAINING_BUILTINS,
     NON_RETAINING_ROOTS,
@@ -116,6 +116,7 @@ from jaxmem.lint.values.param_stores import (
     stores_of,
 )
 from jaxmem.lint.values.provenance import (
+    CONTAINER_MAKERS,
     FunctionSummary,
     Origin,
     Provenance,
@@ -126,7 +127,7 @@ from jaxmem.lint.values.provenance import (
     summarize_function,
     without_caller_of,
 )
-from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key, render
+from jaxmem.lint.values.refs import RefKey, base_name, ident, kills, overlaps, ref_key, render
 from jaxmem.lint.values.usefulness import CalledFunctions, output_reach
 
 LOCAL = "local"
@@ -601,7 +602,8 @@ class _Context:
         (:meth:`method_keeps`): a function of this module that may keep one
         (``register(value)``), a method of the module's classes that may, called through
         ``self`` or ``cls``, a standard-library function that keeps what it is given
-        (``KEEPING_FUNCTIONS``), or any call handed a function that may keep its argument.
+        (``KEEPING_FUNCTIONS``), or a call handed a lambda or a function of this file that
+        may keep its argument.
         Other calls do not count: as for the text of the methods no file of the project
         parses (:func:`maybe_keeping_methods`), which names the same."""
         func = call.func
@@ -1258,12 +1260,6 @@ def _function_scopes(body, stack=(), kinds=()):
             yield from _function_scopes(suite_statements(stmt.body), stack + (name,), kinds + ("class",))
 
 
-# Calls that make a new, empty container (``self.seen = []`` as ``list()``).
-_NEW_CONTAINERS = frozenset({"list", "dict", "set", "collections.deque", "collections.defaultdict",
-                             "collections.OrderedDict", "collections.Counter", "deque", "defaultdict",
-                             "OrderedDict", "Counter"})
-
-
 def _fills_only_its_own_containers(methods) -> bool:
     """Whether the methods (each with its instance as its first parameter) store into, or
     fill, only attributes of the instance that they bound to new containers: ``self.seen
@@ -1284,13 +1280,13 @@ def _fills_only_its_own_containers(methods) -> bool:
                         made[attribute] = made.get(attribute, True) and _new_container(node.value)
                     elif isinstance(target, (cst.Attribute, cst.Subscript)):
                         base = _own_attribute(target.value, me)
-                        if base is None and _rooted_at_name(target, me):
+                        if base is None and base_name(target) == me:
                             return False  # self.a.b.c = v, self.a[k][j] = v
                         if base is not None:
                             filled.add(base)
             elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in CONTAINER_METHODS:
                 base = _own_attribute(node.func.value, me)
-                if base is None and _rooted_at_name(node.func.value, me):
+                if base is None and base_name(node.func.value) == me:
                     return False  # self.a.b.append(v)
                 if base is not None:
                     filled.add(base)
@@ -1304,28 +1300,14 @@ def _own_attribute(expr, me: str) -> str | None:
     return None
 
 
-def _rooted_at_name(expr, name: str) -> bool:
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
-        expr = expr.value
-    return type(expr) is cst.Name and expr.value == name
-
-
 def _new_container(value) -> bool:
-    """``[]``, ``{}``, ``list()``, ``collections.defaultdict(list)``: a new container that
-    holds nothing of anyone else's."""
+    """``[]``, ``{}``, ``list()``, ``collections.defaultdict(list)``: a new, empty container
+    (of ``CONTAINER_MAKERS``, given at most factories of new values), that holds nothing
+    of anyone else's."""
     kind = type(value)
     if kind in (cst.List, cst.Dict, cst.Set, cst.Tuple):
         return not value.elements
-    if kind is not cst.Call:
-        return False
-    parts, func = [], value.func
-    while type(func) is cst.Attribute:
-        parts.append(func.attr.value)
-        func = func.value
-    if type(func) is not cst.Name:
-        return False
-    parts.append(func.value)
-    return ".".join(reversed(parts)) in _NEW_CONTAINERS and all(
+    return kind is cst.Call and dotted_name(value.func) in CONTAINER_MAKERS - {"tuple"} and all(
         type(arg.value) is cst.Name and arg.value.value in ("list", "dict", "set", "int", "float")
         for arg in value.args)
 

@@ -44,6 +44,7 @@ from typing import Callable
 
 import libcst as cst
 
+from jaxmem.lint.callables.imports import dotted_name
 from jaxmem.lint.callables.jit_api import NON_RETAINING_ROOTS, PARTIAL_NAMES
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
 from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type, target_names
@@ -2599,7 +2600,7 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
     p = function.params
     params = {q.name.value for q in [*p.posonly_params, *p.params, *p.kwonly_params]}
     containers: set[str] = set()  # own local containers something was put into
-    assigned: dict = {}  # see _own_container
+    bindings: _Bindings | None = None  # see _own_container, made on first use
     inline: set[int] = set()  # lambdas passed straight to a library call
     stack: list[cst.CSTNode] = [function.body]
     while stack:
@@ -2621,11 +2622,10 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
                 receiver = node.func.value
-                if _rooted_at(receiver, own):
-                    pass  # self.seen.append(v)
-                elif (root := _own_container(receiver, function, local - params, assigned)) is None:
-                    return True  # a parameter's, an attribute's or a global's container, or another name for one
-                else:
+                if not _rooted_at(receiver, own):  # (``self.seen.append(v)`` fills the object's own)
+                    bindings = bindings or _bindings(function)
+                    if (root := _own_container(receiver, bindings, local - params)) is None:
+                        return True  # a parameter's, an attribute's or a global's container, or another name for one
                     containers.add(root)
             elif call_keeps is not None and any(key[0] in local for arg in node.args for key in refs_within(arg.value)) \
                     and call_keeps(node):
@@ -2652,11 +2652,11 @@ def _only_called(nested: cst.FunctionDef, function: cst.FunctionDef) -> bool:
     if nested.decorators:
         decorator = nested.decorators[0].decorator
         if isinstance(decorator, cst.Call):
-            if _dotted_name(decorator.func) not in ("functools.partial", "partial") or not decorator.args \
+            if dotted_name(decorator.func) not in ("functools.partial", "partial") or not decorator.args \
                     or decorator.args[0].keyword is not None:
                 return False
             decorator = decorator.args[0].value
-        if _dotted_name(decorator) not in _JIT_DECORATORS:
+        if dotted_name(decorator) not in _JIT_DECORATORS:
             return False
     name = nested.name.value
     called = {id(call.func) for call in descendants_of_type(function.body, cst.Call)}
@@ -2665,58 +2665,53 @@ def _only_called(nested: cst.FunctionDef, function: cst.FunctionDef) -> bool:
                for node in descendants_of_type(function.body, cst.Name) if node.value == name)
 
 
-def _dotted_name(expr) -> str:
-    """``jax.jit`` for the expression ``jax.jit``; empty for anything but names and attributes."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return ""
-    parts.append(expr.value)
-    return ".".join(reversed(parts))
+# Calls that make a new container (``list(xs)``, ``collections.defaultdict(list)``).
+CONTAINER_MAKERS = frozenset({"list", "dict", "set", "tuple", "collections.deque", "collections.defaultdict",
+                              "collections.OrderedDict", "collections.Counter", "deque", "defaultdict",
+                              "OrderedDict", "Counter"})
 
 
-_CONTAINER_MAKERS = frozenset({"list", "dict", "set", "tuple", "collections.deque", "collections.defaultdict",
-                               "collections.OrderedDict", "collections.Counter", "deque", "defaultdict",
-                               "OrderedDict", "Counter"})
-
-
-def _own_container(receiver, function: cst.FunctionDef, locals_: set[str], made: dict) -> str | None:
+def _own_container(receiver, bindings: "_Bindings", locals_: set[str]) -> str | None:
     """The local whose container ``receiver`` is (``out`` of ``out.append(v)``, of
-    ``groups[k].append(v)``) when the name holds a container ``function`` made there: no
-    binding of it to anything else comes before (or in a loop around both), and, for an
-    element, nothing is stored into one (``groups[k] = theirs``); None otherwise:
-    ``lst = KEPT`` or ``lst = box`` make another name for someone else's container, while
-    ``out = summarize(out)`` after the last ``out.append(v)`` does not.  ``made``: what
-    :func:`_bindings` found, filled on first use."""
+    ``groups[k].append(v)``) when the name holds a container the function made there
+    (``bindings``: :func:`_bindings`): no binding of it to anything else comes before (or
+    in a loop around both), and, for an element, nothing is stored into one
+    (``groups[k] = theirs``); None otherwise: ``lst = KEPT`` or ``lst = box`` make another
+    name for someone else's container, while ``out = summarize(out)`` after the last
+    ``out.append(v)`` does not."""
     element = isinstance(receiver, cst.Subscript)
     while isinstance(receiver, cst.Subscript):
         receiver = receiver.value
     if not isinstance(receiver, cst.Name) or receiver.value not in locals_:
         return None
-    if not made:
-        made.update(_bindings(function))
     name = receiver.value
-    where = made["@"].get(id(receiver))
-    if where is None or (element and name in made["["]) or name not in made["made"]:
+    where = bindings.reads.get(id(receiver))
+    if where is None or (element and name in bindings.filled_elements) or name not in bindings.made:
         return None
     index, loops = where
-    for other_index, other_loops in made["other"].get(name, ()):
+    for other_index, other_loops in bindings.other.get(name, ()):
         if other_index < index or set(other_loops) & set(loops):
             return None
     return name
 
 
-def _bindings(function: cst.FunctionDef) -> dict:
-    """How ``function`` binds its names, for :func:`_own_container`: ``"made"``, the names
-    some plain assignment binds to a new container (:func:`_makes_a_container`);
-    ``"other"``, for each name, where it is bound to anything else (an assignment of
-    another value, a loop or comprehension target, ``with ... as``, an unpacking, an
-    assignment expression, a parameter of a nested def or lambda) as ``(order, loops)``;
-    ``"["``, the names something is stored into an element of; ``"@"``, the ``(order,
-    loops)`` of every name read, by id.  ``order`` is the position in a walk of the body,
-    ``loops`` the ids of the ``for``/``while`` statements around it."""
+@dataclass(frozen=True)
+class _Bindings:
+    """How a function binds its names (:func:`_bindings`), for :func:`_own_container`.
+    Each place is ``(order, loops)``: its position in a walk of the body, and the ids of
+    the ``for``/``while`` statements around it."""
+
+    made: frozenset[str]  # names some plain assignment binds to a new container (_makes_a_container)
+    other: dict[str, list[tuple[int, tuple[int, ...]]]]  # name -> where it is bound to anything else
+    filled_elements: frozenset[str]  # names something is stored into an element of (``groups[k] = v``)
+    reads: dict[int, tuple[int, tuple[int, ...]]]  # id of each Name node -> where it is
+
+
+def _bindings(function: cst.FunctionDef) -> _Bindings:
+    """How ``function`` binds its names: to a new container by a plain assignment, or to
+    anything else (an assignment of another value, a loop or comprehension target,
+    ``with ... as``, an unpacking, an assignment expression, a parameter of a nested def
+    or lambda); see :class:`_Bindings`."""
     made: set[str] = set()
     other: dict[str, list] = {}
     into: set[str] = set()
@@ -2742,11 +2737,8 @@ def _bindings(function: cst.FunctionDef) -> dict:
                     else:
                         bound_otherwise(target, loops)
                 elif isinstance(target, cst.Subscript):
-                    root = target
-                    while isinstance(root, (cst.Attribute, cst.Subscript)):
-                        root = root.value
-                    if isinstance(root, cst.Name):
-                        into.add(root.value)
+                    if (root := base_name(target)) is not None:
+                        into.add(root)
                 elif isinstance(target, (cst.Tuple, cst.List)):
                     value = node.value
                     if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
@@ -2766,7 +2758,7 @@ def _bindings(function: cst.FunctionDef) -> dict:
             bound_otherwise(node.name, loops)
         inner = loops + (id(node),) if kind is cst.For or kind is cst.While else loops
         stack.extend((child, inner) for child in reversed(list(children(node))))
-    return {"made": made, "other": other, "[": into, "@": where}
+    return _Bindings(frozenset(made), other, frozenset(into), where)
 
 
 def _makes_a_container(value) -> bool:
@@ -2775,7 +2767,7 @@ def _makes_a_container(value) -> bool:
     ``defaultdict`` whose factory may hand out someone else's (``defaultdict(lambda: SEEN)``)."""
     if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp, cst.SetComp)):
         return True
-    if not isinstance(value, cst.Call) or (maker := _dotted_name(value.func)) not in _CONTAINER_MAKERS:
+    if not isinstance(value, cst.Call) or (maker := dotted_name(value.func)) not in CONTAINER_MAKERS:
         return False
     if maker.endswith("defaultdict"):
         factory = value.args[0].value if value.args and value.args[0].keyword is None else None
@@ -2789,11 +2781,7 @@ _NEW_VALUE_FACTORIES = frozenset({"list", "dict", "set", "int", "float", "str", 
 
 def _rooted_at(target, name: str | None) -> bool:
     """Whether ``target`` is an attribute or item of the name ``name`` (``self.seen``, ``self.a[k]``)."""
-    if name is None or not isinstance(target, (cst.Attribute, cst.Subscript)):
-        return False
-    while isinstance(target, (cst.Attribute, cst.Subscript)):
-        target = target.value
-    return isinstance(target, cst.Name) and target.value == name
+    return name is not None and isinstance(target, (cst.Attribute, cst.Subscript)) and base_name(target) == name
 
 
 _READING_METHOD_NAMES = frozenset().union(*READING_METHODS.values())
