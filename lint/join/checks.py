@@ -262,7 +262,10 @@ class Index:
 
     def keeps_nothing(self, qualified: str | None) -> bool:
         """Whether the project function ``qualified`` (another file's) provably keeps
-        no argument after it returns: it stores none and returns none, not even maybe."""
+        no argument after it returns: it stores none and returns none, not even maybe, or
+        it is a jitted callable (traced: its outputs are new buffers, jax 0.10.2)."""
+        if self.known_as(qualified, self.qualified) is not None:
+            return True
         found = self.qualified_functions.get(self.known_as(qualified, self.qualified_functions) or "")
         return found is not None and not found[0].keeps and not found[0].returned and not found[0].twice
 

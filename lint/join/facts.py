@@ -378,6 +378,7 @@ class _Context:
         self.positions = positions
         self.imports = imports
         self.sites = sites
+        self._jit_callees: frozenset | None = None  # see _names_a_jit
         self.local_callees = {site.definition.callee[0] for site in sites if site.definition.callee[0] != "self"}
         module_callees = [site.definition.callee[0] for site in sites
                           if site.definition.scope == MODULE_SCOPE and len(site.definition.callee) == 1]
@@ -618,6 +619,8 @@ class _Context:
         handed a function that may keep its argument (of this file, a lambda; with
         ``handed_from_elsewhere``, another file's too, whose summary the join reads)."""
         func = call.func
+        if self._names_a_jit(func):
+            return False  # traced: its outputs are new buffers, even one that is an input (jax 0.10.2)
         if type(func) is cst.Name and func.value in self.module_functions and self.imports.resolve(func) is None:
             return not self._keeps_no_argument(func.value)
         if self.imports.resolve(func) in KEEPING_FUNCTIONS:
@@ -961,7 +964,11 @@ class _Context:
     def _names_a_jit(self, expr: cst.BaseExpression) -> bool:
         """Whether ``expr`` names a jitted callable of this module."""
         key = ref_key(expr)
-        return key is not None and key in {site.definition.callee for site in self.sites}
+        if key is None:
+            return False
+        if self._jit_callees is None:  # built once: asked for every call a helper's body makes
+            self._jit_callees = frozenset(site.definition.callee for site in self.sites)
+        return key in self._jit_callees
 
     def _keeps_no_argument(self, name: str) -> bool:
         """Whether ``name`` is a top-level function whose body shows it keeps no

@@ -9,8 +9,8 @@ every indented ``def`` whose body may keep an argument.  It over-approximates
 :func:`jaxmem.lint.values.provenance.keeps_arguments`: a body is taken to keep one when
 it returns a value named in its body (not an attribute, not only a call's result:
 ``return value``, ``return [x]``, not ``return len(self.seen)``), stores through an
-attribute or a subscript (an assignment whose target holds ``.`` or ``[``), calls a
-container's mutator
+attribute or a subscript (an assignment, a loop's target or a ``with ... as`` target
+that holds ``.`` or ``[``), calls a container's mutator
 (``.append(``), declares ``global``/``nonlocal``, yields, makes a lambda, a def or
 a class, raises a value (``raise ValueError(value)``: an ``except ... as error`` keeps
 it), or calls what may keep its argument: a function by its bare name (not a builtin
@@ -58,6 +58,10 @@ _KEEPS_NOTHING_BY_NAME = frozenset({
     "tuple", "list", "dict", "set", "frozenset",
 })
 _ASSIGNMENT = re.compile(r"(?<![=!<>:])(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
+# A loop's or a comprehension's target (``for box.kept in [value]``), or ``with ... as
+# box.kept``, that stores through an attribute or an item.
+_LOOP_TARGET = re.compile(r"\bfor[ \t]+([^\n]*?)[ \t]+in\b")
+_AS_STORE = re.compile(r"\bas[ \t]+[\w \t]*[.\[]")
 
 
 _TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
@@ -139,6 +143,8 @@ def _may_keep(body: str) -> bool:
     if any(found.group(1) not in _KEEPS_NOTHING_BY_NAME for found in _BY_NAME_CALL.finditer(body)):
         return True
     if any(_RETURNED_NAME.search(value) for value in _returned(body)):
+        return True
+    if _AS_STORE.search(body) or any("." in target or "[" in target for target in _LOOP_TARGET.findall(body)):
         return True
     return _stores_through_target(body)
 

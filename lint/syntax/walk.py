@@ -276,6 +276,18 @@ def target_names(target) -> list[str]:
     return []
 
 
+def target_stores(target) -> list[cst.BaseExpression]:
+    """The attributes and items an assignment target stores into (``x.y`` and ``d[k]`` of
+    ``x.y, (d[k], n) = ...``), which :func:`target_names` leaves out."""
+    if isinstance(target, (cst.Attribute, cst.Subscript)):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [store for element in target.elements for store in target_stores(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_stores(target.value)
+    return []
+
+
 def bound_names(node: cst.CSTNode) -> list[str]:
     """The names ``node`` itself binds (a def or class, a parameter, an assignment
     target, a loop or comprehension target, ``with``/``except ... as``, an import,

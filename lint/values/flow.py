@@ -23,7 +23,7 @@ import libcst as cst
 
 from jaxmem.lint.callables.jit_api import BENIGN_ATTRIBUTES, BENIGN_FUNCTIONS
 from jaxmem.lint.syntax.keeping_methods import CONTAINER_METHODS
-from jaxmem.lint.syntax.walk import children, descendants_of_type, suite_statements, target_names
+from jaxmem.lint.syntax.walk import children, descendants_of_type, suite_statements, target_names, target_stores
 from jaxmem.lint.values.array_api import TRACING_TRANSFORMS
 from jaxmem.lint.values.metadata import is_metadata_key
 from jaxmem.lint.values.refs import RefKey, ident, kills, overlaps, ref_key
@@ -412,6 +412,29 @@ def direct_refs(expr: cst.BaseExpression | None, imported: frozenset[str] = froz
         out.extend(direct_refs(expr.right, imported))
     elif kind is cst.NamedExpr:
         out.extend(direct_refs(expr.value, imported))
+    return tuple(out)
+
+
+def constructed_refs(expr: cst.BaseExpression | None) -> tuple[RefKey, ...]:
+    """Keys an object that a class call in ``expr`` makes may hold as they are: the direct
+    refs of the arguments of a call whose callee is spelled as a class (``Holder(w)``,
+    ``types.SimpleNamespace(w=w)``, a dataclass) or is ``functools.partial``, through
+    containers and nested calls of those.  Its result is not ``w``, so :func:`direct_refs` leaves it out, but storing
+    it out of sight keeps ``w`` too (``KEPT.append(Holder(w))``)."""
+    out: list[RefKey] = []
+    stack = [expr] if expr is not None else []
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Call:
+            callee = node.func.attr.value if type(node.func) is cst.Attribute else \
+                node.func.value if type(node.func) is cst.Name else ""
+            if callee[:1].isupper() or callee == "partial":
+                for arg in node.args:
+                    out.extend(direct_refs(arg.value))
+                    stack.append(arg.value)
+        elif kind is cst.Tuple or kind is cst.List or kind is cst.Set or kind is cst.Dict:
+            stack.extend(element.value for element in node.elements)
     return tuple(out)
 
 
@@ -1212,6 +1235,7 @@ class FlowBuilder:
         iterate = self._node(events, preds)
         head_events: list[Event] = []
         self._target(stmt.target, (), head_events, None, stmt.iter, "iter")
+        self._stored_by_binding(stmt.target, stmt.iter, head_events)
         head = self._node(head_events, [iterate])
         loop = _Loop(head)
         self.loops.append(loop)
@@ -1229,6 +1253,7 @@ class FlowBuilder:
             self._expr(item.item, events)
             if item.asname is not None:
                 self._target(item.asname.name, (), events, None, item.item, "with")
+                self._stored_by_binding(item.asname.name, item.item, events)
         node = self._node(events, preds)
         out = self._block(_statements(stmt.body), [node])
         # leaving the block runs the manager's ``__exit__``, which may read what it was given
@@ -1340,6 +1365,9 @@ class FlowBuilder:
         if isinstance(target, cst.StarredElement):
             self._target(target.value, sources, events, None, origin, "unpack")
             return
+        if isinstance(target, (cst.Attribute, cst.Subscript)) and value is not None:
+            # ``box.h = Holder(w)``: the object stored there holds ``w``
+            self._stored_out_of_sight(target, [k for k in constructed_refs(value) if k not in sources], events)
         key = ref_key(target)
         if key is not None:
             if isinstance(target, (cst.Attribute, cst.Subscript)):
@@ -1364,6 +1392,16 @@ class FlowBuilder:
             self._stored_out_of_sight(target, sources, events)
             return
         self._expr(target, events)
+
+    def _stored_by_binding(self, target, source, events, skip=frozenset()) -> None:
+        """``for box.kept in [w]``, ``with nullcontext(w) as box.kept``, ``[0 for box.kept in
+        [w]]``: what the iterable or the manager hands out is stored on an object, where the
+        flow does not follow it (rare: an escape of everything ``source`` may hold)."""
+        stores = target_stores(target)
+        if stores:
+            for key in refs_within(source, self.imported):
+                if key[0] not in skip:
+                    events.append(Event(ESCAPE, key, stores[0], (), "stored"))
 
     @staticmethod
     def _stored_out_of_sight(target, sources, events) -> None:
@@ -1573,6 +1611,7 @@ class FlowBuilder:
         first = True
         while comp is not None:
             self._expr(comp.iter, events, frozenset(skip if first else bound))
+            self._stored_by_binding(comp.target, comp.iter, events, frozenset(skip if first else bound))
             bound.update(map(ident, target_names(comp.target)))
             for condition in comp.ifs:
                 self._expr(condition.test, events, frozenset(bound))
@@ -1645,6 +1684,8 @@ class FlowBuilder:
             consumed.append(func.value)
         self._consume(consumed, events, skip)
         arg_refs = tuple(k for arg in call.args for k in direct_refs(arg.value, self.imported) if k[0] not in skip)
+        # what an object made here holds, handed on with it (``KEPT.append(Holder(w))``)
+        arg_refs += tuple(k for arg in call.args for k in constructed_refs(arg.value) if k[0] not in skip)
         if receiver is not None and func.attr.value in CONTAINER_METHODS and arg_refs:
             events.append(Event(ALIAS, receiver, call, arg_refs, "container"))
         elif arg_refs and _fills_an_unnamed_container(func):

@@ -47,7 +47,7 @@ import libcst as cst
 from jaxmem.lint.callables.imports import dotted_name
 from jaxmem.lint.callables.jit_api import NON_RETAINING_ROOTS, PARTIAL_NAMES
 from jaxmem.lint.callables.signatures import VAR_KEYWORD, VAR_POSITIONAL, map_arguments
-from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type, target_names
+from jaxmem.lint.syntax.walk import call_argument, children, descendants_of_type, target_names, target_stores
 from jaxmem.lint.values.array_api import (
     ARRAY_FREE_PARTS,
     ARRAY_FREE_TYPES,
@@ -229,6 +229,8 @@ class Provenance:
         self._gained_by_call: set[str] = set()  # array-free by origin, found filled by a call (see gained_by)
         self._aliases_of: dict[RefKey, tuple] = {}  # see _aliases
         self._made_from_of: dict[str, tuple[str, ...]] | None = None  # see _made_from
+        self._effect_method_calls: dict[str, list] | None = None  # see _method_calls_for_effect
+        self._holders_kept: dict[tuple, str | None] = {}  # see _holder_kept
         self._written_back: dict[tuple, tuple[tuple[str, ...], frozenset[int]]] = {}  # see _write_backs
         # the nnx.split calls whose arguments' origins are being looked at (see _holder_read_after)
         self._splitting: list[cst.Call] = []
@@ -702,12 +704,11 @@ class Provenance:
             # functools.partial(register, w)(), map(register, [w]), Thread(target=register, args=(w,))
             return True, None, handed or None
         if type(func) is cst.Name:
-            if not used:
-                return qualified is None or self.ctx.imports.is_project(qualified), None, None
             if qualified is None:  # a function of this file that may keep it (the flow asked ``retains``)
-                return func.value in self.ctx.module_functions, None, None
+                return not used or func.value in self.ctx.module_functions, None, None
             if not self.ctx.imports.is_project(qualified):
-                return False, None, None  # its result is used: taken to be what the call is for
+                return not used, None, None  # its result is used: taken to be what the call is for
+            # another file's function, made for its effect or not: as its summary says
             return True, None, FUNCTION + qualified.lstrip(".")
         if type(func) is not cst.Attribute:
             return False, None, None
@@ -715,7 +716,7 @@ class Provenance:
             # a function of a module (``registry.register(w)``) or of an imported class
             if qualified is None or not self.ctx.imports.is_project(qualified):
                 return False, None, None  # a library's: ``jax.debug.print``
-            return True, None, FUNCTION + qualified.lstrip(".") if used else None
+            return True, None, FUNCTION + qualified.lstrip(".")  # as its summary says
         condition = func.attr.value if used and not self.ctx.method_keeps(func.attr.value) else None
         receiver = ref_key(func.value)  # None: an object no name holds (``vars(box).update(w=w)``)
         if (receiver is not None and receiver[0] == name) or self.keeps_nothing(call) or self.library_method(call):
@@ -1593,9 +1594,8 @@ class Provenance:
                         reasons.extend(f"{named}, {why}" for why in kept)
 
             if self.owner_of((name,)) == "local":
-                for holder, read_line in self._made_from_reaching(name, after):
-                    reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), "
-                                   f"read again at line {read_line}")
+                for holder, why in self._made_from_reaching(name, after):
+                    reasons.append(f"`{holder}` (made from `{name}` by a call that may keep it), {why}")
         return reasons
 
     def _write_backs(self, key: RefKey, after: Point, made_by: cst.Call | None = None) -> frozenset[int]:
@@ -1714,19 +1714,120 @@ class Provenance:
                 for source, holders in found.items()}
         return self._made_from_of.get(name, ())
 
-    def _made_from_reaching(self, name: str, after: Point) -> list[tuple[str, int]]:
-        """``(holder, line)`` per local of :meth:`_made_from` whose value at the call just
+    def _made_from_reaching(self, name: str, after: Point) -> list[tuple[str, str]]:
+        """``(holder, why)`` per local of :meth:`_made_from` whose value at the call just
         before ``after`` may be one made from ``name``, and that is read after it (or
-        captured by a closure, which may run later)."""
+        captured by a closure, which may run later), or kept where the flow does not
+        follow it (:meth:`_holder_kept`)."""
         out = []
         for holder in self._made_from(name):
-            if not any(isinstance(event.origin, cst.Call) and name in self._names_held_by(event.origin)
+            if not any(isinstance(event.origin, cst.Call) and not {name, holder}.isdisjoint(self._names_held_by(event.origin))
                        for event in self.reaching_writes((holder,), after)):
-                continue  # bound to another value by the time of the call
+                continue  # bound to another value by the time of the call (not ``h = Holder(h)``)
             read_line = self._read_line_after(holder, after)
             if read_line is not None:
-                out.append((holder, read_line))
+                out.append((holder, f"read again at line {read_line}"))
+            elif (kept := self._holder_kept(holder, name, after)) is not None:
+                out.append((holder, kept))
         return out
+
+    def _holder_kept(self, holder: str, name: str, after: Point) -> str | None:
+        """Why the local ``holder``, while it holds a value a call made from ``name`` and may
+        keep it in (``h = Holder(w)``), may be held beyond what the scope reads: stored into
+        a module-level value or an object it does not own (``KEPT.append(h)``, ``box.h =
+        h``), captured, yielded, handed to a call that may keep it (``remember(h)``), or the
+        object of a method call made for its effect when a class of this file has a method
+        of that name that may keep something (``h.register()`` may put ``h`` itself
+        anywhere); the same for the locals bound to it, filled with it or made from it in
+        turn (``h2 = h``, ``d = {"h": h}``, ``h = Holder(h)``), or one of those read after
+        the call.  None when none of these is seen.  Only a making call that sees the value
+        ``name`` has at the donating call just before ``after`` counts."""
+        call = self._call_event_before(after)
+        memo = (holder, name, id(call))
+        if memo in self._holders_kept:
+            return self._holders_kept[memo]
+        writes = self._write_points((holder,))
+        # made again from itself (``h = Holder(h)``): it holds the value after that rebinding too
+        remade = any(isinstance(event.origin, cst.Call) and holder in self._names_held_by(event.origin)
+                     for _, event in writes)
+        made: list[Point] | None = None  # the making writes, found when first asked (searches)
+
+        def holds_it(event) -> bool:  # ``holder`` may still hold what a making call bound it to
+            nonlocal made
+            if remade:
+                return True
+            if made is None:
+                made = [point for point, write in writes
+                        if isinstance(write.origin, cst.Call) and name in self._names_held_by(write.origin)
+                        and (call is None or self.flow.search(Point(point.node, point.index + 1), (name,),
+                                                              until_event=call).reached)]
+            return any(self.flow.search(Point(point.node, point.index + 1), (holder,),
+                                        until_event=event).reached for point in made)
+
+        self._holders_kept[memo] = found = self._holder_escape(holder, name, after, holds_it, call)
+        return found
+
+    def _holder_escape(self, holder: str, name: str, after: Point, holds_it: Callable, call) -> str | None:
+        """:meth:`_holder_kept` once ``holds_it`` is known: ``holder`` and the names that
+        hold it in turn, each checked for an escape or a read after the call."""
+        donating = call.node if call is not None else None
+        todo: list[tuple[str, Callable]] = [(holder, holds_it)]
+        seen = {holder, name}
+        while todo and len(seen) <= _MAX_HOLDERS:
+            current, gate = todo.pop()
+            why = self._escape_of(current, gate, donating)
+            if why is None and current != holder and (line := self._read_line_after(current, after)) is not None:
+                why = f"read again at line {line}"
+            if why is not None:
+                return why if current == holder else f"{why} (through `{current}`)"
+            for other in [*(key[0] for key in self.names_holding((current,))), *self._made_from(current)]:
+                if other not in seen and self.owner_of((other,)) == "local":
+                    seen.add(other)
+                    todo.append((other, lambda event: True))
+        return None
+
+    def _escape_of(self, holder: str, gate: Callable, donating: cst.Call | None) -> str | None:
+        """Why the local ``holder`` may be kept where the flow does not follow it, by the
+        events ``gate`` accepts other than the ``donating`` call's own (see
+        :meth:`_holder_kept`); None when it is not."""
+        for _, event in self.flow.events_about(holder):
+            if event.node is donating:
+                continue
+            why = None
+            if event.kind == ESCAPE and event.key is not None and event.key[0] == holder:
+                if event.detail != "call":
+                    why = "which is kept where jaxmem does not follow it"
+                else:
+                    kept, key, _ = self.keeping_call(event, holder)
+                    if kept and (key is None or self.owner_of(key[:1]) != "local"
+                                 or not self.private_receiver(event.node, key)):
+                        why = f"which `{self.ctx.text(event.node, 40)}` may keep"
+            elif event.kind in (WRITE, ALIAS) and event.key is not None and event.key[0] != holder \
+                    and any(source[0] == holder for source in event.sources + event.parts) \
+                    and self.owner_of(event.key[:1]) != "local":
+                why = f"stored in `{render(event.key)}`"
+            if why is not None and gate(event):  # the gate last: it searches the flow
+                return f"{why} (line {self.ctx.positions[event.node].start.line})"
+        for event in self._method_calls_for_effect().get(holder, ()):
+            call = event.node
+            if self.ctx.method_keeps(call.func.attr.value) and gate(event):
+                line = self.ctx.positions[call].start.line
+                return f"whose method `{self.ctx.text(call, 40)}` (line {line}) may keep it"
+        return None
+
+    def _method_calls_for_effect(self) -> dict[str, list]:
+        """The CALL events of the scope's method calls made for their effect, by the name of
+        the object they are called on (``holder.register()``), built once."""
+        if self._effect_method_calls is None:
+            effects = self.ctx.statement_calls()
+            found: dict[str, list] = {}
+            for _, event in self.flow.events():
+                call = event.node
+                if event.kind == CALL_EVENT and type(call) is cst.Call and id(call) in effects \
+                        and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name:
+                    found.setdefault(call.func.value.value, []).append(event)
+            self._effect_method_calls = found
+        return self._effect_method_calls
 
     def _aliases(self, key: RefKey) -> tuple[tuple[RefKey, str], ...]:
         """``key`` and the names it was copied from (``params = initial_params``),
@@ -1741,6 +1842,9 @@ class Provenance:
                         out.append((source, key[0]))
             found = self._aliases_of[key] = tuple(out)
         return found
+
+
+_MAX_HOLDERS = 8  # names followed from a holder made from a donated value (see _holder_kept)
 
 
 def _is_number(expr) -> bool:
@@ -2613,12 +2717,8 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
             if id(node) not in inline and bool(free_names(node) & local):
                 return True
             continue
-        if isinstance(node, cst.AssignTarget) and not isinstance(node.target, (cst.Name, cst.Tuple, cst.List)) \
-                and not _rooted_at(node.target, own):
-            return True
-        if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and not isinstance(node.target, cst.Name) \
-                and not _rooted_at(node.target, own):
-            return True
+        if _stores_through(node, own) is not None:
+            return True  # ``box.kept = v``, ``box.kept, n = v, 0``, ``for box.kept in [v]``
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in CONTAINER_METHODS:
                 receiver = node.func.value
@@ -2627,8 +2727,7 @@ def keeps_arguments(function: cst.FunctionDef, beyond_result: bool = False,
                     if (root := _own_container(receiver, bindings, local - params)) is None:
                         return True  # a parameter's, an attribute's or a global's container, or another name for one
                     containers.add(root)
-            elif call_keeps is not None and any(key[0] in local for arg in node.args for key in refs_within(arg.value)) \
-                    and call_keeps(node):
+            elif call_keeps is not None and _hands_a_local(node, local, own) and call_keeps(node):
                 return True
             if _library_root(node.func):
                 inline.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
@@ -2779,6 +2878,48 @@ def _makes_a_container(value) -> bool:
 _NEW_VALUE_FACTORIES = frozenset({"list", "dict", "set", "int", "float", "str", "tuple"})
 
 
+def _stores_through(node, own: str | None) -> cst.BaseExpression | None:
+    """For a node that binds a target holding an attribute or an item other than of ``own``
+    (``box.kept = v``, ``box.kept, n = v, 0``, ``for box.kept in [v]``, ``with c(v) as
+    box.kept``, ``[0 for box.kept in [v]]``, ``box.total += v``): the value stored there,
+    or what it comes from (the iterable, the context manager); None for any other node.
+    An annotation without a value (``self.w: int``) stores nothing but is taken to."""
+    kind = type(node)
+    if kind is cst.Assign:
+        targets, value = [t.target for t in node.targets], node.value
+    elif kind is cst.AugAssign or kind is cst.AnnAssign:
+        targets, value = [node.target], node.value if node.value is not None else node.target
+    elif kind is cst.For or kind is cst.CompFor:
+        targets, value = [node.target], node.iter
+    elif kind is cst.WithItem and node.asname is not None:
+        targets, value = [node.asname.name], node.item
+    else:
+        return None
+    if any(not _rooted_at(store, own) for target in targets for store in target_stores(target)):
+        return value
+    return None
+
+
+# Methods that keep nothing of the object they are called on after they return: a wait, a
+# delete, a list's or a dict's own reordering and removal, a file's or a writer's close.
+_KEEP_NOT_THEIR_OBJECT = frozenset({"block_until_ready", "copy_to_host_async", "delete", "is_deleted", "sort",
+                                    "reverse", "clear", "pop", "popitem", "remove", "discard", "close", "flush"})
+
+
+def _hands_a_local(call: cst.Call, local: set[str], own: str | None) -> bool:
+    """Whether ``call`` is handed a value a local names: as an argument, or as the object
+    whose method it calls (``holder.register()`` may put ``holder`` anywhere), other than
+    ``own`` (a method's ``self``, which its callers see) or by a method of
+    :data:`_KEEP_NOT_THEIR_OBJECT`."""
+    if any(key[0] in local for arg in call.args for key in refs_within(arg.value)):
+        return True
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value in _KEEP_NOT_THEIR_OBJECT:
+        return False
+    root = base_name(func.value)
+    return root is not None and root in local and root != own
+
+
 def _rooted_at(target, name: str | None) -> bool:
     """Whether ``target`` is an attribute or item of the name ``name`` (``self.seen``, ``self.a[k]``)."""
     return name is not None and isinstance(target, (cst.Attribute, cst.Subscript)) and base_name(target) == name
@@ -2806,10 +2947,8 @@ def _escapes(names: set[str], function: cst.FunctionDef, returned: bool = True, 
         value = None
         if isinstance(node, cst.Yield) or (returned and isinstance(node, cst.Return)):
             value = node.value
-        elif isinstance(node, cst.Assign) and any(
-                not isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) and not _rooted_at(t.target, own)
-                for t in node.targets):
-            value = node.value
+        elif (stored := _stores_through(node, own)) is not None:
+            value = stored
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)) and free_names(node) & names:
             return True
         if value is not None and {n.value for n in [value, *descendants_of_type(value, cst.Name)]

@@ -1107,6 +1107,355 @@ PROGRAMS = {
         remember(w)
         report = lambda: float(SEEN[0].sum())  # noqa: E731
         state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-storing-through-a-tuple-target": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def remember(value):
+        BOX.kept, count = value, 1
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-looping-into-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def remember(value):
+        for BOX.kept in [value]:
+            pass
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-entering-a-context-as-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import contextlib
+
+
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def remember(value):
+        with contextlib.nullcontext(value) as BOX.kept:
+            pass
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helpers-comprehension-into-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def remember(value):
+        return len([0 for BOX.kept in [value]])
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(w)
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-helper-calling-a-method-that-stores-its-object": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+        def register(self):
+            KEPT.append(self)
+
+
+    def remember(holder):
+        holder.register()
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        remember(holder)
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-loop-into-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def run():
+        w = jnp.ones(4)
+        for BOX.kept in [w]:
+            pass
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-context-entered-as-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import contextlib
+
+
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def run():
+        w = jnp.ones(4)
+        with contextlib.nullcontext(w) as BOX.kept:
+            pass
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-a-comprehension-into-an-attribute": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    def run():
+        w = jnp.ones(4)
+        _ = [0 for BOX.kept in [w]]
+        report = lambda: float(BOX.kept.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-by-an-object-that-stores-itself": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+        def register(self):
+            KEPT.append(self)
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        holder.register()
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-appended-to-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        KEPT.append(holder)
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-handed-to-a-keeping-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def remember(holder):
+        KEPT.append(holder)
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        remember(holder)
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-dataclass-stored-on-a-module-object": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import dataclasses
+
+
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    @dataclasses.dataclass
+    class Holder:
+        w: object
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        BOX.holder = holder
+        report = lambda: float(BOX.holder.w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-namespace-appended-to-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import types
+
+    KEPT = []
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = types.SimpleNamespace(w=w)
+        KEPT.append(holder)
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-made-in-the-call-that-appends-it": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        KEPT.append(Holder(w))
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-made-where-it-is-stored": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        BOX.holder = Holder(w)
+        report = lambda: float(BOX.holder.w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-made-in-the-call-of-a-keeping-helper": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def remember(holder):
+        KEPT.append(holder)
+
+
+    def run():
+        w = jnp.ones(4)
+        remember(Holder(w))
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-appended-through-another-name": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        same = holder
+        KEPT.append(same)
+        report = lambda: float(KEPT[0].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-in-a-dict-appended-to-a-module-list": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        box = {"holder": holder}
+        KEPT.append(box)
+        report = lambda: float(KEPT[0]["holder"].w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-an-object-wrapped-again-and-appended": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    KEPT = []
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        holder = Holder(holder)
+        KEPT.append(holder)
+        report = lambda: float(KEPT[0].w.w.sum())  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
+    "kept-in-a-partial-of-an-object-stored-on-a-module-object": {"train.py": CLOSURE_RUN.replace("MAKE", """
+    import functools
+
+
+    class Box:
+        pass
+
+
+    BOX = Box()
+
+
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+
+    def total(holder):
+        return float(holder.w.sum())
+
+
+    def run():
+        w = jnp.ones(4)
+        holder = Holder(w)
+        BOX.total = functools.partial(total, holder)
+        report = lambda: BOX.total()  # noqa: E731
+        state = {"w": w, "b": jnp.zeros(4)}""")},
     "kept-in-an-iterator-chain": {"train.py": CLOSURE_RUN.replace("MAKE", """
     import itertools
 

@@ -164,6 +164,11 @@ METHODS = {
     "raises-from-it": ("def m(self, value):\n    raise ValueError('bad') from value\n", True),
     "raises-a-message": ("def m(self, value):\n    raise ValueError(f'bad {value}', 'shape')\n", False),
     "re-raises": ("def m(self, value):\n    try:\n        pass\n    except E:\n        raise\n", False),
+    "stores-through-a-tuple-target": ("def m(self, value):\n    BOX.kept, n = value, 0\n", True),
+    "loops-into-an-attribute": ("def m(self, value):\n    for BOX.kept in [value]:\n        pass\n", True),
+    "enters-a-context-as-an-attribute": ("def m(self, value):\n    with value as BOX.kept:\n        pass\n", True),
+    "comprehension-into-an-item": ("def m(self, value):\n    return len([0 for CACHE[0] in [value]])\n", True),
+    "loops-over-an-attribute": ("def m(self, value):\n    for x in self.items:\n        n = x\n", False),
 }
 
 # Bodies whose calls may keep the argument: ``keeps_arguments`` counts a call only as its
@@ -238,6 +243,31 @@ def test_calls_that_keep_nothing_the_program_reads_leave_the_state_its_own(tmp_p
     (tmp_path / "registry.py").write_text("def describe(value):\n    return float(value.sum())\n")
     monkeypatch.chdir(tmp_path)
     _assert_high_and_donation_runs(tmp_path, PROJECT_CALL, "described\n16.0 True\n")
+
+
+def test_a_statement_call_of_another_files_function_that_keeps_nothing_leaves_the_state_its_own(
+        tmp_path, monkeypatch):
+    # ``registry.validate(w)`` is made for its effect; the join reads its summary (it stores
+    # and returns nothing), as for a call whose result is used (brax's
+    # ``pmap.assert_is_replicated(training_state)`` after the loop)
+    (tmp_path / "registry.py").write_text(
+        "def validate(value):\n    assert float(value.sum()) > 0, 'empty'\n\n\n"
+        "def describe(value):\n    return float(value.sum())\n")
+    monkeypatch.chdir(tmp_path)
+    train = PROJECT_CALL.replace("    if registry.describe(w) > 0:\n        print(\"described\")\n",
+                                 "    registry.validate(w)\n    print(\"described\")\n")
+    assert "registry.validate(w)" in train
+    _assert_high_and_donation_runs(tmp_path, train, "described\n16.0 True\n")
+
+
+def test_a_statement_call_of_another_files_function_that_keeps_its_argument_is_doubted(tmp_path, monkeypatch):
+    (tmp_path / "registry.py").write_text("SEEN = []\n\n\ndef validate(value):\n    SEEN.append(value)\n")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(PROJECT_CALL.replace(
+        "    if registry.describe(w) > 0:\n        print(\"described\")\n", "    registry.validate(w)\n"))
+    (finding,) = [f for report in check_paths(["."], use_cache=False) for f in report.findings]
+    assert finding.confidence is Confidence.MEDIUM
+    assert "which `registry.validate(w)` may keep" in finding.message, finding.message
 
 
 LIBRARY_METHOD = """\
@@ -385,6 +415,49 @@ def main():
 
 print(main())
 """
+
+
+# A helper that hands the state to a jitted function of the file, which returns it: the
+# call's outputs are new buffers (jax 0.10.2, even an output that is an input), so the
+# helper keeps nothing of ``w`` (``decode_batch`` of flax's seq2seq example).
+HELPER_CALLING_A_JIT = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+@functools.partial(jax.jit)
+def evaluate(params, x):
+    return params, params["w"] * x
+
+
+def report(params, x):
+    same, scaled = evaluate(params, x)
+    return float(same["w"].sum()) + float(scaled.sum())
+
+
+@jax.jit
+def step(state):
+    return jax.tree.map(lambda x: x * 0.5, state)
+
+
+def main():
+    w = jnp.ones(4)
+    state = {"w": w}
+    before = report(state, 2.0)
+    for _ in range(3):
+        state = step(state)
+    return float(state["w"].sum()), before, w.is_deleted()
+
+
+print(main())
+"""
+
+
+def test_a_helper_that_only_hands_the_state_to_a_jitted_function_leaves_it_its_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _assert_high_and_donation_runs(tmp_path, HELPER_CALLING_A_JIT, "(0.5, 12.0, True)\n")
 
 
 def test_helpers_and_objects_that_keep_nothing_reachable_leave_the_state_its_own(tmp_path, monkeypatch):
