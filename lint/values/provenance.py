@@ -639,7 +639,7 @@ class Provenance:
                 if id(event.node) in making:
                     continue  # the call that makes the donated value: what it returns is that value
                 kept, key, condition = self.keeping_call(event, holder)
-                if kept and (key is None or self.owner_of(key[:1]) != "local" or not self.private_receiver(event.node, key)):
+                if kept and self._kept_beyond_scope(event, key):
                     if key is not None and key[0] in held:
                         continue
                     line = self.ctx.positions[event.node].start.line
@@ -662,6 +662,12 @@ class Provenance:
                     return [reason]
                 marked.append(self.ctx.marked_kept_if(reason, condition))
         return marked
+
+    def _kept_beyond_scope(self, event: Event, holder: RefKey | None) -> bool:
+        """Whether what :meth:`keeping_call` says ``event``'s call may keep it in (``holder``)
+        may outlive the scope: anywhere (None), an object that is not a local, or a local
+        that is not an object only this scope reaches (:meth:`private_receiver`)."""
+        return holder is None or self.owner_of(holder[:1]) != "local" or not self.private_receiver(event.node, holder)
 
     def keeping_call(self, event: Event, name: str) -> tuple[bool, RefKey | None, str | None]:
         """Whether ``event`` hands the local ``name`` to a call that may keep it, with the
@@ -1721,7 +1727,8 @@ class Provenance:
         follow it (:meth:`_holder_kept`)."""
         out = []
         for holder in self._made_from(name):
-            if not any(isinstance(event.origin, cst.Call) and not {name, holder}.isdisjoint(self._names_held_by(event.origin))
+            if not any(isinstance(event.origin, cst.Call)
+                       and not {name, holder}.isdisjoint(self._names_held_by(event.origin))
                        for event in self.reaching_writes((holder,), after)):
                 continue  # bound to another value by the time of the call (not ``h = Holder(h)``)
             read_line = self._read_line_after(holder, after)
@@ -1799,8 +1806,7 @@ class Provenance:
                     why = "which is kept where jaxmem does not follow it"
                 else:
                     kept, key, _ = self.keeping_call(event, holder)
-                    if kept and (key is None or self.owner_of(key[:1]) != "local"
-                                 or not self.private_receiver(event.node, key)):
+                    if kept and self._kept_beyond_scope(event, key):
                         why = f"which `{self.ctx.text(event.node, 40)}` may keep"
             elif event.kind in (WRITE, ALIAS) and event.key is not None and event.key[0] != holder \
                     and any(source[0] == holder for source in event.sources + event.parts) \
